@@ -1,0 +1,26 @@
+//! # gpu-cilk-runtime
+//!
+//! The runtime half of gpu-cilk: [`Runtime`] and its backends, the levelized scheduler, the
+//! host twins of the device data structures, errors and statistics. Code emitted by the
+//! `#[gpu_cilk]` compiler talks to it only through the [`task`] module's contract.
+//!
+//! Layout (one job per module):
+//! - [`task`]: the contract with generated code ([`CilkTask`], [`Step`], [`Place`], [`Spawn`]).
+//! - [`channel`]: the array channel of Orr et al. (Rust twin of `kernels/channel.cuh`).
+//! - [`backend`]: `serial`, `cpu` (channel stacks + levelized scheduler on rayon), `cuda`.
+//! - [`runtime`], [`config`], [`stats`], [`error`]: the public face.
+#![deny(missing_docs)]
+
+pub mod backend;
+pub mod channel;
+pub mod config;
+pub mod error;
+pub mod runtime;
+pub mod stats;
+pub mod task;
+
+pub use config::{BackendKind, Config};
+pub use error::{Error, Result};
+pub use runtime::{Report, Runtime};
+pub use stats::{Stats, TaskStats};
+pub use task::{Call, CilkTask, Place, Registry, Spawn, Step};

@@ -1,0 +1,143 @@
+//! [`Runtime`]: the one entry point. It picks a backend (from code or `GPU_CILK_BACKEND`), falls
+//! back from cuda to cpu with one line saying why, and runs root calls on it. It owns backend
+//! selection and nothing of scheduling.
+
+use crate::backend::{cpu::CpuBackend, cuda, serial};
+use crate::config::{BackendKind, Config};
+use crate::error::{Error, Result};
+use crate::stats::Stats;
+use crate::task::{Call, CilkTask};
+
+/// A result together with the statistics of the run that produced it.
+#[derive(Clone, Debug)]
+pub struct Report<T> {
+    /// The root task's return value.
+    pub value: T,
+    /// What the run did.
+    pub stats: Stats,
+}
+
+enum Backend {
+    Serial,
+    Cpu(CpuBackend),
+    Cuda(cuda::CudaBackend),
+}
+
+/// Runs `#[gpu_cilk]` task trees on one backend.
+///
+/// ```
+/// use gpu_cilk_runtime::{BackendKind, Runtime};
+/// let rt = Runtime::with_backend(BackendKind::Serial).unwrap();
+/// assert_eq!(rt.backend(), BackendKind::Serial);
+/// ```
+pub struct Runtime {
+    config: Config,
+    backend: Backend,
+    fallback: Option<String>,
+}
+
+impl Runtime {
+    /// The backend named by `GPU_CILK_BACKEND` (default `auto`: cuda when usable, else cpu), with
+    /// the other `GPU_CILK_*` settings.
+    pub fn new() -> Result<Self> {
+        Self::with_config(Config::from_env()?)
+    }
+
+    /// A specific backend, with the other settings from the environment. Asking for `Cuda` where
+    /// it is unusable is an error (ask for `Auto` to fall back).
+    pub fn with_backend(kind: BackendKind) -> Result<Self> {
+        Self::with_config(Config::from_env()?.backend(kind))
+    }
+
+    /// A runtime for exactly this configuration.
+    pub fn with_config(config: Config) -> Result<Self> {
+        config.validate()?;
+        let mut fallback = None;
+        let backend = match config.backend {
+            BackendKind::Serial => Backend::Serial,
+            BackendKind::Cpu => Backend::Cpu(CpuBackend::new(&config)?),
+            BackendKind::Cuda => Backend::Cuda(cuda::CudaBackend::new(&config)?),
+            BackendKind::Auto => match cuda::CudaBackend::new(&config) {
+                Ok(b) => Backend::Cuda(b),
+                Err(e) => {
+                    let line = format!("gpu-cilk: using the cpu backend: {e}");
+                    if tracing::dispatcher::has_been_set() {
+                        tracing::warn!("{line}");
+                    } else {
+                        eprintln!("{line}");
+                    }
+                    fallback = Some(e.to_string());
+                    Backend::Cpu(CpuBackend::new(&config)?)
+                }
+            },
+        };
+        Ok(Runtime { config, backend, fallback })
+    }
+
+    /// The backend this runtime runs on (never `Auto`).
+    pub fn backend(&self) -> BackendKind {
+        match self.backend {
+            Backend::Serial => BackendKind::Serial,
+            Backend::Cpu(_) => BackendKind::Cpu,
+            Backend::Cuda(_) => BackendKind::Cuda,
+        }
+    }
+
+    /// Why `auto` fell back to the cpu backend, if it did.
+    pub fn fallback_reason(&self) -> Option<&str> {
+        self.fallback.as_deref()
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// A human-readable description of the device or threads in use.
+    pub fn device_description(&self) -> String {
+        match &self.backend {
+            Backend::Serial => "host, 1 thread".to_string(),
+            Backend::Cpu(b) => format!("host, {} threads", b.threads()),
+            Backend::Cuda(b) => b.description(),
+        }
+    }
+
+    /// Runs a root call and returns its value.
+    pub fn run<T: CilkTask>(&self, call: Call<T>) -> Result<T::Output> {
+        self.run_with_stats(call).map(|r| r.value)
+    }
+
+    /// Runs a root call and returns its value with the run's statistics.
+    pub fn run_with_stats<T: CilkTask>(&self, call: Call<T>) -> Result<Report<T::Output>> {
+        let mut report = match &self.backend {
+            Backend::Serial => serial::run(call)?,
+            Backend::Cpu(b) => b.run(call)?,
+            Backend::Cuda(b) => b.run(call)?,
+        };
+        report.stats.backend = Some(self.backend());
+        Ok(report)
+    }
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime").field("backend", &self.backend()).field("config", &self.config).finish()
+    }
+}
+
+/// Turns a caught panic payload into a message.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic with a non-string payload".to_string()
+    }
+}
+
+impl From<std::convert::Infallible> for Error {
+    fn from(e: std::convert::Infallible) -> Self {
+        match e {}
+    }
+}

@@ -1,0 +1,248 @@
+//! The contract between the code that `#[gpu_cilk]` emits and the schedulers.
+//!
+//! This module owns the traits and small types every backend agrees on: [`CilkTask`] (one per
+//! annotated function), [`Step`] (how a sub-kernel ends), [`Place`] (where a spawned child writes
+//! its result inside the parent's frame), [`Spawn`] (what a sub-kernel may ask of its scheduler),
+//! [`Call`] (a root invocation) and [`Registry`] (the set of task functions reachable from a root).
+//! It must not know how any backend stores or schedules work.
+//!
+//! # The execution model in one paragraph
+//!
+//! A task function's body is split at each top-level `sync!()` into *segments*. Segment 0, the
+//! *pre-spawn* sub-kernel, starts from the [`CilkTask::Args`] of a channel element; every later
+//! segment, a *continuation*, starts from the [`CilkTask::Frame`] that the previous segment left
+//! behind. A segment ends with [`Step::Return`] (the task is finished, its value goes to the place
+//! its parent named) or [`Step::Sync`] (the task waits for the children it spawned in this segment;
+//! the frame is stored and the next segment runs once they are all done). Children write their
+//! results directly into the parent's frame, at the offset a [`Place`] names. A `return` with
+//! children still outstanding is an implicit sync: the scheduler waits for the children and then
+//! delivers the value (Cilk semantics).
+
+use std::any::TypeId;
+use std::fmt;
+use std::marker::PhantomData;
+
+/// One `#[gpu_cilk]` function, as the schedulers see it. Implemented by generated code on the
+/// marker type `<function>::Task`; there is no reason to implement it by hand except in tests.
+pub trait CilkTask: Sized + Send + Sync + 'static {
+    /// The channel-element payload: the function's parameters, `#[repr(C)]`.
+    type Args: Copy + Send + Sync + 'static;
+    /// The continuation frame: every local that lives across a `sync!()`, and every spawn
+    /// destination, `#[repr(C)]`.
+    type Frame: Send + 'static;
+    /// The function's return type (a scalar or `()`).
+    type Output: Copy + Default + Send + Sync + 'static;
+
+    /// The function's name, for statistics and error messages.
+    const NAME: &'static str;
+    /// The number of top-level `sync!()` points, i.e. of continuation segments.
+    const SYNCS: usize;
+    /// The most children one segment can spawn, when the compiler can count them (no spawn inside
+    /// a loop); `None` otherwise. Schedulers use it to size dispatch chunks.
+    const FANOUT: Option<usize>;
+
+    /// The plain recursive function (spawn = call, sync = no-op): the serial backend and the oracle.
+    fn serial(args: Self::Args) -> Self::Output;
+
+    /// Segment 0: from the start of the body to the first `sync!()` (or a return).
+    fn prespawn<S: Spawn<Self>>(args: Self::Args, cx: &mut S) -> Step<Self>;
+
+    /// Segment `segment` (1-based, `1..=SYNCS`): from the `segment`-th `sync!()` to the next one
+    /// (or a return).
+    fn resume<S: Spawn<Self>>(segment: usize, frame: Self::Frame, cx: &mut S) -> Step<Self>;
+
+    /// Adds this task and every task it spawns or calls to `reg`.
+    fn register(reg: &mut Registry);
+}
+
+/// How a segment ends.
+pub enum Step<T: CilkTask> {
+    /// The task is finished with this value. If children spawned in this segment are still
+    /// outstanding the scheduler delivers it only after they are done (implicit sync).
+    Return(T::Output),
+    /// Wait for this segment's children, then run the next segment on this frame.
+    Sync(T::Frame),
+}
+
+impl<T: CilkTask> fmt::Debug for Step<T>
+where
+    T::Output: fmt::Debug,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Step::Return(v) => f.debug_tuple("Return").field(v).finish(),
+            Step::Sync(_) => f.write_str("Sync(..)"),
+        }
+    }
+}
+
+/// What a running sub-kernel may ask of its scheduler.
+pub trait Spawn<T: CilkTask> {
+    /// Spawns `C` with `args`; its result goes to `place` in the frame that the current segment
+    /// will leave behind (the frame given to [`Step::Sync`], or the implicit one of a `return`).
+    fn spawn<C: CilkTask>(&mut self, args: C::Args, place: Place<T::Frame, C::Output>);
+}
+
+/// Where in a frame of type `F` a child's result of type `O` goes: a byte offset, or nowhere.
+///
+/// Constructed only through [`Place::field`], [`Place::element`] and [`Place::discard`], whose
+/// `witness` arguments make the compiler check that the location really has type `O`, so a
+/// scheduler may write an `O` at `frame + offset`.
+pub struct Place<F, O> {
+    offset: Option<usize>,
+    _types: PhantomData<fn(&F) -> &O>,
+}
+
+impl<F, O> Clone for Place<F, O> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<F, O> Copy for Place<F, O> {}
+
+impl<F, O> fmt::Debug for Place<F, O> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.offset {
+            Some(o) => write!(f, "Place(+{o})"),
+            None => f.write_str("Place(discard)"),
+        }
+    }
+}
+
+impl<F, O> Place<F, O> {
+    /// The result is not stored (a `spawn!(f(..));` statement); the child still has to finish
+    /// before the parent's next segment runs.
+    pub const fn discard() -> Self {
+        Place { offset: None, _types: PhantomData }
+    }
+
+    /// The frame field at `offset` (from `core::mem::offset_of!`); `witness` projects a frame to
+    /// that field and is never called: it only makes the types line up.
+    pub const fn field(offset: usize, witness: fn(&F) -> &O) -> Self {
+        let _ = witness;
+        Place { offset: Some(offset), _types: PhantomData }
+    }
+
+    /// Element `index` of the array field at `array_offset`.
+    ///
+    /// # Panics
+    /// With Rust's own message when `index >= N`, exactly as `array[index] = ..` would.
+    #[track_caller]
+    pub fn element<const N: usize>(array_offset: usize, index: usize, witness: fn(&F) -> &[O; N]) -> Self {
+        let _ = witness;
+        if index >= N {
+            panic!("index out of bounds: the len is {N} but the index is {index}");
+        }
+        Place { offset: Some(array_offset + index * std::mem::size_of::<O>()), _types: PhantomData }
+    }
+
+    /// The byte offset inside the frame, or `None` for a discarded result.
+    pub const fn offset(&self) -> Option<usize> {
+        self.offset
+    }
+}
+
+/// A root invocation of a task function: `fib::task(30)`.
+pub struct Call<T: CilkTask> {
+    /// The root channel element.
+    pub args: T::Args,
+}
+
+impl<T: CilkTask> Call<T> {
+    /// Wraps root arguments.
+    pub fn new(args: T::Args) -> Self {
+        Call { args }
+    }
+
+    /// Runs the plain serial function: the oracle.
+    pub fn serial(&self) -> T::Output {
+        T::serial(self.args)
+    }
+}
+
+impl<T: CilkTask> Clone for Call<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T: CilkTask> Copy for Call<T> {}
+
+impl<T: CilkTask> fmt::Debug for Call<T>
+where
+    T::Args: fmt::Debug,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}{:?}", T::NAME, self.args)
+    }
+}
+
+/// One registered task function, erased to what backends need to build per-task state.
+#[derive(Clone, Copy)]
+pub struct TaskEntry {
+    /// `TypeId` of the `Task` marker type.
+    pub id: TypeId,
+    /// `CilkTask::NAME`.
+    pub name: &'static str,
+    /// `CilkTask::SYNCS`.
+    pub syncs: usize,
+    /// Builds the cpu backend's channel stacks for this task (monomorphized at registration).
+    pub(crate) cpu_store: fn(&crate::backend::cpu::StoreConfig) -> Box<dyn crate::backend::cpu::ErasedStore>,
+}
+
+impl fmt::Debug for TaskEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}(syncs={})", self.name, self.syncs)
+    }
+}
+
+/// The task functions reachable from a root, in discovery order (the root first).
+#[derive(Default)]
+pub struct Registry {
+    entries: Vec<TaskEntry>,
+}
+
+impl Registry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Collects `T` and everything reachable from it.
+    pub fn of<T: CilkTask>() -> Self {
+        let mut reg = Registry::new();
+        T::register(&mut reg);
+        reg
+    }
+
+    /// Adds `T` if it is new; returns `true` when it was (so the caller goes on to its callees).
+    pub fn add<T: CilkTask>(&mut self) -> bool {
+        let id = TypeId::of::<T>();
+        if self.entries.iter().any(|e| e.id == id) {
+            return false;
+        }
+        self.entries.push(TaskEntry {
+            id,
+            name: T::NAME,
+            syncs: T::SYNCS,
+            cpu_store: crate::backend::cpu::new_store::<T>,
+        });
+        true
+    }
+
+    /// The registered tasks, root first.
+    pub fn entries(&self) -> &[TaskEntry] {
+        &self.entries
+    }
+
+    /// The index of task `T`, if registered.
+    pub fn index_of<T: CilkTask>(&self) -> Option<usize> {
+        let id = TypeId::of::<T>();
+        self.entries.iter().position(|e| e.id == id)
+    }
+}
+
+impl fmt::Debug for Registry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(&self.entries).finish()
+    }
+}

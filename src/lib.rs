@@ -1,0 +1,63 @@
+//! # gpu-cilk
+//!
+//! Cilk-style recursive task parallelism for Rust, compiled for NVIDIA GPUs, with serial and
+//! multi-core CPU backends. Annotate a function with [`macro@gpu_cilk`], write `spawn!(f(..))` and
+//! `sync!()` in it, and run it on any backend:
+//!
+//! ```
+//! use gpu_cilk::prelude::*;
+//!
+//! #[gpu_cilk]
+//! fn fib(n: u32) -> u64 {
+//!     if n < 2 {
+//!         return n as u64;
+//!     }
+//!     let x = spawn!(fib(n - 1));
+//!     let y = spawn!(fib(n - 2));
+//!     sync!();
+//!     x + y
+//! }
+//!
+//! # fn main() -> Result<(), gpu_cilk::Error> {
+//! let rt = Runtime::with_backend(BackendKind::Cpu)?;
+//! assert_eq!(rt.run(fib::task(20))?, 6765);
+//! assert_eq!(fib(20), 6765); // the plain function stays callable: the serial oracle
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! This crate is a facade: the compiler lives in `gpu-cilk-macros`, the runtime in
+//! `gpu-cilk-runtime`. See `docs/` in the repository for the architecture and the supported subset.
+#![deny(missing_docs)]
+
+pub use gpu_cilk_macros::{device, gpu_cilk};
+pub use gpu_cilk_runtime as runtime;
+pub use gpu_cilk_runtime::{BackendKind, Config, Error, Report, Runtime, Stats};
+
+/// Spawns a child task inside a `#[gpu_cilk]` function: `let x = spawn!(f(a, b));`.
+///
+/// Only meaningful inside a `#[gpu_cilk]` function, whose compiler rewrites it; anywhere else it
+/// is a compile error.
+#[macro_export]
+macro_rules! spawn {
+    ($($t:tt)*) => {
+        ::core::compile_error!("`spawn!` can only be used inside a `#[gpu_cilk]` function")
+    };
+}
+
+/// Waits for every child spawned so far in a `#[gpu_cilk]` function: `sync!();`.
+///
+/// Only meaningful inside a `#[gpu_cilk]` function, whose compiler rewrites it; anywhere else it
+/// is a compile error.
+#[macro_export]
+macro_rules! sync {
+    ($($t:tt)*) => {
+        ::core::compile_error!("`sync!` can only be used inside a `#[gpu_cilk]` function")
+    };
+}
+
+/// Everything an annotated program needs: `use gpu_cilk::prelude::*;`.
+pub mod prelude {
+    pub use crate::{gpu_cilk, spawn, sync};
+    pub use gpu_cilk_runtime::{BackendKind, Config, Error, Report, Runtime, Stats};
+}
