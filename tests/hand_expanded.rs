@@ -139,6 +139,7 @@ pub mod wide {
     #[repr(C)]
     pub struct Frame {
         pub d: u32,
+        pub k: u32,
         pub parts: [u64; 8],
         pub s: u64,
         pub extra: <fib::Task as ::gpu_cilk::runtime::CilkTask>::Output,
@@ -188,6 +189,7 @@ pub mod wide {
             __cx.spawn::<fib::Task>(fib::args(3), ::gpu_cilk::runtime::Place::discard());
             ::gpu_cilk::runtime::Step::Sync(Frame {
                 d,
+                k,
                 parts,
                 s: ::core::default::Default::default(),
                 extra: ::core::default::Default::default(),
@@ -201,9 +203,9 @@ pub mod wide {
         ) -> ::gpu_cilk::runtime::Step<Self> {
             match __segment {
                 1 => {
-                    let Frame { d, parts, s: _, extra: _ } = __frame;
+                    let Frame { d, k, parts, s: _, extra: _ } = __frame;
                     let mut s: u64 = 1;
-                    for j in 0..__frame_k(&parts) {
+                    for j in 0..k as usize {
                         s += parts[j];
                     }
                     let extra: <fib::Task as ::gpu_cilk::runtime::CilkTask>::Output = ::core::default::Default::default();
@@ -211,10 +213,10 @@ pub mod wide {
                         fib::args(d),
                         ::gpu_cilk::runtime::Place::field(::core::mem::offset_of!(Frame, extra), |__f: &Frame| &__f.extra),
                     );
-                    ::gpu_cilk::runtime::Step::Sync(Frame { d, parts, s, extra })
+                    ::gpu_cilk::runtime::Step::Sync(Frame { d, k, parts, s, extra })
                 }
                 2 => {
-                    let Frame { d, parts, s, extra } = __frame;
+                    let Frame { d, k, parts, s, extra } = __frame;
                     ::gpu_cilk::runtime::Step::Return(s + extra)
                 }
                 _ => ::core::unreachable!("`wide` has 2 continuations"),
@@ -227,11 +229,6 @@ pub mod wide {
                 <fib::Task as ::gpu_cilk::runtime::CilkTask>::register(__reg);
             }
         }
-    }
-
-    // Zero entries past `k` stay zero, so summing all 8 equals summing the first `k`.
-    fn __frame_k(_parts: &[u64; 8]) -> usize {
-        8
     }
 }
 
