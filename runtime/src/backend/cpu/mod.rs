@@ -1,26 +1,199 @@
-//! The cpu backend (work in progress).
+//! The cpu backend: the generated sub-kernels over levelized channel stacks on all host cores.
+//!
+//! This module owns the *levelized scheduler*, the host twin of the device's host-driven loop:
+//!
+//! 1. Find the deepest level `L` with pending work (only `L` and `L + 1` can have gained work since
+//!    the last dispatch, so the search is amortized O(1)).
+//! 2. Pick one channel at `L` — continuation channels first (their children are all done, because
+//!    nothing deeper is pending, and running them frees frames), then the pre-spawn channel.
+//! 3. Dispatch a chunk of at most `level_capacity / fan-out` elements of it across the rayon pool,
+//!    so the children it spawns fit in level `L + 1` (which is empty: `L` is the deepest level with
+//!    work). Fan-out is the compiler's static bound, or the largest seen so far when spawns sit in
+//!    loops; a spawn that still finds no room spills into a new channel segment (see `queue`), so
+//!    no task is dropped, and only an exhausted element pool stops the run.
+//! 4. Repeat until no level has work; the root's result is then in its cell.
+//!
+//! Live memory is therefore about depth × (chunk elements + chunk frames), not the size of the
+//! task tree. `store` runs the sub-kernels; `queue` is the growable channel.
+
+mod queue;
+mod store;
+
 use crate::config::Config;
-use crate::error::Result;
-use crate::runtime::Report;
-use crate::task::{Call, CilkTask};
+use crate::error::{Error, Result};
+use crate::runtime::{panic_message, Report};
+use crate::stats::{Stats, TaskStats};
+use crate::task::{Call, CilkTask, Registry};
+use queue::Pool;
+use std::any::Any;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::Instant;
+use store::{Dest, PreElem, Shared, Tally, TaskStore};
 
 /// Sizes for one task's channel stacks.
-pub struct StoreConfig;
-/// A task's channel stacks with the task type erased.
-pub trait ErasedStore: Send + Sync {}
-struct Store<T>(std::marker::PhantomData<T>);
-impl<T: CilkTask> ErasedStore for Store<T> {}
-/// Builds `T`'s channel stacks.
-pub fn new_store<T: CilkTask>(_c: &StoreConfig) -> Box<dyn ErasedStore> {
-    Box::new(Store::<T>(std::marker::PhantomData))
+pub struct StoreConfig {
+    segment_capacity: usize,
 }
-/// The cpu backend.
-pub struct CpuBackend;
+
+/// A task's channel stacks with the task type erased, as the scheduler loop sees them.
+/// Queue index 0 is the pre-spawn channel; index `k >= 1` is continuation channel `k - 1`.
+pub trait ErasedStore: Send + Sync {
+    /// For typed access by spawns.
+    fn as_any(&self) -> &dyn Any;
+    /// The task's name.
+    fn name(&self) -> &'static str;
+    /// Children per task to plan for (static bound or largest seen).
+    fn fanout(&self) -> usize;
+    /// Allocates channel stacks down to `level`.
+    fn ensure_level(&mut self, level: usize);
+    /// Number of queues per level.
+    fn queues(&self) -> usize;
+    /// Elements waiting in one queue.
+    fn pending(&self, level: usize, queue: usize) -> usize;
+    /// Slots in use in one queue.
+    fn occupancy(&self, level: usize, queue: usize) -> usize;
+    /// Runs up to `n` elements of one queue in parallel.
+    #[doc(hidden)]
+    #[allow(private_interfaces)]
+    fn dispatch(&self, sh: &Shared<'_>, level: usize, queue: usize, n: usize, min_len: usize) -> Tally;
+    /// Returns drained segments of `level` to the pool.
+    #[doc(hidden)]
+    #[allow(private_interfaces)]
+    fn recycle(&mut self, level: usize, pool: &Pool);
+    /// Returns every segment to the pool.
+    #[doc(hidden)]
+    #[allow(private_interfaces)]
+    fn release(&mut self, pool: &Pool);
+}
+
+/// Builds `T`'s channel stacks (monomorphized through [`Registry::add`]).
+pub fn new_store<T: CilkTask>(c: &StoreConfig) -> Box<dyn ErasedStore> {
+    Box::new(TaskStore::<T>::new(c.segment_capacity))
+}
+
+/// The cpu backend: a rayon pool and the scheduler configuration.
+pub struct CpuBackend {
+    pool: rayon::ThreadPool,
+    config: Config,
+}
+
 impl CpuBackend {
-    /// New.
-    pub fn new(_c: &Config) -> Result<Self> { Ok(CpuBackend) }
-    /// Threads.
-    pub fn threads(&self) -> usize { 1 }
-    /// Run.
-    pub fn run<T: CilkTask>(&self, call: Call<T>) -> Result<Report<T::Output>> { crate::backend::serial::run(call) }
+    /// A pool of `config.threads` workers (0 = one per core).
+    pub fn new(config: &Config) -> Result<Self> {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(config.threads)
+            .thread_name(|i| format!("gpu-cilk-cpu-{i}"))
+            .build()
+            .map_err(|e| Error::BackendUnavailable { backend: "cpu", reason: e.to_string() })?;
+        Ok(CpuBackend { pool, config: config.clone() })
+    }
+
+    /// Worker threads.
+    pub fn threads(&self) -> usize {
+        self.pool.current_num_threads()
+    }
+
+    /// Runs `call` to completion.
+    pub fn run<T: CilkTask>(&self, call: Call<T>) -> Result<Report<T::Output>> {
+        let reg = Registry::of::<T>();
+        let sc = StoreConfig { segment_capacity: self.config.segment_capacity };
+        let mut stores: Vec<Box<dyn ErasedStore>> = reg.entries().iter().map(|e| (e.cpu_store)(&sc)).collect();
+        let ids: Vec<_> = reg.entries().iter().map(|e| e.id).collect();
+        let pool = Pool::new(self.config.pool_capacity);
+        let result = self.schedule::<T>(call, &mut stores, &ids, &pool);
+        for s in &mut stores {
+            s.release(&pool);
+        }
+        result
+    }
+
+    fn schedule<T: CilkTask>(
+        &self,
+        call: Call<T>,
+        stores: &mut [Box<dyn ErasedStore>],
+        ids: &[std::any::TypeId],
+        pool: &Pool,
+    ) -> Result<Report<T::Output>> {
+        let start = Instant::now();
+        let cfg = &self.config;
+        let mut result = T::Output::default();
+        for s in stores.iter_mut() {
+            s.ensure_level(0);
+        }
+        let root = stores[0]
+            .as_any()
+            .downcast_ref::<TaskStore<T>>()
+            .ok_or_else(|| Error::Internal("the root task is not the registry's first entry".into()))?;
+        root.push(pool, 0, PreElem { args: call.args, dest: Dest::to(std::ptr::addr_of_mut!(result)) })?;
+
+        let mut stats = Stats {
+            tasks: stores.iter().map(|s| TaskStats { name: s.name(), ..TaskStats::default() }).collect(),
+            ..Stats::default()
+        };
+        let threads = self.threads();
+        let mut live: usize = 1;
+        stats.peak_occupancy = 1;
+        let mut hint = 0usize;
+        loop {
+            if let Some(limit) = cfg.timeout {
+                if start.elapsed() > limit {
+                    return Err(Error::Timeout(limit));
+                }
+            }
+            let Some(level) = deepest_with_work(stores, hint) else { break };
+            let (si, queue, len) = pick_queue(stores, level)
+                .ok_or_else(|| Error::Internal(format!("level {level} reported work but no queue has any")))?;
+            if level + 1 >= cfg.max_depth {
+                return Err(Error::DepthExceeded { task: stores[si].name(), limit: cfg.max_depth });
+            }
+            for s in stores.iter_mut() {
+                s.ensure_level(level + 1);
+            }
+            let n = len.min((cfg.level_capacity / stores[si].fanout()).max(1));
+            stats.peak_channel_occupancy = stats.peak_channel_occupancy.max(stores[si].occupancy(level, queue));
+            let min_len = (n / (threads * 8)).clamp(1, 1024);
+            let sh = Shared { stores, ids, pool };
+            let tally = catch_unwind(AssertUnwindSafe(|| {
+                self.pool.install(|| sh.stores[si].dispatch(&sh, level, queue, n, min_len))
+            }))
+            .map_err(|p| Error::TaskPanicked { task: stores[si].name(), level, message: panic_message(&*p) })?;
+            if let Some(e) = tally.error {
+                return Err(e);
+            }
+            stats.dispatches += 1;
+            stats.peak_occupancy = stats.peak_occupancy.max(live + tally.produced);
+            live = (live + tally.produced).saturating_sub(tally.ran as usize);
+            let ts = &mut stats.tasks[si];
+            let per_level = if queue == 0 { &mut ts.tasks_per_level } else { &mut ts.continuations_per_level };
+            if per_level.len() <= level {
+                per_level.resize(level + 1, 0);
+            }
+            per_level[level] += tally.ran;
+            stats.levels = stats.levels.max(level + 1);
+            stores[si].recycle(level, pool);
+            hint = level + 1;
+        }
+        stats.wall = start.elapsed();
+        stats.spilled_segments = pool.spilled() as u64;
+        Ok(Report { value: result, stats })
+    }
+}
+
+/// The deepest level `<= hint` with pending work in any queue of any store.
+fn deepest_with_work(stores: &[Box<dyn ErasedStore>], hint: usize) -> Option<usize> {
+    (0..=hint).rev().find(|&l| stores.iter().any(|s| (0..s.queues()).any(|q| s.pending(l, q) > 0)))
+}
+
+/// The queue to drain at `level`: a continuation queue if any has work, else a pre-spawn queue.
+fn pick_queue(stores: &[Box<dyn ErasedStore>], level: usize) -> Option<(usize, usize, usize)> {
+    let found = |conts: bool| {
+        stores.iter().enumerate().find_map(|(si, s)| {
+            let qs: Vec<usize> = if conts { (1..s.queues()).collect() } else { vec![0] };
+            qs.into_iter().find_map(|q| {
+                let n = s.pending(level, q);
+                (n > 0).then_some((si, q, n))
+            })
+        })
+    };
+    found(true).or_else(|| found(false))
 }
