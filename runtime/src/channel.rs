@@ -20,39 +20,130 @@
 //!
 //! The channel serves many producers at once and many consumers at once, in *phases*: between two
 //! quiescent points (a dispatch barrier of the scheduler, a kernel boundary on the device) a
-//! channel is either produced into or consumed from, never both. Within a producer phase no slot
-//! is freed, so "full" is monotone: every ticket below `freed + capacity` succeeds and every
-//! ticket at or above it fails and is returned (its fetch-and-add is undone), leaving no hole.
-//! Within a consumer phase nothing is published, so every claim below `published` succeeds and
-//! every claim at or above it is undone the same way. A control word per slot checks the protocol
-//! (`EMPTY → RESERVED → READY → EMPTY`); a violation is reported by [`Channel::deq`] as
-//! [`ChannelError::NotPublished`] instead of reading an unwritten slot.
+//! channel is either produced into or consumed from, never both, and every ticket reserved in a
+//! producer phase is published with [`Channel::enq`] before the phase ends.
+//!
+//! Within a producer phase no slot is freed, so `limit = freed + capacity` is constant and "full"
+//! is monotone: once the ticket counter reaches `limit`, every ticket below `limit` has been handed
+//! out, and every request from then on fails. A request `[first, first + n)` keeps the tickets
+//! below `limit` and gives the rest back with a fetch-and-sub (the *undo*). The counter is then
+//! `limit` plus the excess of requests that have not undone yet, so it never drops below `limit`
+//! again and no ticket below `limit` is handed out twice; when the phase ends it is exactly
+//! `limit`: no holes. The same argument with `limit = published` holds for claims in a consumer
+//! phase. (With overlapping phases `limit` moves under the undo and a ticket may be handed out
+//! twice; the control words below turn that into a reported error instead of a data race.)
+//!
+//! Both fast paths read the ticket counter first and answer "full"/"empty" without touching it
+//! when it is already at `limit` (exact by the monotonicity above); that keeps a full channel
+//! cheap for producers that spill and an empty one cheap for polling consumers.
+//!
+//! # Control words
+//!
+//! Slot `i`'s control word is `lap << 3 | state`, with `lap = t / capacity` for the ticket `t` it
+//! currently serves (the paper's control array, tagged against ABA: a stale ticket of an earlier
+//! lap can never match). States, after the paper's five:
+//!
+//! | state      | paper      | owner                 | next                                    |
+//! |------------|------------|-----------------------|-----------------------------------------|
+//! | `EMPTY`    | available  | —                     | `RESERVED` by `talloc` (CAS)             |
+//! | `RESERVED` | reserved   | the ticket's producer | `WRITING` by `enq` (CAS)                 |
+//! | `WRITING`  | reserved   | the ticket's producer | `READY` by `enq` (store)                 |
+//! | `READY`    | ready      | —                     | `TAKEN` by `deq` (CAS)                   |
+//! | `TAKEN`    | dispatched | the ticket's consumer | `EMPTY` of the next lap by `deq` (store) |
+//!
+//! The paper's *done* state is the `freed` done count. Every transition into an owned state is a
+//! compare-and-swap from the exact expected word, so at most one thread owns a slot at a time,
+//! whatever the callers do: a protocol violation (overlapping phases, a ticket enqueued twice or
+//! named past its grant with [`Channel::ticket`]) becomes [`ChannelError::NotPublished`] from
+//! `deq`, or a panic in `talloc`/`enq`, never two threads touching one slot. Under the protocol
+//! every one of these compare-and-swaps succeeds at its first try: none is a retry loop.
+//!
+//! A zeroed control array with zeroed counters is an empty channel (every slot `EMPTY`, lap 0);
+//! the device allocates channels with `cudaMemset` on that basis.
+//!
+//! # Counters
+//!
+//! Counters and tickets are `usize` and wrap: every comparison is on the signed distance
+//! `a.wrapping_sub(b) as isize`, exact while the distances involved (capacity plus the excess of
+//! in-flight requests, each at most `capacity`) stay below `isize::MAX`. Since `capacity` is a
+//! power of two it divides `2^usize::BITS`, so `t % capacity` and the laps stay consistent across
+//! the wrap. (On 64-bit hosts a wrap takes centuries; the unit tests force one.)
 //!
 //! # Memory ordering
 //!
-//! - `enq` writes the element, then stores `READY` with `Release` and bumps `published` with
-//!   `Release`; `deq` loads `published` and the slot's control word with `Acquire` before reading
-//!   the element, so the element's bytes happen-before its read.
-//! - `deq` reads the element, stores `EMPTY` with `Release`, then bumps `freed` with `Release`;
-//!   `talloc` loads `freed` with `Acquire`, so a slot's previous read happens-before its reuse.
-//! - The ticket counters themselves only need atomicity (`Relaxed` fetch-and-add): ordering between
-//!   data and counters goes through the done counts above.
+//! - `talloc` moves `EMPTY → RESERVED` with an `Acquire` CAS; it reads the `EMPTY` word the
+//!   slot's previous consumer stored with `Release` after reading its element, so that read
+//!   happens-before the new element is written. `enq` moves `RESERVED → WRITING` with an `Acquire`
+//!   CAS (the same chain, also when the ticket was handed to another thread: `talloc`'s CAS
+//!   continues the consumer's release sequence).
+//! - `enq` writes the element, then stores `READY` with `Release`; `deq` moves `READY → TAKEN`
+//!   with an `Acquire` CAS before reading, so the element's bytes happen-before its read.
+//! - The done counts `published` and `freed` are bumped with `Release` and read with `Acquire`
+//!   (here and by [`Channel::len`]/[`Channel::occupancy`]): a thread that observes a done count
+//!   also observes the writes (reads) it counts, which is what a scheduler polling done counts
+//!   instead of joining threads needs. Slot safety does not rest on them: it rests on the
+//!   control words.
+//! - The ticket counters `reserved` and `claimed` only need atomicity (`Relaxed` fetch-and-add,
+//!   fetch-and-sub and loads): what a ticket may touch is decided by the done counts and the
+//!   control words, never by the ticket counter's value alone.
 //!
 //! Slots have stable addresses for the channel's lifetime: [`Channel::slot_ptr`] lets a producer
 //! hand out the address of a reserved slot (children write their results into a parent's frame
-//! there) before the element itself is published.
+//! there) before the element is taken. Writes through it after `enq` reach the consumer when they
+//! happen-before its `deq`, i.e. when they are done before the phase barrier that starts the
+//! consumer phase (the channel itself does not order them).
 
-use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
 
 #[cfg(loom)]
-use loom::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use loom::sync::atomic::{AtomicUsize, Ordering};
 #[cfg(not(loom))]
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-const EMPTY: u8 = 0;
-const RESERVED: u8 = 1;
-const READY: u8 = 2;
+const EMPTY: usize = 0;
+const RESERVED: usize = 1;
+const WRITING: usize = 2;
+const READY: usize = 3;
+const TAKEN: usize = 4;
+const STATE_BITS: u32 = 3;
+const STATE_MASK: usize = (1 << STATE_BITS) - 1;
+
+/// `true` when counter value `a` is at or past `b` (signed distance, correct across the wrap).
+#[inline]
+fn reached(a: usize, b: usize) -> bool {
+    a.wrapping_sub(b) as isize >= 0
+}
+
+/// One slot: `std`'s `UnsafeCell`, or `loom`'s (which checks every access for data races).
+struct Slot<T>(
+    #[cfg(not(loom))] std::cell::UnsafeCell<MaybeUninit<T>>,
+    #[cfg(loom)] loom::cell::UnsafeCell<MaybeUninit<T>>,
+);
+
+#[cfg(not(loom))]
+impl<T> Slot<T> {
+    fn new() -> Self {
+        Slot(std::cell::UnsafeCell::new(MaybeUninit::uninit()))
+    }
+
+    /// Runs `f` on the slot's pointer; the caller must own the slot (see the control words).
+    #[inline]
+    fn with_mut<R>(&self, f: impl FnOnce(*mut MaybeUninit<T>) -> R) -> R {
+        f(self.0.get())
+    }
+}
+
+#[cfg(loom)]
+impl<T> Slot<T> {
+    fn new() -> Self {
+        Slot(loom::cell::UnsafeCell::new(MaybeUninit::uninit()))
+    }
+
+    /// Runs `f` on the slot's pointer, recording a write access for loom's race detector.
+    fn with_mut<R>(&self, f: impl FnOnce(*mut MaybeUninit<T>) -> R) -> R {
+        self.0.with_mut(f)
+    }
+}
 
 /// A reserved slot, to be filled with [`Channel::enq`].
 #[derive(Debug, PartialEq, Eq)]
@@ -69,43 +160,64 @@ impl Ticket {
 /// A protocol violation detected by the control array.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ChannelError {
-    /// A consumer claimed a ticket whose slot was never published: producers and consumers ran
-    /// in the same phase.
-    #[error("channel slot {0} was claimed before it was published (producer/consumer phases overlapped)")]
+    /// A consumer claimed a ticket whose slot was not published (or was taken by another
+    /// consumer): producers and consumers ran in the same phase, or a reserved ticket was never
+    /// enqueued. The channel is unusable afterwards.
+    #[error("channel ticket {0} was claimed but its slot was not published (producer/consumer phases overlapped, or a reserved slot was never enqueued)")]
     NotPublished(usize),
 }
 
 /// A bounded array channel: lock-free, fetch-and-add reservation, done counts. See the module docs.
 pub struct Channel<T> {
     mask: usize,
-    slots: Box<[UnsafeCell<MaybeUninit<T>>]>,
-    control: Box<[AtomicU8]>,
+    /// `log2(capacity)`: `t >> shift` is ticket `t`'s lap.
+    shift: u32,
+    slots: Box<[Slot<T>]>,
+    control: Box<[AtomicUsize]>,
     reserved: AtomicUsize,
     published: AtomicUsize,
     claimed: AtomicUsize,
     freed: AtomicUsize,
 }
 
-// SAFETY: elements move between threads through the channel (`T: Send`); the slots are accessed
-// only by the one thread holding the slot's ticket, and the control word / done counts order those
-// accesses (see "Memory ordering" above).
+// SAFETY: elements move between threads through the channel (`T: Send`); a slot is accessed only
+// by the one thread that owns it through its control word (`RESERVED`/`WRITING`/`TAKEN`, entered by
+// CAS), and the Release/Acquire pairs on the control words order those accesses (module docs).
 unsafe impl<T: Send> Send for Channel<T> {}
-// SAFETY: as above: shared references only reach a slot through a ticket, and a ticket is handed
-// to exactly one producer (fetch-and-add) and then exactly one consumer.
+// SAFETY: as above: shared references reach a slot's bytes only while owning its control word,
+// and ownership is exclusive because every owned state is entered by a compare-and-swap.
 unsafe impl<T: Send> Sync for Channel<T> {}
 
 impl<T> Channel<T> {
     /// A channel with room for `capacity` elements, rounded up to a power of two (at least 1).
+    ///
+    /// # Panics
+    ///
+    /// When `capacity` exceeds `isize::MAX as usize / 2 + 1` (no power of two above it is usable).
     pub fn new(capacity: usize) -> Self {
+        Self::starting_at(capacity, 0)
+    }
+
+    /// A channel whose first ticket is `first` (tests use it to force the counters to wrap).
+    fn starting_at(capacity: usize, first: usize) -> Self {
+        assert!(capacity <= (isize::MAX as usize) / 2 + 1, "channel capacity {capacity} too large");
         let cap = capacity.max(1).next_power_of_two();
+        let shift = cap.trailing_zeros();
+        let mask = cap - 1;
+        let mut words = vec![0; cap];
+        for k in 0..cap {
+            let t = first.wrapping_add(k);
+            words[t & mask] = ((t >> shift) << STATE_BITS) | EMPTY;
+        }
         Channel {
-            mask: cap - 1,
-            slots: (0..cap).map(|_| UnsafeCell::new(MaybeUninit::uninit())).collect(),
-            control: (0..cap).map(|_| AtomicU8::new(EMPTY)).collect(),
-            reserved: AtomicUsize::new(0),
-            published: AtomicUsize::new(0),
-            claimed: AtomicUsize::new(0),
-            freed: AtomicUsize::new(0),
+            mask,
+            shift,
+            slots: (0..cap).map(|_| Slot::new()).collect(),
+            control: words.into_iter().map(AtomicUsize::new).collect(),
+            reserved: AtomicUsize::new(first),
+            published: AtomicUsize::new(first),
+            claimed: AtomicUsize::new(first),
+            freed: AtomicUsize::new(first),
         }
     }
 
@@ -114,88 +226,158 @@ impl<T> Channel<T> {
         self.mask + 1
     }
 
+    /// Ticket `t`'s control word in `state`.
+    #[inline]
+    fn word(&self, t: usize, state: usize) -> usize {
+        ((t >> self.shift) << STATE_BITS) | state
+    }
+
+    /// Moves ticket `t`'s slot from `from` to `to` with one CAS (`Acquire` on success: see the
+    /// module docs); `Err(actual word)` when the slot is not in the expected state.
+    #[inline]
+    fn transition(&self, t: usize, from: usize, to: usize) -> Result<(), usize> {
+        self.control[t & self.mask]
+            .compare_exchange(self.word(t, from), self.word(t, to), Ordering::Acquire, Ordering::Relaxed)
+            .map(drop)
+    }
+
     /// Reserves one slot with one fetch-and-add; `None` when the channel is full.
+    ///
+    /// # Panics
+    ///
+    /// When the protocol was violated (see [`Channel::talloc_n`]).
     pub fn talloc(&self) -> Option<Ticket> {
         self.talloc_n(1).map(|(t, _)| t)
     }
 
     /// Reserves up to `n` consecutive slots with one fetch-and-add (the host twin of a warp's
-    /// aggregated reservation). Returns the first ticket and how many were granted (`1..=n`);
-    /// `None` when not even one slot is free. Tickets `first..first + granted` must each be
-    /// published with [`Channel::enq`] (use [`Channel::ticket`] to name the later ones).
+    /// aggregated reservation). Returns the first ticket and how many were granted
+    /// (`1..=min(n, capacity)`); `None` when `n == 0` or not even one slot is free. Tickets
+    /// `first..first + granted` must each be published with [`Channel::enq`] before the producer
+    /// phase ends (use [`Channel::ticket`] to name the later ones).
+    ///
+    /// # Panics
+    ///
+    /// When a granted slot is not free: the protocol was violated earlier (consumers ran during
+    /// this producer phase, or a consumer phase ended with an unpublished ticket, which `deq`
+    /// reported as [`ChannelError::NotPublished`]). Panicking here is what keeps two producers out
+    /// of one slot.
     pub fn talloc_n(&self, n: usize) -> Option<(Ticket, usize)> {
         if n == 0 {
             return None;
         }
-        // Relaxed: the ticket counter only needs atomicity; room is decided by `freed` below.
+        let cap = self.capacity();
+        // More than `capacity` can never be granted; clamping bounds the counter's transient
+        // excess (and so the distances the signed comparisons need) by threads × capacity.
+        let n = n.min(cap);
+        // Acquire: a done count (module docs). Constant within a producer phase.
+        let limit = self.freed.load(Ordering::Acquire).wrapping_add(cap);
+        // Relaxed: ticket counter, atomicity only. Full stays full for the phase (module docs).
+        if reached(self.reserved.load(Ordering::Relaxed), limit) {
+            return None;
+        }
+        // Relaxed: ticket counter, atomicity only.
         let first = self.reserved.fetch_add(n, Ordering::Relaxed);
-        // Acquire: pairs with the Release increment in `deq`, so the slot's last read is done.
-        let limit = self.freed.load(Ordering::Acquire) + self.capacity();
-        let granted = limit.saturating_sub(first).min(n);
+        let room = limit.wrapping_sub(first) as isize;
+        let granted = if room <= 0 { 0 } else { (room as usize).min(n) };
         if granted < n {
-            // Give back what we could not use. Within a producer phase `limit` cannot grow, so
-            // every later reservation fails too and the counter returns to `limit`: no holes.
+            // The undo: give back the tickets at or past `limit` (module docs: no holes).
+            // Relaxed: ticket counter, atomicity only.
             self.reserved.fetch_sub(n - granted, Ordering::Relaxed);
         }
         if granted == 0 {
             return None;
         }
-        for t in first..first + granted {
-            let prev = self.control[t & self.mask].swap(RESERVED, Ordering::Relaxed);
-            debug_assert_eq!(prev, EMPTY, "slot {t} reserved while still occupied");
+        for k in 0..granted {
+            let t = first.wrapping_add(k);
+            if let Err(actual) = self.transition(t, EMPTY, RESERVED) {
+                panic!(
+                    "channel protocol violated: ticket {t} granted but its slot is not free (control word {actual:#x}, \
+                     expected {:#x}): producers overlapped consumers, or an earlier deq reported an error",
+                    self.word(t, EMPTY)
+                );
+            }
         }
         Some((Ticket(first), granted))
     }
 
-    /// Names ticket `first + k` of a run granted by [`Channel::talloc_n`].
+    /// Names ticket `first + k` of a run granted by [`Channel::talloc_n`] (`k < granted`).
     pub fn ticket(&self, first: &Ticket, k: usize) -> Ticket {
-        Ticket(first.0 + k)
+        Ticket(first.0.wrapping_add(k))
     }
 
-    /// The address of a reserved slot. It stays valid (and is not moved) until the element is
-    /// taken by [`Channel::deq`]; writing through it before `enq` is overwritten by `enq`.
+    /// The address of a ticket's slot. It stays valid (and is not moved) for the channel's
+    /// lifetime; it holds the ticket's element from `enq` until `deq` takes it. Writing through it
+    /// before `enq` is overwritten by `enq`; writes after `enq` are seen by the consumer when they
+    /// happen-before its `deq` (module docs). Dereferencing it is the caller's `unsafe`.
     pub fn slot_ptr(&self, ticket: &Ticket) -> *mut T {
-        self.slots[ticket.0 & self.mask].get().cast::<T>()
+        self.slots[ticket.0 & self.mask].with_mut(|p| p.cast::<T>())
     }
 
     /// Writes `value` into the reserved slot and publishes it.
+    ///
+    /// # Panics
+    ///
+    /// When the ticket's slot is not `RESERVED` for it: the ticket was already enqueued, or it was
+    /// named past its grant with [`Channel::ticket`].
     pub fn enq(&self, ticket: Ticket, value: T) {
-        let i = ticket.0 & self.mask;
-        // SAFETY: the ticket was granted by `talloc_n` to this caller only (fetch-and-add), the
-        // slot is EMPTY→RESERVED (no consumer reads it before READY), so we have exclusive access.
-        unsafe { (*self.slots[i].get()).write(value) };
-        // Release: the element's bytes happen-before a consumer's Acquire of READY.
-        self.control[i].store(READY, Ordering::Release);
+        let t = ticket.0;
+        let i = t & self.mask;
+        if let Err(actual) = self.transition(t, RESERVED, WRITING) {
+            panic!(
+                "channel protocol violated: enq of ticket {t} whose slot is not reserved for it (control word \
+                 {actual:#x}, expected {:#x}): enqueued twice, or named past its grant",
+                self.word(t, RESERVED)
+            );
+        }
+        // SAFETY: the CAS above made this thread the slot's only owner (WRITING is entered only
+        // from this ticket's RESERVED, by CAS), and Acquire ordered the previous occupant's read
+        // before this write.
+        self.slots[i].with_mut(|p| unsafe { (*p).write(value) });
+        // Release: the element's bytes happen-before a consumer's Acquire CAS of READY.
+        self.control[i].store(self.word(t, READY), Ordering::Release);
+        // Release: done count (module docs).
         self.published.fetch_add(1, Ordering::Release);
     }
 
     /// Claims the oldest published element and moves it out (`deq` + `tfree`); `Ok(None)` when
-    /// nothing is published.
+    /// nothing is published. Within a consumer phase elements come out in ticket order.
     pub fn deq(&self) -> Result<Option<T>, ChannelError> {
+        // Acquire: a done count (module docs). Constant within a consumer phase.
+        let limit = self.published.load(Ordering::Acquire);
+        // Relaxed: ticket counter, atomicity only. Empty stays empty for the phase (module docs).
+        if reached(self.claimed.load(Ordering::Relaxed), limit) {
+            return Ok(None);
+        }
+        // Relaxed: ticket counter, atomicity only.
         let t = self.claimed.fetch_add(1, Ordering::Relaxed);
-        // Acquire: pairs with the Release increment in `enq`.
-        if t >= self.published.load(Ordering::Acquire) {
-            // Within a consumer phase nothing is published, so undoing is exact (no holes).
+        if reached(t, limit) {
+            // The undo (module docs: no holes). Relaxed: ticket counter, atomicity only.
             self.claimed.fetch_sub(1, Ordering::Relaxed);
             return Ok(None);
         }
-        let i = t & self.mask;
-        if self.control[i].load(Ordering::Acquire) != READY {
+        if self.transition(t, READY, TAKEN).is_err() {
             return Err(ChannelError::NotPublished(t));
         }
-        // SAFETY: ticket `t` was claimed by this caller only (fetch-and-add), its slot is READY,
-        // i.e. written and published (Acquire above), and no producer touches it until `freed`
-        // passes it.
-        let value = unsafe { (*self.slots[i].get()).assume_init_read() };
-        self.control[i].store(EMPTY, Ordering::Release);
-        // Release: our read happens-before a producer's reuse of the slot (Acquire in talloc).
+        let i = t & self.mask;
+        // SAFETY: the CAS above made this thread the slot's only owner (TAKEN is entered only from
+        // this ticket's READY, by CAS); READY means `enq` initialized it, and the Acquire pairs
+        // with enq's Release store, so the element's bytes are visible.
+        let value = self.slots[i].with_mut(|p| unsafe { (*p).assume_init_read() });
+        // Release: our read happens-before the next lap's producer (its Acquire CAS on this word).
+        self.control[i].store(self.word(t.wrapping_add(self.capacity()), EMPTY), Ordering::Release);
+        // Release: done count (module docs).
         self.freed.fetch_add(1, Ordering::Release);
         Ok(Some(value))
     }
 
     /// Elements published and not yet claimed.
     pub fn len(&self) -> usize {
-        self.published.load(Ordering::Acquire).saturating_sub(self.claimed.load(Ordering::Acquire))
+        // Acquire/Relaxed: a done count and a ticket counter (module docs); the claim counter may
+        // run ahead transiently by the consumers about to undo, hence the clamp.
+        let published = self.published.load(Ordering::Acquire);
+        let claimed = self.claimed.load(Ordering::Relaxed);
+        (published.wrapping_sub(claimed) as isize).max(0) as usize
     }
 
     /// `true` when no published element is waiting.
@@ -203,22 +385,26 @@ impl<T> Channel<T> {
         self.len() == 0
     }
 
-    /// Slots in use: reserved or published, and not yet freed.
+    /// Slots in use: reserved or published, and not yet freed (at most `capacity`).
     pub fn occupancy(&self) -> usize {
-        self.reserved.load(Ordering::Acquire).saturating_sub(self.freed.load(Ordering::Acquire))
+        // Relaxed/Acquire: a ticket counter and a done count (module docs); the ticket counter may
+        // run ahead transiently by the producers about to undo, hence the clamp.
+        let reserved = self.reserved.load(Ordering::Relaxed);
+        let freed = self.freed.load(Ordering::Acquire);
+        ((reserved.wrapping_sub(freed) as isize).max(0) as usize).min(self.capacity())
     }
 }
 
 impl<T> Drop for Channel<T> {
     fn drop(&mut self) {
-        // Drop the elements still published and never taken.
-        let claimed = *self.claimed.get_mut();
-        let published = *self.published.get_mut();
-        for t in claimed..published {
-            let i = t & self.mask;
-            if *self.control[i].get_mut() == READY {
-                // SAFETY: READY slots hold an initialized element nobody else can reach (&mut self).
-                unsafe { self.slots[i].get_mut().assume_init_drop() };
+        // Drop every element published and never taken. Scanning the control words rather than
+        // `claimed..published` also catches elements behind a hole left by a protocol violation.
+        for (word, slot) in self.control.iter().zip(self.slots.iter()) {
+            // Relaxed: `&mut self` means no other thread can reach the channel any more.
+            if word.load(Ordering::Relaxed) & STATE_MASK == READY {
+                // SAFETY: READY slots hold an initialized element that nothing else can reach
+                // (`&mut self`), and each slot is dropped at most once.
+                slot.with_mut(|p| unsafe { (*p).assume_init_drop() });
             }
         }
     }
@@ -274,6 +460,20 @@ mod tests {
     }
 
     #[test]
+    fn talloc_n_zero_and_huge_requests() {
+        let ch = Channel::<u8>::new(4);
+        assert!(ch.talloc_n(0).is_none());
+        let (first, got) = ch.talloc_n(usize::MAX).unwrap();
+        assert_eq!((first.index(), got), (0, 4), "clamped to capacity, counter not wrapped");
+        for k in 0..got {
+            ch.enq(ch.ticket(&first, k), k as u8);
+        }
+        assert!(ch.talloc_n(usize::MAX).is_none());
+        assert_eq!(ch.occupancy(), 4);
+        assert_eq!(ch.len(), 4);
+    }
+
+    #[test]
     fn drops_unconsumed_elements() {
         let ch = Channel::new(4);
         let rc = std::rc::Rc::new(());
@@ -285,5 +485,93 @@ mod tests {
         assert_eq!(std::rc::Rc::strong_count(&rc), 3);
         drop(ch);
         assert_eq!(std::rc::Rc::strong_count(&rc), 1);
+    }
+
+    #[test]
+    fn drop_skips_reserved_and_finds_elements_behind_a_hole() {
+        let ch = Channel::new(4);
+        let rc = std::rc::Rc::new(());
+        let hole = ch.talloc().unwrap(); // reserved, never written
+        let t = ch.talloc().unwrap();
+        ch.enq(t, rc.clone());
+        assert_eq!(hole.index(), 0);
+        drop(ch);
+        assert_eq!(std::rc::Rc::strong_count(&rc), 1, "the element behind the hole was dropped");
+    }
+
+    #[test]
+    fn counters_wrap_around_usize_max() {
+        for cap in [1usize, 2, 4] {
+            let start = usize::MAX - 5;
+            let ch = Channel::starting_at(cap, start);
+            let mut next = 0u32;
+            let mut expect = 0u32;
+            for _round in 0..8 {
+                let mut produced = 0;
+                while let Some((first, got)) = ch.talloc_n(3) {
+                    for k in 0..got {
+                        ch.enq(ch.ticket(&first, k), next);
+                        next += 1;
+                        produced += 1;
+                    }
+                }
+                assert_eq!(produced, cap, "a full capacity per round, also across the wrap");
+                assert_eq!(ch.occupancy(), cap);
+                assert_eq!(ch.len(), cap);
+                while let Some(v) = ch.deq().unwrap() {
+                    assert_eq!(v, expect);
+                    expect += 1;
+                }
+                assert_eq!(ch.occupancy(), 0);
+                assert!(ch.is_empty());
+            }
+            assert_eq!(next, expect);
+            assert!(next as usize > 6, "the ticket counter wrapped");
+        }
+    }
+
+    #[test]
+    fn unpublished_claim_is_reported() {
+        let ch = Channel::new(4);
+        let hole = ch.talloc().unwrap();
+        let t = ch.talloc().unwrap();
+        ch.enq(t, 7u32);
+        // published = 1 but ticket 0 was never enqueued.
+        assert_eq!(ch.deq(), Err(ChannelError::NotPublished(hole.index())));
+    }
+
+    #[test]
+    #[should_panic(expected = "enqueued twice")]
+    fn double_enq_panics_instead_of_racing() {
+        let ch = Channel::new(2);
+        let (first, _) = ch.talloc_n(1).unwrap();
+        let alias = ch.ticket(&first, 0);
+        ch.enq(first, 1u32);
+        ch.enq(alias, 2u32);
+    }
+
+    #[test]
+    #[should_panic(expected = "named past its grant")]
+    fn ticket_past_grant_panics() {
+        let ch = Channel::new(4);
+        let (first, got) = ch.talloc_n(1).unwrap();
+        assert_eq!(got, 1);
+        let beyond = ch.ticket(&first, 1);
+        ch.enq(beyond, 1u32);
+    }
+
+    #[test]
+    fn stale_ticket_of_an_earlier_lap_does_not_match() {
+        let ch = Channel::new(1);
+        let t0 = ch.talloc().unwrap();
+        let stale = ch.ticket(&t0, 0);
+        ch.enq(t0, 1u32);
+        assert_eq!(ch.deq().unwrap(), Some(1));
+        let t1 = ch.talloc().unwrap(); // same slot, next lap
+        assert_eq!(t1.index(), 1);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ch.enq(stale, 9)));
+        assert!(r.is_err(), "a ticket of lap 0 must not publish into lap 1's reservation");
+        ch.enq(t1, 2);
+        assert_eq!(ch.deq().unwrap(), Some(2));
     }
 }
