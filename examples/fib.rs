@@ -1,0 +1,54 @@
+//! `fib(n)` with every call a task: tiny tasks, so this measures pure spawn/sync overhead.
+//!
+//! ```text
+//! cargo run --release --example fib -- 30 --backend cpu
+//! ```
+
+mod common;
+
+use clap::Parser;
+use gpu_cilk::prelude::*;
+use std::process::ExitCode;
+
+/// The Cilk classic: two spawns, one sync.
+#[gpu_cilk]
+pub fn fib(n: u32) -> u64 {
+    if n < 2 {
+        return n as u64;
+    }
+    let x = spawn!(fib(n - 1));
+    let y = spawn!(fib(n - 2));
+    sync!();
+    x + y
+}
+
+/// Computes fib(n) with one task per call.
+#[derive(Parser, Debug)]
+#[command(version, about)]
+struct Cli {
+    /// n (fib(30) = 832040, fib(35) = 9227465).
+    #[arg(default_value_t = 30)]
+    n: u32,
+    #[command(flatten)]
+    common: common::Common,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if cli.n > 93 {
+        eprintln!("error: fib({}) does not fit in u64 (n <= 93)", cli.n);
+        return ExitCode::FAILURE;
+    }
+    let run = || -> Result<bool, Error> {
+        let rt = common::runtime(&cli.common)?;
+        common::run_and_report(&rt, &cli.common, &format!("fib({})", cli.n), fib::task(cli.n), None)
+    };
+    match run() {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
