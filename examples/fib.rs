@@ -5,22 +5,13 @@
 //! ```
 
 mod common;
+#[path = "workloads/fib.rs"]
+mod workload;
 
 use clap::Parser;
 use gpu_cilk::prelude::*;
+use workload::fib;
 use std::process::ExitCode;
-
-/// The Cilk classic: two spawns, one sync.
-#[gpu_cilk]
-pub fn fib(n: u32) -> u64 {
-    if n < 2 {
-        return n as u64;
-    }
-    let x = spawn!(fib(n - 1));
-    let y = spawn!(fib(n - 2));
-    sync!();
-    x + y
-}
 
 /// Computes fib(n) with one task per call.
 #[derive(Parser, Debug)]

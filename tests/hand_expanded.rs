@@ -261,3 +261,13 @@ fn hand_expanded_wide_matches_serial_on_every_host_backend() {
         }
     }
 }
+
+#[test]
+#[ignore]
+fn perf_probe() {
+    let rt = Runtime::with_config(Config::default().backend(BackendKind::Cpu)).unwrap();
+    for n in [25u32, 30] {
+        let r = rt.run_with_stats(fib::task(n)).unwrap();
+        println!("fib({n}) = {}\n{}", r.value, r.stats);
+    }
+}
