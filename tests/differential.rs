@@ -6,6 +6,7 @@
 mod fib_workload;
 #[path = "../examples/workloads/queens.rs"]
 mod queens_workload;
+#[path = "support/random_tree.rs"]
 mod random_tree;
 
 use fib_workload::fib;
