@@ -1,0 +1,454 @@
+//! The supported subset, checked on the `syn` tree before anything is lowered.
+//!
+//! This module owns the *syntactic* rules: the signature (no `async`/`unsafe`/generics/`self`,
+//! scalar and array types only), where `sync!()` may stand (top-level statements only), the shape
+//! and position of `spawn!` (a statement, a call to a named function), and which expressions,
+//! statements, methods and types belong to the subset. It reports every violation it finds (into
+//! an [`Errors`]), each on the exact span, so the user sees all problems at once. Rules that need
+//! name resolution (spawned values read before `sync!()`, frame types, shadowing) live in `lower`.
+
+use crate::error::{self, Errors};
+use crate::parse::{self, macro_kind, MacroKind};
+use syn::{Expr, FnArg, ItemFn, Pat, ReturnType, Signature, Stmt, Type};
+
+/// What the function is: a task (may spawn and sync) or a device helper (may not).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// `#[gpu_cilk]`
+    Task,
+    /// `#[gpu_cilk::device]`
+    Device,
+}
+
+/// Where a statement list sits, for `sync!()` diagnostics and for what it may contain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// The function body's own statements.
+    Top,
+    /// Inside a loop body.
+    Loop,
+    /// Inside an `if`/`else` branch.
+    Branch,
+    /// Inside a nested block.
+    Block,
+}
+
+/// Checks `item` against the subset; every problem goes into `errors`.
+pub fn function(item: &ItemFn, mode: Mode, errors: &mut Errors) {
+    let mut c = Checker { errors, mode };
+    c.signature(&item.sig);
+    c.stmts(&item.block.stmts, Place::Top, true);
+}
+
+struct Checker<'a> {
+    errors: &'a mut Errors,
+    mode: Mode,
+}
+
+/// The methods the subset accepts (each has a direct CUDA translation).
+pub const METHODS: &[&str] = &[
+    "min",
+    "max",
+    "clamp",
+    "abs",
+    "abs_diff",
+    "pow",
+    "signum",
+    "count_ones",
+    "count_zeros",
+    "leading_zeros",
+    "trailing_zeros",
+    "rotate_left",
+    "rotate_right",
+    "is_power_of_two",
+    "rem_euclid",
+    "div_euclid",
+    "sqrt",
+    "powi",
+    "powf",
+    "exp",
+    "ln",
+    "log2",
+    "sin",
+    "cos",
+    "tan",
+    "floor",
+    "ceil",
+    "round",
+    "trunc",
+    "mul_add",
+    "len",
+];
+
+fn method_allowed(name: &str) -> bool {
+    METHODS.contains(&name) || name.starts_with("wrapping_") || name.starts_with("saturating_")
+}
+
+const SCALARS: &[&str] =
+    &["i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32", "u64", "u128", "usize", "f32", "f64", "bool"];
+
+/// Checks a type of the subset: a scalar, or a fixed-size array of subset types.
+pub fn check_type(ty: &Type) -> Result<(), syn::Error> {
+    match ty {
+        Type::Path(p) if p.qself.is_none() => {
+            let seg = p.path.segments.last();
+            let name = seg.map(|s| s.ident.to_string()).unwrap_or_default();
+            if p.path.segments.len() == 1 && SCALARS.contains(&name.as_str()) {
+                if seg.is_some_and(|s| !s.arguments.is_none()) {
+                    return Err(error::TYPE_OTHER.on(ty));
+                }
+                return Ok(());
+            }
+            if ["String", "str", "Vec", "Box", "VecDeque", "HashMap", "BTreeMap", "Rc", "Arc"].contains(&name.as_str())
+            {
+                return Err(error::TYPE_HEAP.on(ty));
+            }
+            Err(error::TYPE_OTHER.on(ty))
+        }
+        Type::Array(a) => check_type(&a.elem),
+        Type::Paren(p) => check_type(&p.elem),
+        Type::Group(g) => check_type(&g.elem),
+        Type::Reference(_) | Type::Slice(_) | Type::Ptr(_) => Err(error::TYPE_REFERENCE.on(ty)),
+        Type::ImplTrait(_) | Type::TraitObject(_) => Err(error::TYPE_IMPL_TRAIT.on(ty)),
+        Type::Tuple(_) => Err(error::TYPE_TUPLE.on(ty)),
+        _ => Err(error::TYPE_OTHER.on(ty)),
+    }
+}
+
+impl Checker<'_> {
+    fn err(&mut self, e: syn::Error) {
+        self.errors.push(e);
+    }
+
+    fn ty(&mut self, ty: &Type) {
+        if let Err(e) = check_type(ty) {
+            self.err(e);
+        }
+    }
+
+    fn signature(&mut self, sig: &Signature) {
+        if let Some(t) = &sig.constness {
+            self.err(error::CONST_FN.on(t));
+        }
+        if let Some(t) = &sig.asyncness {
+            self.err(error::ASYNC_FN.on(t));
+        }
+        if let Some(t) = &sig.unsafety {
+            self.err(error::UNSAFE_FN.on(t));
+        }
+        if let Some(abi) = &sig.abi {
+            self.err(error::EXTERN_FN.on(abi));
+        }
+        if !sig.generics.params.is_empty() {
+            self.err(error::GENERICS.on(&sig.generics));
+        }
+        if let Some(w) = &sig.generics.where_clause {
+            self.err(error::GENERICS.on(w));
+        }
+        if let Some(v) = &sig.variadic {
+            self.err(error::VARIADIC.on(v));
+        }
+        for arg in &sig.inputs {
+            match arg {
+                FnArg::Receiver(r) => self.err(error::SELF_RECEIVER.on(r)),
+                FnArg::Typed(pt) => {
+                    match &*pt.pat {
+                        Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {}
+                        other => self.err(error::PARAM_PATTERN.on(other)),
+                    }
+                    self.ty(&pt.ty);
+                }
+            }
+        }
+        if let ReturnType::Type(_, ty) = &sig.output {
+            match &**ty {
+                Type::Tuple(t) if t.elems.is_empty() => {}
+                Type::Array(_) if self.mode == Mode::Task => self.err(error::RETURN_ARRAY.on(ty)),
+                other => self.ty(other),
+            }
+        }
+    }
+
+    /// A statement list. `spawnable`: spawn statements may appear directly in it.
+    fn stmts(&mut self, stmts: &[Stmt], place: Place, spawnable: bool) {
+        for s in stmts {
+            self.stmt(s, place, spawnable);
+        }
+    }
+
+    fn stmt(&mut self, s: &Stmt, place: Place, spawnable: bool) {
+        match s {
+            Stmt::Local(local) => {
+                match parse::let_binding(&local.pat) {
+                    Some((_, _, ty)) => {
+                        if let Some(ty) = ty {
+                            self.ty(&ty);
+                        }
+                    }
+                    None if local.init.as_ref().is_some_and(|i| parse::as_spawn(&i.expr).is_some()) => {
+                        self.err(error::SPAWN_LET_PATTERN.on(&local.pat))
+                    }
+                    None => self.err(error::LET_PATTERN.on(&local.pat)),
+                }
+                if let Some(init) = &local.init {
+                    if let Some((_, div)) = &init.diverge {
+                        self.err(error::LET_ELSE.on(div));
+                    }
+                    match parse::as_spawn(&init.expr) {
+                        Some(mac) => self.spawn(mac, place, spawnable),
+                        None => self.expr(&init.expr, place),
+                    }
+                }
+            }
+            Stmt::Item(item) => self.err(error::ITEM_IN_BODY.on(item)),
+            Stmt::Macro(m) => self.stmt_macro(&m.mac, place, spawnable),
+            Stmt::Expr(e, _) => self.stmt_expr(e, place, spawnable),
+        }
+    }
+
+    fn stmt_macro(&mut self, mac: &syn::Macro, place: Place, spawnable: bool) {
+        match macro_kind(mac) {
+            Some(MacroKind::Spawn) => self.spawn(mac, place, spawnable),
+            Some(MacroKind::Sync) => self.sync(mac, place),
+            None => self.err(error::other_macro(mac)),
+        }
+    }
+
+    fn sync(&mut self, mac: &syn::Macro, place: Place) {
+        if self.mode == Mode::Device {
+            return self.err(error::SYNC_IN_DEVICE.on(mac));
+        }
+        let msg = match place {
+            Place::Top => None,
+            Place::Loop => Some(error::SYNC_IN_LOOP),
+            Place::Branch => Some(error::SYNC_IN_BRANCH),
+            Place::Block => Some(error::SYNC_IN_BLOCK),
+        };
+        if let Some(msg) = msg {
+            self.err(msg.on(mac));
+        } else if !mac.tokens.is_empty() {
+            self.err(error::SYNC_ARGS.on(&mac.tokens));
+        }
+    }
+
+    /// A `spawn!` in statement position (`spawn!(..);`, `let x = spawn!(..);`, `x = spawn!(..);`).
+    fn spawn(&mut self, mac: &syn::Macro, place: Place, spawnable: bool) {
+        if self.mode == Mode::Device {
+            return self.err(error::SPAWN_IN_DEVICE.on(mac));
+        }
+        if !spawnable {
+            return self.err(error::SPAWN_IN_EXPR.on(mac));
+        }
+        match parse::spawn_call(mac) {
+            Ok((_, args)) => {
+                for a in &args {
+                    self.expr(a, place);
+                }
+            }
+            Err(e) => self.err(e),
+        }
+    }
+
+    /// An expression in statement position: control flow whose blocks are statement lists.
+    fn stmt_expr(&mut self, e: &Expr, place: Place, spawnable: bool) {
+        match e {
+            Expr::Macro(m) => self.stmt_macro(&m.mac, place, spawnable),
+            Expr::Assign(a) if parse::as_spawn(&a.right).is_some() => {
+                if parse::assign_dest(&a.left).is_none() {
+                    self.err(error::SPAWN_DEST.on(&a.left));
+                } else if let Some(crate::ir::Dest::Element { index, .. }) = parse::assign_dest(&a.left) {
+                    self.expr(&index, place);
+                }
+                if let Some(mac) = parse::as_spawn(&a.right) {
+                    self.spawn(mac, place, spawnable);
+                }
+            }
+            Expr::If(i) => self.if_expr(i, place, spawnable),
+            Expr::While(w) => {
+                self.label(&w.label);
+                self.cond(&w.cond, Place::Loop);
+                self.stmts(&w.body.stmts, Place::Loop, spawnable);
+            }
+            Expr::Loop(l) => {
+                self.label(&l.label);
+                self.stmts(&l.body.stmts, Place::Loop, spawnable);
+            }
+            Expr::ForLoop(f) => {
+                self.label(&f.label);
+                self.for_head(f, place);
+                self.stmts(&f.body.stmts, Place::Loop, spawnable);
+            }
+            Expr::Block(b) => {
+                self.label(&b.label);
+                let inner = if place == Place::Top { Place::Block } else { place };
+                self.stmts(&b.block.stmts, inner, spawnable);
+            }
+            _ => self.expr(e, place),
+        }
+    }
+
+    fn if_expr(&mut self, i: &syn::ExprIf, place: Place, spawnable: bool) {
+        self.cond(&i.cond, place);
+        let inner = if place == Place::Loop { Place::Loop } else { Place::Branch };
+        self.stmts(&i.then_branch.stmts, inner, spawnable);
+        if let Some((_, els)) = &i.else_branch {
+            match &**els {
+                Expr::If(inner_if) => self.if_expr(inner_if, place, spawnable),
+                Expr::Block(b) => self.stmts(&b.block.stmts, inner, spawnable),
+                other => self.expr(other, inner),
+            }
+        }
+    }
+
+    fn label(&mut self, label: &Option<syn::Label>) {
+        if let Some(l) = label {
+            self.err(error::LABEL.on(l));
+        }
+    }
+
+    fn cond(&mut self, cond: &Expr, place: Place) {
+        if let Expr::Let(l) = cond {
+            return self.err(error::IF_LET.on(l));
+        }
+        self.expr(cond, place);
+    }
+
+    fn for_head(&mut self, f: &syn::ExprForLoop, place: Place) {
+        match &*f.pat {
+            Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {}
+            other => self.err(error::FOR_PATTERN.on(other)),
+        }
+        match &*f.expr {
+            Expr::Range(r) if r.start.is_some() && r.end.is_some() => {
+                if let Some(s) = &r.start {
+                    self.expr(s, place);
+                }
+                if let Some(e) = &r.end {
+                    self.expr(e, place);
+                }
+            }
+            other => self.err(error::FOR_ITER.on(other)),
+        }
+    }
+
+    /// An expression whose value is used: no `spawn!`/`sync!` inside (except in blocks of
+    /// value-position control flow, which are checked as expressions too).
+    fn expr(&mut self, e: &Expr, place: Place) {
+        match e {
+            Expr::Lit(l) => match &l.lit {
+                syn::Lit::Int(_) | syn::Lit::Float(_) | syn::Lit::Bool(_) => {}
+                _ => self.err(error::STRING_LIT.on(l)),
+            },
+            Expr::Path(p) => {
+                if p.qself.is_some() {
+                    self.err(error::QSELF_PATH.on(p));
+                } else if p.path.segments.iter().any(|s| !s.arguments.is_none()) {
+                    self.err(error::TURBOFISH.on(p));
+                }
+            }
+            Expr::Binary(b) => {
+                self.expr(&b.left, place);
+                self.expr(&b.right, place);
+            }
+            Expr::Unary(u) => {
+                if let syn::UnOp::Deref(_) = u.op {
+                    self.err(error::REFERENCE.on(u));
+                } else {
+                    self.expr(&u.expr, place);
+                }
+            }
+            Expr::Paren(p) => self.expr(&p.expr, place),
+            Expr::Group(g) => self.expr(&g.expr, place),
+            Expr::Cast(c) => {
+                self.expr(&c.expr, place);
+                self.ty(&c.ty);
+            }
+            Expr::Index(i) => {
+                self.expr(&i.expr, place);
+                self.expr(&i.index, place);
+            }
+            Expr::Call(c) => {
+                match &*c.func {
+                    Expr::Path(p) if p.qself.is_none() => {
+                        if p.path.segments.iter().any(|s| !s.arguments.is_none()) {
+                            self.err(error::TURBOFISH.on(p));
+                        }
+                    }
+                    other => self.err(error::CALL_NOT_PATH.on(other)),
+                }
+                for a in &c.args {
+                    self.expr(a, place);
+                }
+            }
+            Expr::MethodCall(m) => {
+                self.expr(&m.receiver, place);
+                if !method_allowed(&m.method.to_string()) {
+                    self.err(error::method_not_allowed(&m.method));
+                }
+                if let Some(t) = &m.turbofish {
+                    self.err(error::TURBOFISH.on(t));
+                }
+                for a in &m.args {
+                    self.expr(a, place);
+                }
+            }
+            Expr::Assign(a) => {
+                self.expr(&a.left, place);
+                self.expr(&a.right, place);
+            }
+            Expr::Array(a) => {
+                for x in &a.elems {
+                    self.expr(x, place);
+                }
+            }
+            Expr::Repeat(r) => {
+                self.expr(&r.expr, place);
+                self.expr(&r.len, place);
+            }
+            // Value-position control flow: its blocks are statement lists in which spawns are not
+            // allowed (their value is used) but everything else is.
+            Expr::If(i) => self.if_expr(i, place, false),
+            Expr::While(_) | Expr::Loop(_) | Expr::ForLoop(_) | Expr::Block(_) => self.stmt_expr(e, place, false),
+            Expr::Break(b) => {
+                if let Some(l) = &b.label {
+                    self.err(error::LABEL.on(l));
+                }
+                if let Some(v) = &b.expr {
+                    self.err(error::BREAK_VALUE.on(v));
+                }
+            }
+            Expr::Continue(c) => {
+                if let Some(l) = &c.label {
+                    self.err(error::LABEL.on(l));
+                }
+            }
+            Expr::Return(r) => {
+                if let Some(v) = &r.expr {
+                    self.expr(v, place);
+                }
+            }
+            Expr::Macro(m) => match macro_kind(&m.mac) {
+                Some(MacroKind::Spawn) => self.spawn(&m.mac, place, false),
+                Some(MacroKind::Sync) if self.mode == Mode::Device => self.err(error::SYNC_IN_DEVICE.on(&m.mac)),
+                Some(MacroKind::Sync) => self.err(error::SYNC_IN_EXPR.on(&m.mac)),
+                None => self.err(error::other_macro(&m.mac)),
+            },
+            Expr::Closure(c) => self.err(error::CLOSURE.on(c)),
+            Expr::Match(m) => self.err(error::MATCH.on(m.match_token)),
+            Expr::Try(t) => self.err(error::TRY.on(t.question_token)),
+            Expr::Let(l) => self.err(error::IF_LET.on(l)),
+            Expr::Reference(r) => self.err(error::REFERENCE.on(r)),
+            Expr::RawAddr(r) => self.err(error::REFERENCE.on(r)),
+            Expr::Struct(s) => self.err(error::STRUCT_LIT.on(s)),
+            Expr::Tuple(t) if t.elems.is_empty() => {}
+            Expr::Tuple(t) => self.err(error::TUPLE.on(t)),
+            Expr::Field(f) => self.err(error::FIELD.on(f)),
+            Expr::Range(r) => self.err(error::RANGE.on(r)),
+            Expr::Unsafe(u) => self.err(error::UNSAFE_BLOCK.on(u.unsafe_token)),
+            Expr::Async(_) | Expr::Await(_) | Expr::Yield(_) | Expr::TryBlock(_) | Expr::Const(_) => {
+                self.err(error::ASYNC_EXPR.on(e))
+            }
+            _ => self.err(error::EXPR_OTHER.on(e)),
+        }
+    }
+}

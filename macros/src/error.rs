@@ -1,0 +1,440 @@
+//! The catalogue of diagnostics, and [`Errors`], the collector that lets a user see every problem
+//! at once.
+//!
+//! Every rejection the compiler reports is a [`Msg`] here: a one-line statement of what is wrong
+//! and a `hint:` line saying what to write instead. `docs/dsl.md` lists them; `tests/ui/` pins
+//! their text and spans. Messages that name something from the source are built by the `fn`s at
+//! the end of this file.
+
+use proc_macro2::{Span, TokenStream};
+use quote::ToTokens;
+
+/// A diagnostic: what is wrong, and what to write instead.
+#[derive(Debug, Clone, Copy)]
+pub struct Msg {
+    /// The first line.
+    pub text: &'static str,
+    /// The `hint:` line.
+    pub hint: &'static str,
+}
+
+impl Msg {
+    /// This message on the span of `tokens` (first to last token).
+    pub fn on<T: ToTokens>(self, tokens: T) -> syn::Error {
+        syn::Error::new_spanned(tokens, self.render())
+    }
+
+    fn render(self) -> String {
+        format!("{}\nhint: {}", self.text, self.hint)
+    }
+}
+
+/// A message with text built from the source, on the span of `tokens`.
+pub fn custom<T: ToTokens>(tokens: T, text: &str, hint: &str) -> syn::Error {
+    syn::Error::new_spanned(tokens, format!("{text}\nhint: {hint}"))
+}
+
+/// A message with text built from the source, at `span`.
+pub fn custom_at(span: Span, text: &str, hint: &str) -> syn::Error {
+    syn::Error::new(span, format!("{text}\nhint: {hint}"))
+}
+
+/// Collects many `syn::Error`s; [`Errors::finish`] combines them into one.
+#[derive(Debug, Default)]
+pub struct Errors {
+    errors: Vec<syn::Error>,
+}
+
+impl Errors {
+    /// No errors yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records `e`.
+    pub fn push(&mut self, e: syn::Error) {
+        self.errors.push(e);
+    }
+
+    /// No error recorded.
+    #[cfg(test)]
+    pub fn is_empty(&self) -> bool {
+        self.errors.is_empty()
+    }
+
+    /// The number of errors.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.errors.len()
+    }
+
+    /// `Ok(value)` when nothing was recorded, else every error combined.
+    pub fn finish<T>(self, value: T) -> Result<T, syn::Error> {
+        let mut it = self.errors.into_iter();
+        match it.next() {
+            None => Ok(value),
+            Some(mut first) => {
+                for e in it {
+                    first.combine(e);
+                }
+                Err(first)
+            }
+        }
+    }
+
+    /// Every error as `compile_error!` invocations.
+    pub fn to_compile_errors(&self) -> TokenStream {
+        self.errors.iter().map(syn::Error::to_compile_error).collect()
+    }
+}
+
+// ---- the attribute and the item ---------------------------------------------------------------
+
+/// `#[gpu_cilk(..)]` with arguments.
+pub const ATTR_ARGS: Msg = Msg { text: "`#[gpu_cilk]` takes no arguments", hint: "write `#[gpu_cilk]` on its own" };
+/// `#[gpu_cilk::device(..)]` with arguments.
+pub const DEVICE_ATTR_ARGS: Msg =
+    Msg { text: "`#[gpu_cilk::device]` takes no arguments", hint: "write `#[gpu_cilk::device]` on its own" };
+/// The attribute on something other than a `fn`.
+pub const NOT_A_FN: Msg = Msg {
+    text: "`#[gpu_cilk]` can only be applied to a free function",
+    hint: "write `#[gpu_cilk] fn name(params) -> T { .. }` at module level",
+};
+/// `#[gpu_cilk::device]` on something other than a `fn`.
+pub const DEVICE_NOT_A_FN: Msg = Msg {
+    text: "`#[gpu_cilk::device]` can only be applied to a free function",
+    hint: "write `#[gpu_cilk::device] fn name(params) -> T { .. }` at module level",
+};
+
+// ---- the signature ------------------------------------------------------------------------------
+
+/// `async fn`.
+pub const ASYNC_FN: Msg = Msg {
+    text: "a `#[gpu_cilk]` function cannot be `async`",
+    hint: "remove `async`: `spawn!`/`sync!` already express the parallelism",
+};
+/// `unsafe fn`.
+pub const UNSAFE_FN: Msg = Msg {
+    text: "a `#[gpu_cilk]` function cannot be `unsafe`",
+    hint: "remove `unsafe`; the subset has no raw pointers, so nothing in it needs `unsafe`",
+};
+/// `const fn`.
+pub const CONST_FN: Msg = Msg { text: "a `#[gpu_cilk]` function cannot be `const`", hint: "remove `const`" };
+/// `extern "C" fn`.
+pub const EXTERN_FN: Msg = Msg {
+    text: "a `#[gpu_cilk]` function cannot have an explicit ABI",
+    hint: "remove the `extern` ABI; the generated code decides the calling convention",
+};
+/// Generic parameters or a where clause.
+pub const GENERICS: Msg = Msg {
+    text: "a `#[gpu_cilk]` function cannot be generic",
+    hint: "use concrete types (write one function per type you need)",
+};
+/// `self` receiver.
+pub const SELF_RECEIVER: Msg = Msg {
+    text: "a `#[gpu_cilk]` function cannot be a method (`self` parameter)",
+    hint: "make it a free function and pass the fields it needs as parameters",
+};
+/// `...` variadic.
+pub const VARIADIC: Msg =
+    Msg { text: "a `#[gpu_cilk]` function cannot be variadic", hint: "pass a fixed-size array `[T; N]` instead" };
+/// Non-identifier parameter pattern.
+pub const PARAM_PATTERN: Msg = Msg {
+    text: "parameters must be plain identifiers",
+    hint: "write `name: Type` and destructure inside the body with separate `let`s",
+};
+
+// ---- types --------------------------------------------------------------------------------------
+
+/// `&T`, `&[T]`, `*const T`.
+pub const TYPE_REFERENCE: Msg = Msg {
+    text: "references, slices and pointers are not supported in the gpu-cilk subset",
+    hint: "pass a fixed-size array `[T; N]` by value; device slices come with the sort workload",
+};
+/// `impl Trait` / `dyn Trait`.
+pub const TYPE_IMPL_TRAIT: Msg = Msg {
+    text: "`impl Trait` and `dyn Trait` types are not supported in the gpu-cilk subset",
+    hint: "use a concrete scalar type (`u32`, `u64`, `f32`, `bool`, ..) or a fixed-size array",
+};
+/// A tuple type.
+pub const TYPE_TUPLE: Msg = Msg {
+    text: "tuple types are not supported in the gpu-cilk subset",
+    hint: "use separate parameters, or a fixed-size array `[T; N]` when the elements share a type",
+};
+/// `String`, `str`, `Vec`, `Box`.
+pub const TYPE_HEAP: Msg = Msg {
+    text: "strings and heap-allocated types are not supported in the gpu-cilk subset",
+    hint: "use scalars and fixed-size arrays `[T; N]`",
+};
+/// Any other type.
+pub const TYPE_OTHER: Msg = Msg {
+    text: "this type is not supported in the gpu-cilk subset",
+    hint: "use an integer or float scalar (`u32`, `i64`, `f32`, ..), `bool`, or a fixed-size array `[T; N]` of them",
+};
+/// Array return type.
+pub const RETURN_ARRAY: Msg = Msg {
+    text: "a `#[gpu_cilk]` function must return a scalar or `()`",
+    hint: "return a scalar; to produce several values, spawn one task per value",
+};
+
+// ---- sync! --------------------------------------------------------------------------------------
+
+/// `sync!()` inside a loop.
+pub const SYNC_IN_LOOP: Msg = Msg {
+    text: "`sync!()` must be a top-level statement of the function body, not inside a loop",
+    hint: "move it out of the loop; sync inside loops is not supported yet",
+};
+/// `sync!()` inside `if`/`else`.
+pub const SYNC_IN_BRANCH: Msg = Msg {
+    text: "`sync!()` must be a top-level statement of the function body, not inside `if`/`else`",
+    hint: "move it after the `if`/`else` (a sync with no outstanding children costs nothing)",
+};
+/// `sync!()` inside a nested block.
+pub const SYNC_IN_BLOCK: Msg = Msg {
+    text: "`sync!()` must be a top-level statement of the function body, not inside a block",
+    hint: "move it out of the block, to the top level of the function body",
+};
+/// `sync!()` used as a value.
+pub const SYNC_IN_EXPR: Msg = Msg {
+    text: "`sync!()` must be a top-level statement of the function body, not part of an expression",
+    hint: "write `sync!();` on its own line",
+};
+/// `sync!(x)`.
+pub const SYNC_ARGS: Msg =
+    Msg { text: "`sync!()` takes no arguments", hint: "write `sync!();`: it waits for every child spawned so far" };
+
+// ---- spawn! -------------------------------------------------------------------------------------
+
+/// `spawn!()`.
+pub const SPAWN_EMPTY: Msg =
+    Msg { text: "`spawn!` needs a call to a `#[gpu_cilk]` function", hint: "write `spawn!(f(a, b))`" };
+/// `spawn!(f(a), g(b))`.
+pub const SPAWN_MANY: Msg = Msg {
+    text: "`spawn!` takes exactly one call",
+    hint: "write one `spawn!` per child: `let x = spawn!(f(a)); let y = spawn!(g(b));`",
+};
+/// `spawn!(x.f())`.
+pub const SPAWN_METHOD: Msg = Msg {
+    text: "`spawn!` cannot spawn a method call",
+    hint: "spawn a free `#[gpu_cilk]` function: `spawn!(f(x, ..))`",
+};
+/// `spawn!(|| ..)`, `spawn!(a + b)`, ...
+pub const SPAWN_NOT_CALL: Msg = Msg {
+    text: "`spawn!` takes a call to a named `#[gpu_cilk]` function",
+    hint: "write `spawn!(f(a, b))`; to compute a value without a task, write the expression without `spawn!`",
+};
+/// `spawn!(f::<T>(..))`.
+pub const SPAWN_GENERIC: Msg = Msg {
+    text: "the spawned function cannot have generic arguments",
+    hint: "`#[gpu_cilk]` functions are not generic: write `spawn!(f(..))`",
+};
+/// `spawn!` nested inside an expression.
+pub const SPAWN_IN_EXPR: Msg = Msg {
+    text: "`spawn!` must be a statement of its own",
+    hint: "write `let x = spawn!(f(..));`, `x = spawn!(f(..));`, `a[i] = spawn!(f(..));` or `spawn!(f(..));`, and use `x` after `sync!()`",
+};
+/// `s.f = spawn!(..)`, `*p = spawn!(..)`, `a[i][j] = spawn!(..)`.
+pub const SPAWN_DEST: Msg = Msg {
+    text: "a spawned result can only be stored in a local or in an element of a local array",
+    hint: "write `x = spawn!(..)` or `a[i] = spawn!(..)` with `x`/`a` declared at the top level of the function body",
+};
+/// `let (a, b) = spawn!(..)`.
+pub const SPAWN_LET_PATTERN: Msg =
+    Msg { text: "a spawned result must be bound to a single name", hint: "write `let x = spawn!(f(..));`" };
+/// `spawn!` in a `#[gpu_cilk::device]` helper.
+pub const SPAWN_IN_DEVICE: Msg = Msg {
+    text: "`spawn!` cannot be used in a `#[gpu_cilk::device]` helper",
+    hint: "make the helper a `#[gpu_cilk]` task, or call the function directly without `spawn!`",
+};
+/// `sync!` in a `#[gpu_cilk::device]` helper.
+pub const SYNC_IN_DEVICE: Msg = Msg {
+    text: "`sync!` cannot be used in a `#[gpu_cilk::device]` helper",
+    hint: "a device helper spawns nothing, so it has nothing to wait for: remove `sync!()`",
+};
+
+// ---- statements and expressions -----------------------------------------------------------------
+
+/// A closure.
+pub const CLOSURE: Msg = Msg {
+    text: "closures are not supported in the gpu-cilk subset",
+    hint: "write a `#[gpu_cilk::device]` helper function and call it",
+};
+/// `match`.
+pub const MATCH: Msg =
+    Msg { text: "`match` is not supported in the gpu-cilk subset", hint: "use `if`/`else if`/`else`" };
+/// `?`.
+pub const TRY: Msg = Msg {
+    text: "the `?` operator is not supported in the gpu-cilk subset",
+    hint: "there are no `Result`s or `Option`s on the device: test the condition with `if` and `return` early",
+};
+/// `let (a, b) = ..`
+pub const LET_PATTERN: Msg = Msg {
+    text: "only `let name` and `let mut name` bindings are supported (no destructuring patterns)",
+    hint: "bind each value with its own `let`",
+};
+/// `let .. else`.
+pub const LET_ELSE: Msg =
+    Msg { text: "`let ... else` is not supported in the gpu-cilk subset", hint: "use `if`/`else` and `return`" };
+/// `if let` / `while let`.
+pub const IF_LET: Msg = Msg {
+    text: "`if let` and `while let` are not supported in the gpu-cilk subset",
+    hint: "there are no enums on the device: test a condition with plain `if` / `while`",
+};
+/// `loop { break v; }`.
+pub const BREAK_VALUE: Msg = Msg {
+    text: "`break` with a value is not supported in the gpu-cilk subset",
+    hint: "assign the value to a `let mut` local before the loop, then `break;`",
+};
+/// `'outer: loop`, `break 'outer`.
+pub const LABEL: Msg = Msg {
+    text: "labeled loops, blocks and breaks are not supported in the gpu-cilk subset",
+    hint: "use a `bool` flag and test it after the inner loop",
+};
+/// `&x`, `*x`, `&raw`.
+pub const REFERENCE: Msg = Msg {
+    text: "references and dereferences are not supported in the gpu-cilk subset",
+    hint: "use values: scalars and fixed-size arrays are copied",
+};
+/// `S { a, b }`.
+pub const STRUCT_LIT: Msg = Msg {
+    text: "struct literals are not supported in the gpu-cilk subset",
+    hint: "use scalars and fixed-size arrays; pass the fields as separate values",
+};
+/// `(a, b)`.
+pub const TUPLE: Msg = Msg {
+    text: "tuples are not supported in the gpu-cilk subset",
+    hint: "use separate locals, or a fixed-size array `[T; N]` when the elements share a type",
+};
+/// `s.field`, `t.0`.
+pub const FIELD: Msg = Msg {
+    text: "field access is not supported in the gpu-cilk subset",
+    hint: "there are no structs or tuples on the device: use separate locals or an array",
+};
+/// `"text"`, `'c'`, `b"bytes"`.
+pub const STRING_LIT: Msg = Msg {
+    text: "string, byte-string and char literals are not supported in the gpu-cilk subset",
+    hint: "use integer, float or `bool` literals",
+};
+/// A range outside `for`.
+pub const RANGE: Msg =
+    Msg { text: "ranges are only supported as the iterator of a `for` loop", hint: "write `for i in a..b { .. }`" };
+/// `for x in something_else`.
+pub const FOR_ITER: Msg = Msg {
+    text: "`for` loops must iterate over a range `a..b` or `a..=b`",
+    hint: "write `for i in 0..n { .. a[i] .. }`",
+};
+/// `for (a, b) in ..`.
+pub const FOR_PATTERN: Msg =
+    Msg { text: "the `for` loop variable must be a plain identifier", hint: "write `for i in a..b`" };
+/// `unsafe { }`.
+pub const UNSAFE_BLOCK: Msg = Msg {
+    text: "`unsafe` blocks are not supported in the gpu-cilk subset",
+    hint: "the subset needs no `unsafe`: remove it",
+};
+/// `async`, `.await`, `yield`, `try {}`, `const {}`.
+pub const ASYNC_EXPR: Msg = Msg {
+    text: "`async`, `.await`, `yield`, `try` and `const` blocks are not supported in the gpu-cilk subset",
+    hint: "use `spawn!`/`sync!` for parallelism and plain blocks for grouping",
+};
+/// An item (fn, struct, use, ..) inside the body.
+pub const ITEM_IN_BODY: Msg = Msg {
+    text: "items (functions, types, `use`, consts) cannot be declared inside a `#[gpu_cilk]` function",
+    hint: "declare it at module level (helpers as `#[gpu_cilk::device] fn`)",
+};
+/// Calling something that is not a named function.
+pub const CALL_NOT_PATH: Msg = Msg {
+    text: "only calls to named functions are supported in the gpu-cilk subset",
+    hint: "call a `#[gpu_cilk]` task or a `#[gpu_cilk::device]` helper by name: `f(a, b)`",
+};
+/// Turbofish on a method or function.
+pub const TURBOFISH: Msg = Msg {
+    text: "generic arguments (turbofish) are not supported in the gpu-cilk subset",
+    hint: "call the function without `::<..>`; use an `as` cast to fix a literal's type",
+};
+/// An unsupported expression of another kind.
+pub const EXPR_OTHER: Msg = Msg {
+    text: "this expression is not supported in the gpu-cilk subset",
+    hint: "see docs/dsl.md for the supported subset",
+};
+/// A `QSelf` path `<T as Trait>::x`.
+pub const QSELF_PATH: Msg = Msg {
+    text: "qualified paths `<T as Trait>::..` are not supported in the gpu-cilk subset",
+    hint: "call a function by its plain path",
+};
+
+// ---- frames and spawned values (found by `lower`) -----------------------------------------------
+
+/// Reading a spawn destination before the sync.
+pub fn read_before_sync(use_span: Span, name: &syn::Ident) -> syn::Error {
+    custom_at(
+        use_span,
+        &format!("`{name}` holds the result of a `spawn!` and cannot be used before the next `sync!()`"),
+        &format!("the child may still be running: add `sync!();` before this use of `{name}`"),
+    )
+}
+
+/// Spawn into a local that is declared inside a block.
+pub fn spawn_into_nested(name: &syn::Ident) -> syn::Error {
+    custom(
+        name,
+        &format!("`{name}` is declared inside a block, so it goes out of scope before the `sync!()` that would make the spawned result readable"),
+        &format!("declare `{name}` at the top level of the function body, before this block"),
+    )
+}
+
+/// Spawn into something that is not a local of the function.
+pub fn spawn_into_unknown(name: &syn::Ident) -> syn::Error {
+    custom(
+        name,
+        &format!("cannot find local `{name}` to store the spawned result in"),
+        &format!("declare it at the top level of the function body first: `let mut {name} = ..;`"),
+    )
+}
+
+/// A frame-resident local whose type the macro cannot know.
+pub fn frame_type_unknown(name: &syn::Ident) -> syn::Error {
+    custom(
+        name,
+        &format!(
+            "`{name}` lives across a `sync!()`, so it is stored in the task frame, and its type must be written out"
+        ),
+        &format!("annotate it: `let {name}: u64 = ..;` (or use a suffixed literal like `0u64`)"),
+    )
+}
+
+/// A frame-resident local declared without an initializer.
+pub fn frame_uninit(name: &syn::Ident) -> syn::Error {
+    custom(
+        name,
+        &format!("`{name}` lives across a `sync!()` and must be initialized where it is declared"),
+        &format!("write `let {name}: T = <initial value>;`"),
+    )
+}
+
+/// A frame-resident name shadowed (or shadowing) at the top level.
+pub fn frame_shadowed(name: &syn::Ident) -> syn::Error {
+    custom(
+        name,
+        &format!("`{name}` is declared twice at the top level of the function body, and one of them lives across a `sync!()` (in the task frame)"),
+        &format!("rename one of them: frame fields are named after their locals (e.g. `{name}2`)"),
+    )
+}
+
+/// A macro other than `spawn!`/`sync!`.
+pub fn other_macro(mac: &syn::Macro) -> syn::Error {
+    let name = mac.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
+    custom(
+        mac,
+        &format!("macros are not supported in the gpu-cilk subset (found `{name}!`); only `spawn!` and `sync!` are"),
+        "write the code out, or move it to host code around `Runtime::run`",
+    )
+}
+
+/// A method outside the allowed list.
+pub fn method_not_allowed(method: &syn::Ident) -> syn::Error {
+    custom(
+        method,
+        &format!("the method `{method}` is not supported in the gpu-cilk subset"),
+        "supported methods: min, max, clamp, abs, abs_diff, pow, signum, wrapping_*, saturating_*, count_ones, count_zeros, leading_zeros, trailing_zeros, rotate_left/right, is_power_of_two, rem_euclid, div_euclid, sqrt, powi, powf, exp, ln, log2, sin, cos, tan, floor, ceil, round, trunc, mul_add, len; otherwise write a `#[gpu_cilk::device]` helper",
+    )
+}

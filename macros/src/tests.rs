@@ -1,0 +1,216 @@
+//! Expander tests in the style of cxx's `macro/src/tests.rs`: feed `quote!{}` input to the
+//! pipeline, re-parse the output as a `syn::File` (it must be valid Rust), pretty-print it and
+//! snapshot it with insta; the IR `dump` is snapshotted beside it. Review every snapshot by
+//! reading it: they are the contract with the runtime (compare `tests/hand_expanded.rs`).
+
+use crate::ir;
+use proc_macro2::TokenStream;
+use quote::quote;
+
+fn expand(attr: TokenStream, item: TokenStream) -> String {
+    let out = crate::task_macro(attr, item);
+    let file: syn::File = match syn::parse2(out.clone()) {
+        Ok(f) => f,
+        Err(e) => panic!("expansion is not valid Rust: {e}\n{out}"),
+    };
+    prettyplease::unparse(&file)
+}
+
+fn lowered(item: TokenStream) -> ir::Task {
+    let func: syn::ItemFn = syn::parse2(item).expect("item parses");
+    let mut errors = crate::error::Errors::new();
+    crate::check::function(&func, crate::check::Mode::Task, &mut errors);
+    assert!(errors.is_empty(), "{errors:?}");
+    let model = crate::parse::function(&func).expect("model");
+    crate::lower::task(model).expect("lowers")
+}
+
+fn fib() -> TokenStream {
+    quote! {
+        pub fn fib(n: u32) -> u64 {
+            if n < 2 {
+                return n as u64;
+            }
+            let x = spawn!(fib(n - 1));
+            let y = spawn!(fib(n - 2));
+            sync!();
+            x + y
+        }
+    }
+}
+
+fn queens() -> TokenStream {
+    quote! {
+        pub fn queens(n: u32, row: u32, board: [u8; 16]) -> u64 {
+            if row == n { return 1; }
+            let mut counts: [u64; 16] = [0; 16];
+            let mut col: u32 = 0;
+            while col < n {
+                let mut ok = true;
+                let mut r: u32 = 0;
+                while r < row {
+                    let c = board[r as usize] as u32;
+                    if c == col || c + (row - r) == col || col + (row - r) == c { ok = false; break; }
+                    r += 1;
+                }
+                if ok {
+                    let mut next = board;
+                    next[row as usize] = col as u8;
+                    counts[col as usize] = spawn!(queens(n, row + 1, next));
+                }
+                col += 1;
+            }
+            sync!();
+            let mut total: u64 = 0;
+            for i in 0..16 { total += counts[i]; }
+            total
+        }
+    }
+}
+
+fn wide() -> TokenStream {
+    quote! {
+        pub fn wide(d: u32, k: u32) -> u64 {
+            if d == 0 { return 1; }
+            let mut parts: [u64; 8] = [0; 8];
+            let mut i = 0;
+            while i < k { parts[i as usize] = spawn!(wide(d - 1, k)); i += 1; }
+            spawn!(fib(3));
+            sync!();
+            let mut s: u64 = 1;
+            for j in 0..k as usize { s += parts[j]; }
+            let extra = spawn!(fib(d));
+            sync!();
+            s + extra
+        }
+    }
+}
+
+fn visit() -> TokenStream {
+    quote! {
+        /// Walks a binary tree of the given depth, counting nothing: a unit task.
+        fn visit(depth: u32, mut budget: u32) {
+            if depth == 0 {
+                return;
+            }
+            budget -= 1;
+            spawn!(visit(depth - 1, budget));
+            if budget > 3 {
+                spawn!(self::visit(depth - 1, budget));
+            }
+            sync!();
+            spawn!(leaves::touch(depth));
+        }
+    }
+}
+
+#[test]
+fn fib_expansion() {
+    insta::assert_snapshot!(expand(quote!(), fib()));
+}
+
+#[test]
+fn fib_ir() {
+    insta::assert_snapshot!(ir::dump(&lowered(fib())));
+}
+
+#[test]
+fn queens_expansion() {
+    insta::assert_snapshot!(expand(quote!(), queens()));
+}
+
+#[test]
+fn queens_ir() {
+    insta::assert_snapshot!(ir::dump(&lowered(queens())));
+}
+
+#[test]
+fn wide_expansion() {
+    insta::assert_snapshot!(expand(quote!(), wide()));
+}
+
+#[test]
+fn wide_ir() {
+    insta::assert_snapshot!(ir::dump(&lowered(wide())));
+}
+
+#[test]
+fn unit_task_expansion() {
+    insta::assert_snapshot!(expand(quote!(), visit()));
+}
+
+#[test]
+fn unit_task_ir() {
+    insta::assert_snapshot!(ir::dump(&lowered(visit())));
+}
+
+#[test]
+fn errors_come_with_the_serial_function() {
+    let out = crate::task_macro(
+        quote!(),
+        quote! {
+            fn f(n: u32) -> u32 {
+                let v = match n { 0 => 1, _ => 2 };
+                let x = spawn!(g(n));
+                sync!();
+                x + v
+            }
+        },
+    );
+    let file: syn::File = syn::parse2(out).expect("valid Rust");
+    let text = prettyplease::unparse(&file);
+    assert!(text.contains("compile_error!"), "{text}");
+    assert!(text.contains("let x = g(n);"), "{text}");
+    assert!(!text.contains("sync!"), "{text}");
+    assert!(!text.contains("mod f"), "{text}");
+}
+
+#[test]
+fn every_problem_is_reported_at_once() {
+    let func: syn::ItemFn = syn::parse2(quote! {
+        async fn f<T>(x: &[u32]) -> String {
+            let c = |a: u32| a + 1;
+            while true { sync!(); }
+            println!("hi");
+            let (a, b) = (1, 2);
+            spawn!(x.len());
+        }
+    })
+    .expect("parses");
+    let mut errors = crate::error::Errors::new();
+    crate::check::function(&func, crate::check::Mode::Task, &mut errors);
+    // async, generics, slice param, String return, closure, sync in loop, println!, let
+    // pattern, tuple, spawn of a method call.
+    assert_eq!(errors.len(), 10, "{errors:#?}");
+}
+
+#[test]
+fn attribute_arguments_are_rejected() {
+    let out = crate::task_macro(quote!(debug), fib()).to_string();
+    assert!(out.contains("takes no arguments"), "{out}");
+}
+
+#[test]
+fn device_helpers_pass_through_or_report() {
+    let ok = crate::device_macro(
+        quote!(),
+        quote!(
+            fn sq(x: u64) -> u64 {
+                x * x
+            }
+        ),
+    )
+    .to_string();
+    assert!(!ok.contains("compile_error"), "{ok}");
+    let bad = crate::device_macro(
+        quote!(),
+        quote!(
+            fn sq(x: u64) -> u64 {
+                spawn!(sq(x));
+                x
+            }
+        ),
+    )
+    .to_string();
+    assert!(bad.contains("cannot be used in a `#[gpu_cilk::device]` helper"), "{bad}");
+}
