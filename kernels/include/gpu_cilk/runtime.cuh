@@ -1,0 +1,313 @@
+// gpu_cilk/runtime.cuh — the device side of gpu-cilk's host-driven levelized scheduler.
+//
+// Owns: the scalar types and Rust-semantics helpers generated code uses (wrapping arithmetic,
+// checked division and indexing, fixed-size arrays), device-fault recording, the channel table
+// the host maintains, warp-aggregated reservation in a channel, and the generic driver that runs
+// one element of a (task, queue, level) channel through a task's segments (`gc_run`).
+// Must not own: which channel runs next (the host scheduler in runtime/src/backend/cuda decides).
+//
+// Execution model (Orr et al., "Fine-grain task aggregation and coordination on GPUs", §3–5):
+// for every task function T, recursion level L and queue q there is one channel: q = 0 holds
+// pre-spawn elements (T's arguments + where the result goes), q = k >= 1 holds frames waiting for
+// segment k (and deferred returns of segment k - 1; q = SYNCS + 1 holds only those). One kernel launch consumes a contiguous run of
+// one channel (one thread per element); a spawn reserves a slot one level down with one
+// fetch-and-add per warp; the first spawn of a segment reserves the task's frame slot in its own
+// continuation channel; children write results straight into that frame. The host launches the
+// deepest level with work first, so a continuation runs only when all its children are done.
+//
+// Memory ordering: producers and consumers of one channel never run in the same launch. All
+// writes of a launch (elements, frames, children's results, counters) are ordered before the next
+// launch on the stream, which is the only place they are read; the host reads the counters after
+// the launch completes. Within a launch the counters are only touched by atomics.
+#pragma once
+
+typedef signed char gc_i8;
+typedef short gc_i16;
+typedef int gc_i32;
+typedef long long gc_i64;
+typedef unsigned char gc_u8;
+typedef unsigned short gc_u16;
+typedef unsigned int gc_u32;
+typedef unsigned long long gc_u64;
+typedef float gc_f32;
+typedef double gc_f64;
+typedef bool gc_bool;
+typedef gc_i64 gc_isize;
+typedef gc_u64 gc_usize;
+struct gc_unit {};
+
+// offsetof without <cstddef> (NVRTC ships no standard headers).
+#define GC_OFFSETOF(T, m) ((gc_u64) & reinterpret_cast<const volatile char&>((((T*)0)->m)))
+
+// ---------------------------------------------------------------------------------------------
+// Device faults: the first fault of a launch wins; the host turns it into an Error naming the
+// task, the Rust source location (site) and the level. A faulting thread goes on with a safe
+// value (0, element 0) so no memory is touched out of bounds; the run is failed by the host.
+enum gc_fault_code : gc_u32 {
+  GC_OK = 0,
+  GC_FAULT_INDEX = 1,        // index out of bounds
+  GC_FAULT_DIV_ZERO = 2,     // division or remainder by zero
+  GC_FAULT_DIV_OVERFLOW = 3, // MIN / -1
+  GC_FAULT_CHANNEL_FULL = 4, // a spawn or frame found no room (the scheduler under-estimated)
+  GC_FAULT_SHIFT = 5,        // shift amount >= bit width (debug-build Rust panics; release masks)
+};
+
+struct gc_fault {
+  gc_u32 code;
+  gc_u32 site;  // index into the program's table of source locations
+  gc_u32 task;  // task index in the program
+  gc_u32 level;
+  gc_u64 detail; // the offending index / capacity
+};
+
+struct gc_ctl {            // per-channel counters, read back by the host after each launch
+  gc_u64 reserved;         // tickets handed out (talloc)
+  gc_u64 freed;            // done count: elements consumed and released (tfree)
+  gc_u32 max_fanout;       // most spawns one segment made (sizes the host's chunks)
+  gc_u32 overflow;         // set when a reservation found no room
+};
+
+struct gc_chan {           // one (task, queue, level) channel, as the host laid it out
+  unsigned char* data;
+  gc_u64 mask;             // capacity - 1 (capacity is a power of two)
+  gc_ctl* ctl;
+};
+
+struct gc_launch {
+  const gc_chan* table;    // [level * nq + queue]
+  gc_u32 nq;               // queues per level (all tasks)
+  gc_u32 level;            // the level this launch consumes
+  gc_u32 levels;           // levels allocated in the table (a spawn needs level + 1 < levels)
+  gc_u32 task;             // task index (for faults)
+  gc_u64 first;            // first ticket to consume
+  gc_u64 count;            // elements to consume
+  gc_fault* fault;
+};
+
+struct gc_cx {             // what a running segment needs
+  const gc_launch* L;
+  gc_u32 own_queue;        // queue of the frame this segment leaves behind
+  gc_u32 spawned;
+  unsigned char* frame_slot; // reserved at the first spawn, null before
+};
+
+__device__ inline void gc_raise(const gc_launch* L, gc_u32 code, gc_u32 site, gc_u64 detail) {
+  if (atomicCAS(&L->fault->code, 0u, code) == 0u) {
+    L->fault->site = site;
+    L->fault->task = L->task;
+    L->fault->level = L->level;
+    L->fault->detail = detail;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rust semantics. Integer arithmetic wraps as in a Rust release build: computed in the unsigned
+// type of the same width, so C++'s signed-overflow UB and integer promotion never apply.
+template <typename T> struct gc_uns { typedef T t; };
+template <> struct gc_uns<gc_i8> { typedef gc_u8 t; };
+template <> struct gc_uns<gc_i16> { typedef gc_u16 t; };
+template <> struct gc_uns<gc_i32> { typedef gc_u32 t; };
+template <> struct gc_uns<gc_i64> { typedef gc_u64 t; };
+template <> struct gc_uns<gc_u8> { typedef gc_u32 t; };   // promote narrow unsigned so that
+template <> struct gc_uns<gc_u16> { typedef gc_u32 t; };  // u16 * u16 cannot overflow int
+
+template <typename T> __device__ inline T gc_add(T a, T b) {
+  typedef typename gc_uns<T>::t U;
+  return (T)((U)a + (U)b);
+}
+template <typename T> __device__ inline T gc_sub(T a, T b) {
+  typedef typename gc_uns<T>::t U;
+  return (T)((U)a - (U)b);
+}
+template <typename T> __device__ inline T gc_mul(T a, T b) {
+  typedef typename gc_uns<T>::t U;
+  return (T)((U)a * (U)b);
+}
+template <typename T> __device__ inline T gc_neg(T a) {
+  typedef typename gc_uns<T>::t U;
+  return (T)((U)0 - (U)a);
+}
+__device__ inline gc_f32 gc_add(gc_f32 a, gc_f32 b) { return a + b; }
+__device__ inline gc_f64 gc_add(gc_f64 a, gc_f64 b) { return a + b; }
+__device__ inline gc_f32 gc_sub(gc_f32 a, gc_f32 b) { return a - b; }
+__device__ inline gc_f64 gc_sub(gc_f64 a, gc_f64 b) { return a - b; }
+__device__ inline gc_f32 gc_mul(gc_f32 a, gc_f32 b) { return a * b; }
+__device__ inline gc_f64 gc_mul(gc_f64 a, gc_f64 b) { return a * b; }
+__device__ inline gc_f32 gc_neg(gc_f32 a) { return -a; }
+__device__ inline gc_f64 gc_neg(gc_f64 a) { return -a; }
+
+template <typename T> __device__ inline bool gc_is_min(T a) {
+  return (T)(a - 1) > a && (T)-1 < (T)0;  // signed and a == MIN
+}
+template <typename T> __device__ inline T gc_div(const gc_cx& cx, T a, T b, gc_u32 site) {
+  if (b == (T)0) { gc_raise(cx.L, GC_FAULT_DIV_ZERO, site, 0); return (T)0; }
+  if ((T)-1 < (T)0 && b == (T)-1 && gc_is_min(a)) { gc_raise(cx.L, GC_FAULT_DIV_OVERFLOW, site, 0); return a; }
+  return a / b;
+}
+template <typename T> __device__ inline T gc_rem(const gc_cx& cx, T a, T b, gc_u32 site) {
+  if (b == (T)0) { gc_raise(cx.L, GC_FAULT_DIV_ZERO, site, 0); return (T)0; }
+  if ((T)-1 < (T)0 && b == (T)-1) { if (gc_is_min(a)) gc_raise(cx.L, GC_FAULT_DIV_OVERFLOW, site, 0); return (T)0; }
+  return a % b;
+}
+__device__ inline gc_f32 gc_div(const gc_cx&, gc_f32 a, gc_f32 b, gc_u32) { return a / b; }
+__device__ inline gc_f64 gc_div(const gc_cx&, gc_f64 a, gc_f64 b, gc_u32) { return a / b; }
+__device__ inline gc_f32 gc_rem(const gc_cx&, gc_f32 a, gc_f32 b, gc_u32) { return fmodf(a, b); }
+__device__ inline gc_f64 gc_rem(const gc_cx&, gc_f64 a, gc_f64 b, gc_u32) { return fmod(a, b); }
+
+// Shifts: Rust release masks the amount to the bit width (`wrapping_shl`).
+template <typename T, typename S> __device__ inline T gc_shl(T a, S s) {
+  typedef typename gc_uns<T>::t U;
+  return (T)((U)a << ((gc_u32)s & (sizeof(T) * 8 - 1)));
+}
+template <typename T, typename S> __device__ inline T gc_shr(T a, S s) {
+  return (T)(a >> ((gc_u32)s & (sizeof(T) * 8 - 1)));  // arithmetic for signed, as in Rust
+}
+
+// Fixed-size arrays with value semantics and checked indexing.
+template <typename T, int N> struct gc_array {
+  T v[N];
+  __device__ T& at(const gc_cx& cx, gc_u64 i, gc_u32 site) {
+    if (i >= (gc_u64)N) { gc_raise(cx.L, GC_FAULT_INDEX, site, i); return v[0]; }
+    return v[i];
+  }
+  __device__ const T& at(const gc_cx& cx, gc_u64 i, gc_u32 site) const {
+    if (i >= (gc_u64)N) { gc_raise(cx.L, GC_FAULT_INDEX, site, i); return v[0]; }
+    return v[i];
+  }
+};
+template <typename T, int N> __device__ inline gc_array<T, N> gc_array_splat(T x) {
+  gc_array<T, N> a;
+  for (int i = 0; i < N; ++i) a.v[i] = x;
+  return a;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Channels.
+__device__ inline const gc_chan* gc_channel(const gc_launch* L, gc_u32 level, gc_u32 queue) {
+  return &L->table[(gc_u64)level * L->nq + queue];
+}
+
+template <typename E> __device__ inline E* gc_slot(const gc_chan* ch, gc_u64 ticket) {
+  return reinterpret_cast<E*>(ch->data) + (ticket & ch->mask);
+}
+
+// talloc: one fetch-and-add per group of lanes that reserve in the same channel at the same time
+// (a warp-wide prefix sum; one lane does the atomic, the base is broadcast). Returns the slot, or
+// null (and records GC_FAULT_CHANNEL_FULL) when the channel has no room: the host sizes chunks so
+// that this does not happen, and a run that hits it fails loudly instead of dropping the task.
+template <typename E> __device__ inline E* gc_talloc(const gc_launch* L, const gc_chan* ch, gc_u32 site) {
+  unsigned active = __activemask();
+  unsigned peers = __match_any_sync(active, (unsigned long long)ch);
+  int leader = __ffs(peers) - 1;
+  unsigned lane = threadIdx.x & 31u;
+  unsigned rank = __popc(peers & ((1u << lane) - 1u));
+  gc_u64 base = 0;
+  if ((int)lane == leader) base = atomicAdd(&ch->ctl->reserved, (gc_u64)__popc(peers));
+  base = __shfl_sync(peers, base, leader);
+  gc_u64 t = base + rank;
+  // `freed` is stable during this launch: this channel is not consumed by it.
+  if (t - ch->ctl->freed > ch->mask) {
+    atomicExch(&ch->ctl->overflow, 1u);
+    gc_raise(L, GC_FAULT_CHANNEL_FULL, site, ch->mask + 1);
+    return nullptr;
+  }
+  return gc_slot<E>(ch, t);
+}
+
+// tfree: the done count of consumed elements, one atomic per warp.
+__device__ inline void gc_tfree(const gc_chan* ch) {
+  unsigned active = __activemask();
+  unsigned lane = threadIdx.x & 31u;
+  if ((int)lane == __ffs(active) - 1) atomicAdd(&ch->ctl->freed, (gc_u64)__popc(active));
+}
+
+// The frame slot a segment leaves behind, reserved at its first spawn.
+template <typename Task> __device__ inline unsigned char* gc_frame_slot(gc_cx& cx, gc_u32 site) {
+  if (cx.frame_slot == nullptr) {
+    const gc_chan* ch = gc_channel(cx.L, cx.L->level, Task::QBASE + cx.own_queue);
+    cx.frame_slot = reinterpret_cast<unsigned char*>(gc_talloc<typename Task::Cont>(cx.L, ch, site));
+  }
+  return cx.frame_slot;
+}
+
+// spawn!(Callee(args)) into `offset` of the current frame (or nowhere: offset == ~0).
+template <typename Task, typename Callee>
+__device__ inline void gc_spawn(gc_cx& cx, typename Callee::Args args, gc_u64 offset, gc_u32 site) {
+  cx.spawned += 1;
+  unsigned char* frame = gc_frame_slot<Task>(cx, site);
+  if (frame == nullptr) return;  // fault recorded
+  if (cx.L->level + 1 >= cx.L->levels) { gc_raise(cx.L, GC_FAULT_CHANNEL_FULL, site, 0); return; }
+  const gc_chan* ch = gc_channel(cx.L, cx.L->level + 1, Callee::QBASE);
+  typename Callee::Pre* e = gc_talloc<typename Callee::Pre>(cx.L, ch, site);
+  if (e == nullptr) return;
+  e->args = args;
+  e->dest = offset == ~0ull ? nullptr : (void*)(frame + offset);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The generic driver: one thread runs one element of queue `q` of task `Task` at `L.level`,
+// through as many segments as end without outstanding children, then either delivers the result
+// or publishes its frame (or deferred return) into the reserved slot.
+//
+// A generated task type provides: Args, Frame, Ret, Pre { Args args; void* dest; },
+// Cont { Frame frame; Ret deferred; gc_u32 has_deferred; void* dest; }, QBASE, SYNCS, and
+//   static __device__ bool seg0(gc_cx&, Args, Frame*, Ret*);          // true = Sync, false = Return
+//   static __device__ bool resume(gc_cx&, gc_u32 k, Frame, Frame*, Ret*);
+enum { GC_RETURN = 0, GC_SYNC = 1 };
+
+template <typename Task> __device__ inline void gc_deliver(void* dest, typename Task::Ret v) {
+  if (dest != nullptr) *reinterpret_cast<typename Task::Ret*>(dest) = v;
+}
+
+template <typename Task> __device__ void gc_run(const gc_launch& L, gc_u32 q) {
+  gc_u64 i = (gc_u64)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= L.count) return;
+  const gc_chan* src = gc_channel(&L, L.level, Task::QBASE + q);
+  gc_cx cx;
+  cx.L = &L;
+  cx.own_queue = q + 1;  // segment s leaves its frame in queue s + 1
+  cx.spawned = 0;
+  cx.frame_slot = nullptr;
+  typename Task::Frame frame;
+  typename Task::Ret ret;
+  void* dest;
+  bool sync;
+  gc_u32 seg = q;
+  if (q == 0) {
+    typename Task::Pre e = *gc_slot<typename Task::Pre>(src, L.first + i);
+    gc_tfree(src);
+    dest = e.dest;
+    sync = Task::seg0(cx, e.args, &frame, &ret);
+  } else {
+    typename Task::Cont e = *gc_slot<typename Task::Cont>(src, L.first + i);
+    gc_tfree(src);
+    dest = e.dest;
+    if (e.has_deferred) {
+      gc_deliver<Task>(dest, e.deferred);
+      return;
+    }
+    sync = Task::resume(cx, q, e.frame, &frame, &ret);
+  }
+  gc_u32 most = 0;
+  for (;;) {
+    most = cx.spawned > most ? cx.spawned : most;
+    if (cx.frame_slot == nullptr) {
+      if (!sync) { gc_deliver<Task>(dest, ret); break; }
+      seg += 1;                     // nothing outstanding: run the next segment right here
+      cx.own_queue = seg + 1;
+      cx.spawned = 0;
+      typename Task::Frame f = frame;
+      sync = Task::resume(cx, seg, f, &frame, &ret);
+      continue;
+    }
+    typename Task::Cont* slot = reinterpret_cast<typename Task::Cont*>(cx.frame_slot);
+    if (sync) { slot->frame = frame; slot->has_deferred = 0; }
+    else { slot->deferred = ret; slot->has_deferred = 1; }
+    slot->dest = dest;
+    break;
+  }
+  // One atomic per warp for the fan-out the host sizes chunks by.
+  unsigned active = __activemask();
+  gc_u32 warp_most = __reduce_max_sync(active, most);
+  if ((int)(threadIdx.x & 31u) == __ffs(active) - 1 && warp_most > 0) atomicMax(&src->ctl->max_fanout, warp_most);
+}
