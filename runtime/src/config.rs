@@ -81,7 +81,7 @@ impl Default for Config {
             backend: BackendKind::Auto,
             threads: 0,
             level_capacity: 1 << 12,
-            segment_capacity: 1 << 10,
+            segment_capacity: 1 << 12,
             pool_capacity: 1 << 26,
             max_depth: 1 << 16,
             timeout: None,

@@ -23,4 +23,4 @@ pub use config::{BackendKind, Config};
 pub use error::{Error, Result};
 pub use runtime::{Report, Runtime};
 pub use stats::{Stats, TaskStats};
-pub use task::{Call, CilkTask, Place, Registry, Spawn, Step};
+pub use task::{Call, CilkTask, CudaFragment, DeviceFn, Place, Registry, Spawn, Step};

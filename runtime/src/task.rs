@@ -53,6 +53,44 @@ pub trait CilkTask: Sized + Send + Sync + 'static {
 
     /// Adds this task and every task it spawns or calls to `reg`.
     fn register(reg: &mut Registry);
+
+    /// The task's CUDA C++ fragment, written by the compiler from the same IR as the Rust
+    /// sub-kernels (`None` for hand-written tasks, which then run on host backends only).
+    const CUDA: Option<&'static CudaFragment> = None;
+}
+
+/// One task function in CUDA C++, in three sections that the cuda backend concatenates over all
+/// tasks of a program (all `decls`, then all `types`, then helpers, then all `defs`), after the
+/// device library (`kernels/`) and one `#define GC_QBASE_<name> <first queue>` per task.
+#[derive(Debug)]
+pub struct CudaFragment {
+    /// The C identifier of the task (`fib` → `fib_task`, kernels `gc_fib_q<k>`).
+    pub name: &'static str,
+    /// `typedef <ret> <name>_ret; struct <name>_args { .. };`
+    pub decls: &'static str,
+    /// The frame struct and the `<name>_task` struct (element layouts, segment prototypes).
+    pub types: &'static str,
+    /// Segment bodies and the `extern "C"` kernels `gc_<name>_q0 ..= gc_<name>_q<SYNCS + 1>`.
+    pub defs: &'static str,
+    /// Rust source locations (`file:line:column`) of the fault sites numbered in `defs`.
+    pub sites: &'static [&'static str],
+    /// The `#[gpu_cilk::device]` helpers the task calls.
+    pub helpers: &'static [&'static DeviceFn],
+}
+
+/// A `#[gpu_cilk::device]` helper in CUDA C++.
+#[derive(Debug)]
+pub struct DeviceFn {
+    /// The helper's name.
+    pub name: &'static str,
+    /// Its prototype (ends with `;`).
+    pub decl: &'static str,
+    /// Its definition.
+    pub def: &'static str,
+    /// Source locations of its fault sites.
+    pub sites: &'static [&'static str],
+    /// Helpers it calls.
+    pub helpers: &'static [&'static DeviceFn],
 }
 
 /// How a segment ends.
@@ -185,6 +223,8 @@ pub struct TaskEntry {
     pub name: &'static str,
     /// `CilkTask::SYNCS`.
     pub syncs: usize,
+    /// The task's CUDA fragment, if the compiler wrote one.
+    pub cuda: Option<&'static CudaFragment>,
     /// Builds the cpu backend's channel stacks for this task (monomorphized at registration).
     pub(crate) cpu_store: fn(&crate::backend::cpu::StoreConfig) -> Box<dyn crate::backend::cpu::ErasedStore>,
 }
@@ -224,6 +264,7 @@ impl Registry {
             id,
             name: T::NAME,
             syncs: T::SYNCS,
+            cuda: T::CUDA,
             cpu_store: crate::backend::cpu::new_store::<T>,
         });
         true
