@@ -311,3 +311,18 @@ template <typename Task> __device__ void gc_run(const gc_launch& L, gc_u32 q) {
   gc_u32 warp_most = __reduce_max_sync(active, most);
   if ((int)(threadIdx.x & 31u) == __ffs(active) - 1 && warp_most > 0) atomicMax(&src->ctl->max_fanout, warp_most);
 }
+
+// ---------------------------------------------------------------------------------------------
+// The root: the host launches one thread of `gc_root` to place the root call's channel element
+// in the (empty) pre-spawn channel of level 0.
+template <typename Task> struct gc_root_params {
+  typename Task::Args args;
+  void* dest;
+  const gc_chan* chan;
+};
+template <typename Task> __device__ void gc_push_root(const gc_root_params<Task>& p) {
+  typename Task::Pre* e = gc_slot<typename Task::Pre>(p.chan, p.chan->ctl->reserved);
+  e->args = p.args;
+  e->dest = p.dest;
+  p.chan->ctl->reserved += 1;
+}
