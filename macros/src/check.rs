@@ -31,6 +31,8 @@ enum Place {
     Branch,
     /// Inside a nested block.
     Block,
+    /// Inside an expression whose value is used (`let v = { .. };`).
+    Value,
 }
 
 /// Checks `item` against the subset; every problem goes into `errors`.
@@ -223,6 +225,7 @@ impl Checker<'_> {
             Place::Loop => Some(error::SYNC_IN_LOOP),
             Place::Branch => Some(error::SYNC_IN_BRANCH),
             Place::Block => Some(error::SYNC_IN_BLOCK),
+            Place::Value => Some(error::SYNC_IN_EXPR),
         };
         if let Some(msg) = msg {
             self.err(msg.on(mac));
@@ -289,7 +292,10 @@ impl Checker<'_> {
 
     fn if_expr(&mut self, i: &syn::ExprIf, place: Place, spawnable: bool) {
         self.cond(&i.cond, place);
-        let inner = if place == Place::Loop { Place::Loop } else { Place::Branch };
+        let inner = match place {
+            Place::Loop | Place::Value => place,
+            _ => Place::Branch,
+        };
         self.stmts(&i.then_branch.stmts, inner, spawnable);
         if let Some((_, els)) = &i.else_branch {
             match &**els {
@@ -407,8 +413,10 @@ impl Checker<'_> {
             }
             // Value-position control flow: its blocks are statement lists in which spawns are not
             // allowed (their value is used) but everything else is.
-            Expr::If(i) => self.if_expr(i, place, false),
-            Expr::While(_) | Expr::Loop(_) | Expr::ForLoop(_) | Expr::Block(_) => self.stmt_expr(e, place, false),
+            Expr::If(i) => self.if_expr(i, Place::Value, false),
+            Expr::While(_) | Expr::Loop(_) | Expr::ForLoop(_) | Expr::Block(_) => {
+                self.stmt_expr(e, Place::Value, false)
+            }
             Expr::Break(b) => {
                 if let Some(l) = &b.label {
                     self.err(error::LABEL.on(l));

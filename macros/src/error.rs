@@ -239,8 +239,10 @@ pub const SPAWN_DEST: Msg = Msg {
     hint: "write `x = spawn!(..)` or `a[i] = spawn!(..)` with `x`/`a` declared at the top level of the function body",
 };
 /// `let (a, b) = spawn!(..)`.
-pub const SPAWN_LET_PATTERN: Msg =
-    Msg { text: "a spawned result must be bound to a single name", hint: "write `let x = spawn!(f(..));`" };
+pub const SPAWN_LET_PATTERN: Msg = Msg {
+    text: "a spawned result must be bound to a single name",
+    hint: "write `let x = spawn!(f(..));`, or `spawn!(f(..));` to discard the result",
+};
 /// `spawn!` in a `#[gpu_cilk::device]` helper.
 pub const SPAWN_IN_DEVICE: Msg = Msg {
     text: "`spawn!` cannot be used in a `#[gpu_cilk::device]` helper",

@@ -45,7 +45,10 @@ struct Serialize;
 impl Serialize {
     fn call_of(mac: &syn::Macro) -> Expr {
         match mac.parse_body::<Expr>() {
-            Ok(e) => e,
+            Ok(mut e) => {
+                Serialize.visit_expr_mut(&mut e);
+                e
+            }
             Err(_) => syn::parse_quote_spanned!(mac.delimiter.span().join()=> ::core::unreachable!()),
         }
     }

@@ -64,7 +64,9 @@ pub(crate) fn task_macro(attr: TokenStream2, item: TokenStream2) -> TokenStream2
     match compile_task(&func) {
         Ok(tokens) => tokens,
         Err(e) => {
-            let serial = expand::serial_fn(&func);
+            // The crate does not compile anyway: keep rustc's own output to the real errors.
+            let mut serial = expand::serial_fn(&func);
+            serial.attrs.push(syn::parse_quote!(#[allow(unused, unreachable_code)]));
             let errors = e.to_compile_error();
             quote!(#errors #serial)
         }

@@ -1,0 +1,8 @@
+use gpu_cilk::prelude::*;
+
+#[gpu_cilk(debug)]
+fn f(n: u32) -> u64 {
+    n as u64
+}
+
+fn main() {}

@@ -1,0 +1,16 @@
+use gpu_cilk::prelude::*;
+
+#[gpu_cilk]
+fn f(n: u32) -> u64 {
+    let base = n * 2;
+    let x = spawn!(leaf(n));
+    sync!();
+    x + base as u64
+}
+
+#[gpu_cilk]
+fn leaf(n: u32) -> u64 {
+    n as u64
+}
+
+fn main() {}

@@ -1,0 +1,15 @@
+use gpu_cilk::prelude::*;
+
+#[gpu_cilk]
+fn f(n: u32) -> u64 {
+    let x = spawn!(leaf(n));
+    sync!(x);
+    x
+}
+
+#[gpu_cilk]
+fn leaf(n: u32) -> u64 {
+    n as u64
+}
+
+fn main() {}
