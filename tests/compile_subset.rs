@@ -285,7 +285,6 @@ fn generated_constants_describe_the_shape() {
     assert_eq!(<walk::Task as CilkTask>::FANOUT, None);
     assert_eq!(<early::Task as CilkTask>::FANOUT, Some(3));
     assert_eq!(<leaf::Task as CilkTask>::SYNCS, 0);
-    let names: Vec<&str> =
-        gpu_cilk::runtime::Registry::of::<ping::Task>().entries().iter().map(|e| e.name).collect();
+    let names: Vec<&str> = gpu_cilk::runtime::Registry::of::<ping::Task>().entries().iter().map(|e| e.name).collect();
     assert_eq!(names, ["ping", "pong", "pang"]);
 }
