@@ -49,6 +49,15 @@ pub mod fib {
         const NAME: &'static str = "fib";
         const SYNCS: usize = 1;
         const FANOUT: Option<usize> = Some(2);
+        // The CUDA twin, written by hand in the emitter's form (one task: one section suffices).
+        const CUDA: Option<&'static ::gpu_cilk::runtime::CudaFragment> = Some(&::gpu_cilk::runtime::CudaFragment {
+            name: "fib",
+            decls: "",
+            types: "",
+            defs: include_str!("../kernels/tests/fib_hand.cu"),
+            sites: &["tests/hand_expanded.rs:fib spawn 1", "tests/hand_expanded.rs:fib spawn 2"],
+            helpers: &[],
+        });
 
         fn serial(__args: Args) -> u64 {
             let Args { n } = __args;
@@ -262,12 +271,28 @@ fn hand_expanded_wide_matches_serial_on_every_host_backend() {
     }
 }
 
+/// The cuda backend, when this machine has a usable GPU; `GPU_CILK_REQUIRE_GPU=1` turns its
+/// absence into a failure (the GPU check script sets it).
+fn cuda_runtime() -> Option<Runtime> {
+    match Runtime::with_config(Config::default().backend(BackendKind::Cuda)) {
+        Ok(rt) => Some(rt),
+        Err(e) if std::env::var_os("GPU_CILK_REQUIRE_GPU").is_some() => panic!("GPU required: {e}"),
+        Err(e) => {
+            eprintln!("skipping the cuda backend: {e}");
+            None
+        }
+    }
+}
+
 #[test]
-#[ignore]
-fn perf_probe() {
-    let rt = Runtime::with_config(Config::default().backend(BackendKind::Cpu)).unwrap();
-    for n in [25u32, 30] {
+fn hand_written_cuda_fib_matches_serial_on_the_gpu() {
+    let Some(rt) = cuda_runtime() else { return };
+    for n in [0u32, 1, 2, 5, 10, 20, 25] {
         let r = rt.run_with_stats(fib::task(n)).unwrap();
-        println!("fib({n}) = {}\n{}", r.value, r.stats);
+        assert_eq!(r.value, fib(n), "fib({n}) on cuda");
+        if n == 25 {
+            assert_eq!(r.stats.total_tasks(), 242785);
+            println!("{}", r.stats);
+        }
     }
 }

@@ -25,7 +25,7 @@ pub fn noise(h: u64) -> u64 {
 /// One node of a random tree.
 #[gpu_cilk]
 pub fn rnode(seed: u64, depth: u32) -> u64 {
-    let h = mix(seed);
+    let h: u64 = mix(seed);
     if depth == 0 || h % 7 == 0 {
         return h % 1000;
     }

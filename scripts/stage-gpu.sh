@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Builds (here, with cargo) everything scripts/gpu-check.sh runs on a GPU machine and copies it into
+# .carry/ (ignored by git): the test binaries, the examples and the benchmark, release profile.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=.carry
+rm -rf "$out" && mkdir -p "$out/tests"
+cargo build --release --examples
+cargo test --release --workspace --no-run --message-format=json 2>/dev/null \
+  | python3 -c '
+import json, sys, shutil
+for line in sys.stdin:
+    try: m = json.loads(line)
+    except ValueError: continue
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m.get("profile", {}).get("test"):
+        name = m["target"]["name"]
+        # Only the binaries with GPU tests (the others need cargo or are host-only).
+        if name in ("hand_expanded", "cuda_device", "cuda_differential", "nvrtc_compile", "gpu_cilk_runtime"):
+            shutil.copy(m["executable"], ".carry/tests/" + name)
+'
+cp target/release/examples/fib target/release/examples/queens "$out/"
+if ls target/release/deps/gpu_suite-* >/dev/null 2>&1; then
+  cargo bench --no-run --bench gpu_suite >/dev/null 2>&1 || true
+  f=$(ls -t target/release/deps/gpu_suite-* | grep -v '\.d$' | head -1) && cp "$f" "$out/gpu_suite"
+fi
+cp scripts/gpu-check.sh "$out/"
+du -sh "$out"
