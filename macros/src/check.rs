@@ -460,3 +460,115 @@ impl Checker<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quote::quote;
+
+    fn messages(mode: Mode, item: proc_macro2::TokenStream) -> Vec<String> {
+        let item: ItemFn = syn::parse2(item).expect("parses");
+        let mut errors = Errors::new();
+        function(&item, mode, &mut errors);
+        match errors.finish(()) {
+            Ok(()) => Vec::new(),
+            Err(e) => e.into_iter().map(|e| e.to_string().lines().next().unwrap_or_default().to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn the_examples_are_in_the_subset() {
+        let ok = messages(
+            Mode::Task,
+            quote! {
+                fn f(n: u32, b: [u8; 4]) -> u64 {
+                    let mut a: [u64; 4] = [0; 4];
+                    for i in 0..=3 { a[i] = spawn!(g(n, b)); }
+                    if n > 1 { spawn!(h(n)); } else if n == 0 { let t = 1u64; } else { loop { break; } }
+                    sync!();
+                    let v = if n > 2 { a[0].wrapping_mul(3) } else { u64::MAX.min(a[1]) };
+                    v + (n as u64).pow(2) + [1u64, 2][0]
+                }
+            },
+        );
+        assert_eq!(ok, Vec::<String>::new());
+    }
+
+    #[test]
+    fn sync_placement_names_the_construct() {
+        let m = messages(
+            Mode::Task,
+            quote! {
+                fn f(n: u32) {
+                    while n > 0 { sync!(); }
+                    if n > 0 { sync!(); }
+                    { sync!(); }
+                    let v = { sync!(); 1 };
+                    sync!(n);
+                }
+            },
+        );
+        assert_eq!(m.len(), 5, "{m:#?}");
+        assert!(m[0].ends_with("not inside a loop"));
+        assert!(m[1].ends_with("not inside `if`/`else`"));
+        assert!(m[2].ends_with("not inside a block"));
+        assert!(m[3].ends_with("not part of an expression"));
+        assert_eq!(m[4], "`sync!()` takes no arguments");
+    }
+
+    #[test]
+    fn spawn_shapes_and_positions() {
+        let m = messages(
+            Mode::Task,
+            quote! {
+                fn f(n: u32) {
+                    spawn!();
+                    spawn!(g(n), g(n));
+                    spawn!(n.g());
+                    spawn!(n + 1);
+                    spawn!(g::<u32>(n));
+                    let x = 1 + spawn!(g(n));
+                    s.f = spawn!(g(n));
+                    let (a, b) = spawn!(g(n));
+                }
+            },
+        );
+        assert_eq!(
+            m,
+            [
+                "`spawn!` needs a call to a `#[gpu_cilk]` function",
+                "`spawn!` takes exactly one call",
+                "`spawn!` cannot spawn a method call",
+                "`spawn!` takes a call to a named `#[gpu_cilk]` function",
+                "the spawned function cannot have generic arguments",
+                "`spawn!` must be a statement of its own",
+                "a spawned result can only be stored in a local or in an element of a local array",
+                "a spawned result must be bound to a single name",
+            ]
+        );
+    }
+
+    #[test]
+    fn device_helpers_may_not_spawn_or_sync_but_may_return_arrays() {
+        let m = messages(
+            Mode::Device,
+            quote!(
+                fn h(x: u32) -> [u32; 2] {
+                    spawn!(g(x));
+                    sync!();
+                    [x, x]
+                }
+            ),
+        );
+        assert_eq!(m.len(), 2, "{m:#?}");
+        assert!(messages(
+            Mode::Device,
+            quote!(
+                fn h(x: u32) -> [u32; 2] {
+                    [x, x]
+                }
+            )
+        )
+        .is_empty());
+    }
+}
