@@ -163,6 +163,7 @@ pub struct Segment {
 
 /// How a segment ends when control reaches its end.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)] // one per segment
 pub enum End {
     /// A `sync!()`: store the frame, wait for the children, run the next segment.
     Sync,

@@ -11,6 +11,7 @@
 //! - [`check`]: the syntactic subset;
 //! - [`lower`]: name resolution, liveness across syncs, frame layout, semantic errors;
 //! - [`expand`]: IR → Rust tokens (serial function + task module);
+//! - [`write`]: IR → CUDA C++ (the task's `CudaFragment`, device functions);
 //! - [`error`]: the catalogue of diagnostics and the error collector.
 //!
 //! On error the macro emits every `compile_error!` **together with** the serial form of the
@@ -27,6 +28,7 @@ mod expand;
 mod ir;
 mod lower;
 mod parse;
+mod write;
 
 #[cfg(test)]
 mod tests;
@@ -97,7 +99,12 @@ pub(crate) fn device_macro(attr: TokenStream2, item: TokenStream2) -> TokenStrea
     check::function(&func, check::Mode::Device, &mut errors);
     let errors = errors.to_compile_errors();
     let serial = expand::serial_fn(&func);
-    quote!(#errors #serial)
+    let cuda = if errors.is_empty() {
+        parse::function(&func).map(|f| write::helper_static(&f)).unwrap_or_default()
+    } else {
+        TokenStream2::new()
+    };
+    quote!(#errors #serial #cuda)
 }
 
 /// The errors followed by the item as the user wrote it.

@@ -214,3 +214,161 @@ fn device_helpers_pass_through_or_report() {
     .to_string();
     assert!(bad.contains("cannot be used in a `#[gpu_cilk::device]` helper"), "{bad}");
 }
+
+// ---- CUDA fragments (write.rs): review each snapshot by reading it (compare kernels/tests/fib_hand.cu).
+
+fn cuda(item: TokenStream) -> String {
+    let task = lowered(item);
+    let f = crate::write::task_fragment(&task);
+    let dev = crate::write::task_device_fn(&task);
+    let helpers: Vec<String> = f.helpers.iter().map(ir::path_text).collect();
+    let decls = f.decls.strip_prefix(crate::write::PRELUDE).unwrap_or(&f.decls);
+    format!(
+        "{decls}\n{}\n{}\n// sites: {:?}\n// helpers: {:?}\n\n// ---- device fn {}\n{}{}// sites: {:?}\n// helpers: {:?}\n",
+        f.types,
+        f.defs,
+        f.sites,
+        helpers,
+        dev.name,
+        dev.decl,
+        dev.def,
+        dev.sites,
+        dev.helpers.iter().map(ir::path_text).collect::<Vec<_>>()
+    )
+}
+
+fn device(item: TokenStream) -> String {
+    let func: syn::ItemFn = syn::parse2(item).expect("item parses");
+    let f = crate::parse::function(&func).expect("model");
+    let d = crate::write::device_fn(&f);
+    let helpers: Vec<String> = d.helpers.iter().map(ir::path_text).collect();
+    format!("{}{}// sites: {:?}\n// helpers: {:?}\n", d.decl, d.def, d.sites, helpers)
+}
+
+fn queens_bits() -> TokenStream {
+    quote! {
+        pub fn queens_bits(n: u32, cols: u32, left: u32, right: u32) -> u64 {
+            let full: u32 = (1u32 << n) - 1;
+            if cols == full {
+                return 1;
+            }
+            let mut counts: [u64; 32] = [0; 32];
+            let mut avail: u32 = full & !(cols | left | right);
+            while avail != 0 {
+                let bit = avail & avail.wrapping_neg();
+                let i = bit.trailing_zeros();
+                counts[i as usize] = spawn!(queens_bits(n, cols | bit, ((left | bit) << 1) & full, (right | bit) >> 1));
+                avail &= avail - 1;
+            }
+            sync!();
+            let mut total: u64 = 0;
+            for i in 0..32 {
+                total += counts[i];
+            }
+            total
+        }
+    }
+}
+
+fn rnode() -> TokenStream {
+    quote! {
+        pub fn rnode(seed: u64, depth: u32) -> u64 {
+            let h: u64 = mix(seed);
+            if depth == 0 || h % 7 == 0 {
+                return h % 1000;
+            }
+            let fan: u32 = ((h >> 8) % 5) as u32;
+            let mut vals: [u64; 4] = [0; 4];
+            let mut i: u32 = 0;
+            while i < fan {
+                vals[i as usize] = spawn!(rnode(mix(seed.wrapping_add(i as u64 + 1)), depth - 1));
+                i += 1;
+            }
+            let mut extra: u64 = 0;
+            if (h >> 12) % 3 == 0 {
+                extra = spawn!(rnode(seed ^ 0x5555, depth - 1));
+            }
+            if (h >> 16) % 4 == 0 {
+                spawn!(noise(h));
+            }
+            if (h >> 20) % 9 == 0 {
+                return h % 77;
+            }
+            sync!();
+            let mut acc: u64 = h % 13;
+            for j in 0..4 {
+                acc = acc.wrapping_mul(31).wrapping_add(vals[j]);
+            }
+            acc = acc.wrapping_add(extra);
+            if (h >> 24) % 3 == 0 {
+                return acc;
+            }
+            let more = spawn!(rnode(acc, depth / 2));
+            sync!();
+            acc ^ more
+        }
+    }
+}
+
+#[test]
+fn fib_cuda() {
+    insta::assert_snapshot!(cuda(fib()));
+}
+
+#[test]
+fn cuda_prelude() {
+    insta::assert_snapshot!(crate::write::PRELUDE);
+}
+
+#[test]
+fn queens_cuda() {
+    insta::assert_snapshot!(cuda(queens()));
+}
+
+#[test]
+fn queens_bits_cuda() {
+    insta::assert_snapshot!(cuda(queens_bits()));
+}
+
+#[test]
+fn wide_cuda() {
+    insta::assert_snapshot!(cuda(wide()));
+}
+
+#[test]
+fn unit_task_cuda() {
+    insta::assert_snapshot!(cuda(visit()));
+}
+
+#[test]
+fn rnode_cuda() {
+    insta::assert_snapshot!(cuda(rnode()));
+}
+
+#[test]
+fn noise_cuda() {
+    insta::assert_snapshot!(cuda(quote! {
+        pub fn noise(h: u64) -> u64 {
+            h.rotate_left(7)
+        }
+    }));
+}
+
+#[test]
+fn mix_device_cuda() {
+    insta::assert_snapshot!(device(quote! {
+        pub fn mix(x: u64) -> u64 {
+            let mut z = x.wrapping_add(0x9e3779b97f4a7c15);
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d049bb133111eb);
+            z ^ (z >> 31)
+        }
+    }));
+}
+
+#[test]
+fn cuda_is_deterministic() {
+    let a = cuda(queens());
+    let b = cuda(queens());
+    assert_eq!(a, b);
+}

@@ -1,0 +1,63 @@
+#ifndef GC_WRITE_PRELUDE_V1
+#define GC_WRITE_PRELUDE_V1
+// Helpers of the CUDA emitter (macros/src/write.rs), shared by every fragment.
+template <typename T> struct gc_noref { typedef T t; };
+template <typename T> struct gc_noref<T&> { typedef T t; };
+template <typename T> struct gc_noref<const T&> { typedef T t; };
+template <typename T> using gc_noref_t = typename gc_noref<T>::t;
+template <typename T> __device__ inline T gc_and(T a, T b) { return (T)(a & b); }
+template <typename T> __device__ inline T gc_or(T a, T b) { return (T)(a | b); }
+template <typename T> __device__ inline T gc_xor(T a, T b) { return (T)(a ^ b); }
+template <typename T> __device__ inline T gc_not(T a) { return (T)~a; }
+__device__ inline bool gc_not(bool a) { return !a; }
+template <typename T> __device__ inline T gc_min(T a, T b) { return b < a ? b : a; }
+template <typename T> __device__ inline T gc_max(T a, T b) { return a < b ? b : a; }
+__device__ inline gc_f32 gc_min(gc_f32 a, gc_f32 b) { return fminf(a, b); }
+__device__ inline gc_f64 gc_min(gc_f64 a, gc_f64 b) { return fmin(a, b); }
+__device__ inline gc_f32 gc_max(gc_f32 a, gc_f32 b) { return fmaxf(a, b); }
+__device__ inline gc_f64 gc_max(gc_f64 a, gc_f64 b) { return fmax(a, b); }
+template <typename T> __device__ inline T gc_clamp(T a, T lo, T hi) { return gc_min(gc_max(a, lo), hi); }
+template <typename T> __device__ inline T gc_abs(T a) { return a < (T)0 ? gc_neg(a) : a; }
+__device__ inline gc_f32 gc_abs(gc_f32 a) { return fabsf(a); }
+__device__ inline gc_f64 gc_abs(gc_f64 a) { return fabs(a); }
+template <typename T> __device__ inline T gc_pow(T a, gc_u32 e) {
+  T r = (T)1;
+  for (; e != 0u; e >>= 1) {
+    if (e & 1u) r = gc_mul(r, a);
+    a = gc_mul(a, a);
+  }
+  return r;
+}
+template <typename T> __device__ inline gc_u64 gc_bits(T a) { return (gc_u64)(typename gc_uns<T>::t)a & (~0ull >> (64 - sizeof(T) * 8)); }
+template <typename T> __device__ inline gc_u32 gc_count_ones(T a) { return (gc_u32)__popcll(gc_bits(a)); }
+template <typename T> __device__ inline gc_u32 gc_count_zeros(T a) { return (gc_u32)(sizeof(T) * 8) - gc_count_ones(a); }
+template <typename T> __device__ inline gc_u32 gc_leading_zeros(T a) { return (gc_u32)__clzll(gc_bits(a)) - (gc_u32)(64 - sizeof(T) * 8); }
+template <typename T> __device__ inline gc_u32 gc_trailing_zeros(T a) { gc_u64 b = gc_bits(a); return b == 0ull ? (gc_u32)(sizeof(T) * 8) : (gc_u32)(__ffsll((long long)b) - 1); }
+template <typename T> __device__ inline bool gc_is_power_of_two(T a) { return gc_count_ones(a) == 1u; }
+template <typename T, typename S> __device__ inline T gc_rotl(T a, S s) {
+  const gc_u32 w = sizeof(T) * 8;
+  gc_u32 n = (gc_u32)s % w;
+  gc_u64 b = gc_bits(a);
+  return n == 0u ? a : (T)((b << n) | (b >> (w - n)));
+}
+template <typename T, typename S> __device__ inline T gc_rotr(T a, S s) {
+  const gc_u32 w = sizeof(T) * 8;
+  return gc_rotl(a, w - (gc_u32)s % w);
+}
+template <typename T> __device__ inline T gc_max_of() { return (T)-1 < (T)0 ? (T)(~0ull >> (65 - sizeof(T) * 8)) : (T)~0ull; }
+template <typename T> __device__ inline T gc_min_of() { return (T)-1 < (T)0 ? (T)(-gc_max_of<T>() - 1) : (T)0; }
+// `f as int` saturates in Rust (NaN -> 0).
+template <typename T, typename F> __device__ inline T gc_cast_sat(F x) {
+  if (x != x) return (T)0;
+  if (x <= (F)gc_min_of<T>()) return gc_min_of<T>();
+  if (x >= (F)gc_max_of<T>()) return gc_max_of<T>();
+  return (T)x;
+}
+// Byte offset of element `i` of frame array `arr` (at `base`), checked like `arr[i] = ..`;
+// ~0 (result discarded) after recording the fault.
+template <typename T, int N>
+__device__ inline gc_u64 gc_elem_offset(const gc_cx& cx, const gc_array<T, N>&, gc_u64 base, gc_u64 i, gc_u32 site) {
+  if (i >= (gc_u64)N) { gc_raise(cx.L, GC_FAULT_INDEX, site, i); return ~0ull; }
+  return base + i * (gc_u64)sizeof(T);
+}
+#endif
