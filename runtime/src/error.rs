@@ -69,6 +69,51 @@ pub enum Error {
     #[error("the run did not finish within {0:?} (Config::timeout)")]
     Timeout(Duration),
 
+    /// A CUDA driver call failed (allocation, copy, module load, launch configuration, ...).
+    #[error("CUDA error while {op}: {name} ({description})")]
+    Cuda {
+        /// What gpu-cilk was doing ("allocating 4096 bytes", "launching kernel `fib_down`", ...).
+        op: String,
+        /// The driver's error name, e.g. `CUDA_ERROR_OUT_OF_MEMORY`.
+        name: String,
+        /// The driver's description of the error, with a hint where gpu-cilk has one.
+        description: String,
+    },
+
+    /// A kernel failed while running on the device (illegal address, trap, misaligned access,
+    /// ...). The CUDA context is unusable afterwards; open a new runtime.
+    #[error(
+        "kernel {kernels} failed on the device: {name} ({description}); the CUDA context cannot be \
+         used again"
+    )]
+    KernelFailed {
+        /// The kernel(s) launched since the last successful synchronization, e.g. "`fib_down`".
+        kernels: String,
+        /// The driver's error name, e.g. `CUDA_ERROR_ILLEGAL_ADDRESS`.
+        name: String,
+        /// The driver's description of the error.
+        description: String,
+    },
+
+    /// NVRTC rejected a CUDA C++ program; `log` is NVRTC's whole log.
+    #[error("NVRTC could not compile `{task_or_program}`:\n{log}")]
+    Compile {
+        /// The task function or program whose generated CUDA C++ failed to compile.
+        task_or_program: String,
+        /// NVRTC's complete compilation log.
+        log: String,
+    },
+
+    /// NVRTC failed for a reason other than the program's text (out of memory, invalid option,
+    /// internal error).
+    #[error("NVRTC failed while {op}: {message}")]
+    Nvrtc {
+        /// What gpu-cilk asked NVRTC to do.
+        op: String,
+        /// NVRTC's error.
+        message: String,
+    },
+
     /// An internal invariant of the scheduler broke; a bug in gpu-cilk, please report it.
     #[error("internal scheduler error (a gpu-cilk bug): {0}")]
     Internal(String),
