@@ -151,3 +151,32 @@ extern "C" __global__ void gc_test_status(const gc_channel<gc_test_elem>* ch, un
     out[1] = gc_occupancy(ch);
     out[2] = gc_capacity(ch);
 }
+
+// extern "C" __global__ void gc_test_two_channels(a, b, accepted_bits, counters)
+//   Even lanes produce into `a`, odd lanes into `b`, at the same call site: the warp aggregation
+//   must group lanes by channel (__match_any_sync). Element ids are the global thread id.
+//   counters [0] granted in a, [1] granted in b, [2] refused, [3] failed gc_enq.
+//   Host checks: [0] == min(cap_a, even threads), [1] == min(cap_b, odd threads), [2] == threads -
+//   [0] - [1], [3] == 0, no violation in either; then drain both with gc_test_consume (one
+//   consumed_bits) and compare with accepted_bits.
+extern "C" __global__ void gc_test_two_channels(gc_channel<gc_test_elem>* a, gc_channel<gc_test_elem>* b,
+                                                unsigned long long* accepted_bits, unsigned long long* counters) {
+    const unsigned long long gid = gc_test_gid();
+    const bool even = (gid & 1ull) == 0ull;
+    gc_channel<gc_test_elem>* ch = even ? a : b;
+    unsigned long long t;
+    if (!gc_talloc(ch, &t)) {
+        atomicAdd(&counters[2], 1ull);
+        return;
+    }
+    gc_test_elem e;
+    e.id = gid;
+    e.ticket = t;
+    e.check = gc_test_hash(gid, t);
+    if (gc_enq(ch, t, e)) {
+        atomicOr(&accepted_bits[gid / 64ull], 1ull << (gid % 64ull));
+        atomicAdd(&counters[even ? 0 : 1], 1ull);
+    } else {
+        atomicAdd(&counters[3], 1ull);
+    }
+}

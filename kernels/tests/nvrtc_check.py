@@ -26,6 +26,7 @@ EXPECTED_KERNELS = [
     "gc_test_frames",
     "gc_test_frames_drain",
     "gc_test_status",
+    "gc_test_two_channels",
 ]
 
 

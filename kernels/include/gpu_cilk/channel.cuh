@@ -68,9 +68,10 @@
 // that was written in place through gc_slot_ptr (no copy).
 //
 // WARP FUNCTIONS (gc_talloc_warp, gc_claim_warp, gc_publish, gc_take, gc_enq, gc_deq, gc_talloc)
-// aggregate over the lanes that call them together (__activemask()); every lane of that set must
-// reach the call from the same point, which is the case for straight-line code and for uniform or
-// divergent branches alike. Lanes may pass want = 0.
+// aggregate over the lanes that call them together (__activemask()) on the same channel (grouped
+// with __match_any_sync, so lanes of one warp may target different channels at the same call
+// site). Any subset of a warp may call them, from converged or divergent code; lanes may pass
+// want = 0. Requires compute_70 or newer (__match_any_sync, independent thread scheduling).
 
 #ifndef GPU_CILK_CHANNEL_CUH
 #define GPU_CILK_CHANNEL_CUH
@@ -143,16 +144,23 @@ __device__ __forceinline__ void gc_ch_violation(gc_channel<T>* ch, unsigned long
     atomicCAS(&ch->violation, 0ull, t + 1ull);
 }
 
-// Adds `v` (per lane) to `*counter` with one atomicAdd per call site and warp: the lanes of
-// __activemask() sum their values bit plane by bit plane with ballots.
+// The lanes calling together (__activemask()) that pass the same `key` (a counter's address):
+// lanes of one warp may work on different channels at the same call site, and each channel's
+// lanes aggregate separately (__match_any_sync, compute_70+).
+__device__ __forceinline__ unsigned gc_peers(const void* key) {
+    return __match_any_sync(__activemask(), (unsigned long long)key);
+}
+
+// Adds `v` (per lane) to `*counter` with one atomicAdd per counter and warp: the peer lanes sum
+// their values bit plane by bit plane with ballots.
 __device__ __forceinline__ void gc_warp_add(unsigned long long* counter, unsigned v) {
-    const unsigned active = __activemask();
+    const unsigned peers = gc_peers(counter);
     unsigned long long total = 0;
 #pragma unroll 1
-    for (unsigned b = 0; b < 32u && __any_sync(active, (v >> b) != 0u); ++b) {
-        total += (unsigned long long)__popc(__ballot_sync(active, (v >> b) & 1u)) << b;
+    for (unsigned b = 0; b < 32u && __any_sync(peers, (v >> b) != 0u); ++b) {
+        total += (unsigned long long)__popc(__ballot_sync(peers, (v >> b) & 1u)) << b;
     }
-    if (gc_lane_id() == (unsigned)(__ffs(active) - 1) && total != 0ull) {
+    if (gc_lane_id() == (unsigned)(__ffs(peers) - 1) && total != 0ull) {
         atomicAdd(counter, total);
     }
 }
@@ -161,21 +169,22 @@ __device__ __forceinline__ void gc_warp_add(unsigned long long* counter, unsigne
 // asks `want` units of `*counter`, bounded by `*done + offset` (read by the leader with acquire).
 // Lanes get consecutive ranges in lane order: `*first` = the lane's first ticket, the result =
 // how many it got (0..want; lanes whose range crosses the limit get a partial grant, lanes past
-// it get 0 and must spill). One atomicAdd per warp, plus one undo atomicAdd when over the limit.
+// it get 0 and must spill). One atomicAdd per warp and counter, plus one undo atomicAdd when
+// over the limit.
 __device__ __forceinline__ unsigned gc_warp_bounded_faa(unsigned long long* counter, const unsigned long long* done,
                                                         unsigned long long offset, unsigned want,
                                                         unsigned long long* first) {
-    const unsigned active = __activemask();
+    const unsigned peers = gc_peers(counter);
     const unsigned lt = gc_lanemask_lt();
-    // Exclusive prefix sum and total of `want` over the active lanes, one ballot per bit plane.
+    // Exclusive prefix sum and total of `want` over the peer lanes, one ballot per bit plane.
     unsigned long long prefix = 0, total = 0;
 #pragma unroll 1
-    for (unsigned b = 0; b < 32u && __any_sync(active, (want >> b) != 0u); ++b) {
-        const unsigned plane = __ballot_sync(active, (want >> b) & 1u);
+    for (unsigned b = 0; b < 32u && __any_sync(peers, (want >> b) != 0u); ++b) {
+        const unsigned plane = __ballot_sync(peers, (want >> b) & 1u);
         prefix += (unsigned long long)__popc(plane & lt) << b;
         total += (unsigned long long)__popc(plane) << b;
     }
-    const int leader = __ffs(active) - 1;
+    const int leader = __ffs(peers) - 1;
     unsigned long long base = 0, limit = 0;
     if (gc_lane_id() == (unsigned)leader && total != 0ull) {
         limit = gc_ld_acquire(done) + offset; // done count: constant within the phase
@@ -191,8 +200,8 @@ __device__ __forceinline__ unsigned gc_warp_bounded_faa(unsigned long long* coun
             }
         }
     }
-    base = __shfl_sync(active, base, leader);
-    limit = __shfl_sync(active, limit, leader);
+    base = __shfl_sync(peers, base, leader);
+    limit = __shfl_sync(peers, limit, leader);
     const unsigned long long mine = base + prefix;
     const long long room = (long long)(limit - mine);
     *first = mine;
