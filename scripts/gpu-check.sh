@@ -13,20 +13,20 @@ export GPU_CILK_REQUIRE_GPU=1 GPU_CILK_CACHE_DIR="$out/ptx-cache"
 summary=()
 step() { # name, command...
   local name="$1"; shift
-  local t0=$(date +%s.%N)
-  "$@" >"$out/$name.log" 2>&1
+  local t0; t0=$(date +%s%N)
+  timeout "${STEP_TIMEOUT:-120}" "$@" >"$out/$name.log" 2>&1
   local rc=$?
-  local dt=$(echo "$(date +%s.%N) - $t0" | bc)
-  summary+=("$(printf '%-34s %-5s %8.2fs' "$name" "$([ $rc = 0 ] && echo ok || echo FAIL)" "$dt")")
+  local ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+  summary+=("$(printf '%-34s %-5s %8d ms' "$name" "$([ $rc = 0 ] && echo ok || echo "FAIL($rc)")" "$ms")")
   echo "== $name (rc=$rc)"; tail -n 25 "$out/$name.log"
 }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/device.txt"
 for t in "$here"/tests/*; do
   step "test-$(basename "$t")" "$t" --test-threads=1
 done
-for n in 10 20 25 30 32; do step "fib-$n-cuda" "$here/fib" "$n" --backend cuda; done
-for n in 8 10 12 14; do step "queens-$n-cuda" "$here/queens" "$n" --backend cuda; done
-for n in 10 12 14; do step "queens-bits-$n-cuda" "$here/queens" "$n" --variant bitmask --backend cuda; done
+for n in 10 20 25 30 32 35; do step "fib-$n-cuda" "$here/fib" "$n" --backend cuda --reps 5; done
+for n in 8 10 12 14 15; do step "queens-$n-cuda" "$here/queens" "$n" --backend cuda --reps 3; done
+for n in 10 12 14 15; do step "queens-bits-$n-cuda" "$here/queens" "$n" --variant bitmask --backend cuda --reps 3; done
 if command -v compute-sanitizer >/dev/null; then
   for tool in memcheck racecheck; do
     step "sanitizer-$tool-fib" compute-sanitizer --tool "$tool" --error-exitcode 1 "$here/fib" 12 --backend cuda

@@ -24,4 +24,6 @@ if ls target/release/deps/gpu_suite-* >/dev/null 2>&1; then
   f=$(ls -t target/release/deps/gpu_suite-* | grep -v '\.d$' | head -1) && cp "$f" "$out/gpu_suite"
 fi
 cp scripts/gpu-check.sh "$out/"
+strip --strip-debug "$out"/fib "$out"/queens "$out"/tests/* 2>/dev/null || true
+[ -f "$out/gpu_suite" ] && strip --strip-debug "$out/gpu_suite"
 du -sh "$out"

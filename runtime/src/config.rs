@@ -69,6 +69,10 @@ pub struct Config {
     /// Total channel elements (channel elements and frames, all tasks and levels) the run may hold
     /// at once before it stops with [`Error::PoolExhausted`] (`GPU_CILK_POOL_CAPACITY`).
     pub pool_capacity: usize,
+    /// Elements per device channel (one per task, queue and level) on the cuda backend
+    /// (`GPU_CILK_DEVICE_LEVEL_CAPACITY`); the scheduler launches at most `capacity / fan-out`
+    /// elements at a time so children fit.
+    pub device_level_capacity: usize,
     /// Deepest recursion level allowed (`GPU_CILK_MAX_DEPTH`).
     pub max_depth: usize,
     /// Longest a run may take; `None` = no limit (`GPU_CILK_TIMEOUT_MS`).
@@ -83,6 +87,7 @@ impl Default for Config {
             level_capacity: 1 << 12,
             segment_capacity: 1 << 12,
             pool_capacity: 1 << 26,
+            device_level_capacity: 1 << 22,
             max_depth: 1 << 16,
             timeout: None,
         }
@@ -117,6 +122,9 @@ impl Config {
         }
         if let Some(v) = num("GPU_CILK_POOL_CAPACITY")? {
             c.pool_capacity = v;
+        }
+        if let Some(v) = num("GPU_CILK_DEVICE_LEVEL_CAPACITY")? {
+            c.device_level_capacity = v;
         }
         if let Some(v) = num("GPU_CILK_MAX_DEPTH")? {
             c.max_depth = v;

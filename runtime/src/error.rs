@@ -114,6 +114,19 @@ pub enum Error {
         message: String,
     },
 
+    /// A task's CUDA code faulted on the device (index out of bounds, division by zero, ...).
+    #[error("task `{task}` failed on the device at {location} (recursion level {level}): {message}")]
+    DeviceFault {
+        /// The `#[gpu_cilk]` function whose sub-kernel faulted.
+        task: &'static str,
+        /// The Rust source location of the faulting operation.
+        location: String,
+        /// Its recursion level.
+        level: usize,
+        /// What went wrong, in Rust's words.
+        message: String,
+    },
+
     /// An internal invariant of the scheduler broke; a bug in gpu-cilk, please report it.
     #[error("internal scheduler error (a gpu-cilk bug): {0}")]
     Internal(String),

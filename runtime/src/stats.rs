@@ -77,7 +77,11 @@ impl fmt::Display for Stats {
         writeln!(f, "tasks              {}", self.total_tasks())?;
         writeln!(f, "tasks/s            {:.3e}", self.tasks_per_second())?;
         writeln!(f, "levels             {}", self.levels)?;
-        writeln!(f, "peak occupancy     {} elements (largest channel {})", self.peak_occupancy, self.peak_channel_occupancy)?;
+        writeln!(
+            f,
+            "peak occupancy     {} elements (largest channel {})",
+            self.peak_occupancy, self.peak_channel_occupancy
+        )?;
         writeln!(f, "dispatches         {}", self.dispatches)?;
         writeln!(f, "spilled segments   {}", self.spilled_segments)?;
         writeln!(f, "{:<16} {:>12} {:>14}  tasks per level", "function", "tasks", "continuations")?;

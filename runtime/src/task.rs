@@ -223,6 +223,8 @@ pub struct TaskEntry {
     pub name: &'static str,
     /// `CilkTask::SYNCS`.
     pub syncs: usize,
+    /// `CilkTask::FANOUT`.
+    pub fanout: Option<usize>,
     /// The task's CUDA fragment, if the compiler wrote one.
     pub cuda: Option<&'static CudaFragment>,
     /// Builds the cpu backend's channel stacks for this task (monomorphized at registration).
@@ -264,6 +266,7 @@ impl Registry {
             id,
             name: T::NAME,
             syncs: T::SYNCS,
+            fanout: T::FANOUT,
             cuda: T::CUDA,
             cpu_store: crate::backend::cpu::new_store::<T>,
         });

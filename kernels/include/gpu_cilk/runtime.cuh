@@ -183,7 +183,7 @@ template <typename T, int N> __device__ inline gc_array<T, N> gc_array_splat(T x
 
 // ---------------------------------------------------------------------------------------------
 // Channels.
-__device__ inline const gc_chan* gc_channel(const gc_launch* L, gc_u32 level, gc_u32 queue) {
+__device__ inline const gc_chan* gc_chan_at(const gc_launch* L, gc_u32 level, gc_u32 queue) {
   return &L->table[(gc_u64)level * L->nq + queue];
 }
 
@@ -205,8 +205,9 @@ template <typename E> __device__ inline E* gc_talloc(const gc_launch* L, const g
   if ((int)lane == leader) base = atomicAdd(&ch->ctl->reserved, (gc_u64)__popc(peers));
   base = __shfl_sync(peers, base, leader);
   gc_u64 t = base + rank;
-  // `freed` is stable during this launch: this channel is not consumed by it.
-  if (t - ch->ctl->freed > ch->mask) {
+  // `freed` is stable during this launch: this channel is not consumed by it. A channel the host
+  // has not allocated (null data) counts as full.
+  if (ch->data == nullptr || t - ch->ctl->freed > ch->mask) {
     atomicExch(&ch->ctl->overflow, 1u);
     gc_raise(L, GC_FAULT_CHANNEL_FULL, site, ch->mask + 1);
     return nullptr;
@@ -224,7 +225,7 @@ __device__ inline void gc_tfree(const gc_chan* ch) {
 // The frame slot a segment leaves behind, reserved at its first spawn.
 template <typename Task> __device__ inline unsigned char* gc_frame_slot(gc_cx& cx, gc_u32 site) {
   if (cx.frame_slot == nullptr) {
-    const gc_chan* ch = gc_channel(cx.L, cx.L->level, Task::QBASE + cx.own_queue);
+    const gc_chan* ch = gc_chan_at(cx.L, cx.L->level, Task::QBASE + cx.own_queue);
     cx.frame_slot = reinterpret_cast<unsigned char*>(gc_talloc<typename Task::Cont>(cx.L, ch, site));
   }
   return cx.frame_slot;
@@ -237,7 +238,7 @@ __device__ inline void gc_spawn(gc_cx& cx, typename Callee::Args args, gc_u64 of
   unsigned char* frame = gc_frame_slot<Task>(cx, site);
   if (frame == nullptr) return;  // fault recorded
   if (cx.L->level + 1 >= cx.L->levels) { gc_raise(cx.L, GC_FAULT_CHANNEL_FULL, site, 0); return; }
-  const gc_chan* ch = gc_channel(cx.L, cx.L->level + 1, Callee::QBASE);
+  const gc_chan* ch = gc_chan_at(cx.L, cx.L->level + 1, Callee::QBASE);
   typename Callee::Pre* e = gc_talloc<typename Callee::Pre>(cx.L, ch, site);
   if (e == nullptr) return;
   e->args = args;
@@ -262,7 +263,7 @@ template <typename Task> __device__ inline void gc_deliver(void* dest, typename 
 template <typename Task> __device__ void gc_run(const gc_launch& L, gc_u32 q) {
   gc_u64 i = (gc_u64)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= L.count) return;
-  const gc_chan* src = gc_channel(&L, L.level, Task::QBASE + q);
+  const gc_chan* src = gc_chan_at(&L, L.level, Task::QBASE + q);
   gc_cx cx;
   cx.L = &L;
   cx.own_queue = q + 1;  // segment s leaves its frame in queue s + 1

@@ -156,7 +156,11 @@ impl CpuBackend {
             let tally = catch_unwind(AssertUnwindSafe(|| {
                 self.pool.install(|| sh.stores[si].dispatch(&sh, level, queue, n, min_len))
             }))
-            .map_err(|p| Error::TaskPanicked { task: stores[si].name(), level, message: panic_message(&*p) })?;
+            .map_err(|p| Error::TaskPanicked {
+                task: stores[si].name(),
+                level,
+                message: panic_message(&*p),
+            })?;
             if let Some(e) = tally.error {
                 return Err(e);
             }

@@ -56,7 +56,9 @@ pub(crate) struct Exhausted;
 /// One growable channel.
 pub(crate) struct Queue<E> {
     segment_capacity: usize,
-    /// All segments, oldest first. Boxed so their addresses are stable while the list changes.
+    /// All segments, oldest first. Boxed so their addresses are stable while the list changes
+    /// (producers hold `&Channel` through `tail` while another producer appends).
+    #[allow(clippy::vec_box)]
     segments: Mutex<Vec<Box<Channel<E>>>>,
     /// The segment producers reserve in (the last of `segments`), or null before the first.
     tail: AtomicPtr<Channel<E>>,
@@ -64,7 +66,11 @@ pub(crate) struct Queue<E> {
 
 impl<E> Queue<E> {
     pub(crate) fn new(segment_capacity: usize) -> Self {
-        Queue { segment_capacity: segment_capacity.max(1).next_power_of_two(), segments: Mutex::new(Vec::new()), tail: AtomicPtr::new(std::ptr::null_mut()) }
+        Queue {
+            segment_capacity: segment_capacity.max(1).next_power_of_two(),
+            segments: Mutex::new(Vec::new()),
+            tail: AtomicPtr::new(std::ptr::null_mut()),
+        }
     }
 
     /// Reserves one slot, spilling into a new segment when the newest one is full.

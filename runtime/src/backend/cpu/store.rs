@@ -338,11 +338,7 @@ impl<T: CilkTask> ErasedStore for TaskStore<T> {
 }
 
 /// Consumes every planned element in parallel (one `deq` each), running `run` on it.
-fn drain<E: Send>(
-    plan: Vec<(&Channel<E>, usize)>,
-    min_len: usize,
-    run: impl Fn(E, &mut Tally) + Sync,
-) -> Tally {
+fn drain<E: Send>(plan: Vec<(&Channel<E>, usize)>, min_len: usize, run: impl Fn(E, &mut Tally) + Sync) -> Tally {
     plan.into_par_iter()
         .map(|(seg, count)| {
             (0..count)

@@ -49,6 +49,8 @@ pub mod driver;
 pub mod memory;
 pub mod module;
 pub mod nvrtc;
+pub mod program;
+mod sched;
 
 pub use cache::{CacheKey, CompiledPtx, PtxCache};
 pub use device::{CudaDevice, DeviceInfo};
@@ -64,13 +66,26 @@ use crate::task::{Call, CilkTask};
 /// The CUDA backend: an open device, ready for the GPU scheduler.
 pub struct CudaBackend {
     device: CudaDevice,
+    config: Config,
+    programs: std::sync::Mutex<std::collections::HashMap<std::any::TypeId, std::sync::Arc<Loaded>>>,
+}
+
+/// A program loaded for one root task, with its device state (kept across runs).
+struct Loaded {
+    asm: program::AssembledProgram,
+    program: Program,
+    state: std::sync::Mutex<Option<sched::GpuState>>,
+}
+
+fn task_names(asm: &program::AssembledProgram) -> String {
+    asm.tasks.iter().map(|t| t.name).collect::<Vec<_>>().join(", ")
 }
 
 impl CudaBackend {
     /// Opens device 0. Fails with [`Error::BackendUnavailable`] saying why when there is no
     /// driver, no device, or no NVRTC.
     pub fn new(config: &Config) -> Result<Self> {
-        Ok(CudaBackend { device: CudaDevice::open(config)? })
+        Ok(CudaBackend { device: CudaDevice::open(config)?, config: config.clone(), programs: Default::default() })
     }
 
     /// The open device.
@@ -83,14 +98,46 @@ impl CudaBackend {
         self.device.description()
     }
 
-    /// Runs a root call on the GPU (not yet: the GPU scheduler is being written).
-    pub fn run<T: CilkTask>(&self, _call: Call<T>) -> Result<Report<T::Output>> {
-        Err(Error::BackendUnavailable {
-            backend: "cuda",
-            reason: format!(
-                "the CUDA scheduler is not implemented yet (device {} is usable); use the cpu backend",
-                self.description()
-            ),
-        })
+    /// Runs a root call on the GPU: assembles (once per root task) and compiles the program of
+    /// every task reachable from the root, then runs the host-driven levelized scheduler.
+    pub fn run<T: CilkTask>(&self, call: Call<T>) -> Result<Report<T::Output>> {
+        let loaded = self.program_for::<T>()?;
+        let mut state =
+            loaded.state.lock().map_err(|_| Error::Internal("device state poisoned by an earlier failure".into()))?;
+        if state.is_none() {
+            *state = Some(sched::GpuState::new(&self.device, &loaded.program, &loaded.asm, &self.config)?);
+        }
+        let st = state.as_mut().ok_or_else(|| Error::Internal("device state missing".into()))?;
+        let result = sched::GpuRun::new(&self.device, &loaded.program, &loaded.asm, st)
+            .run::<T::Args, T::Output>(call.args, &self.config);
+        if result.is_err() {
+            // A failed run may leave elements in channels; start the next one from fresh state.
+            *state = None;
+        }
+        let (value, stats) = result?;
+        Ok(Report { value, stats })
+    }
+
+    /// The loaded program whose root is `T` (compiled through the PTX cache the first time).
+    fn program_for<T: CilkTask>(&self) -> Result<std::sync::Arc<Loaded>> {
+        let id = std::any::TypeId::of::<T>();
+        let mut programs = self.programs.lock().map_err(|_| Error::Internal("program table poisoned".into()))?;
+        if let Some(p) = programs.get(&id) {
+            return Ok(p.clone());
+        }
+        let asm = program::assemble(&crate::task::Registry::of::<T>())?;
+        // 177: "variable declared but never referenced" (frames restore every field).
+        let source =
+            ProgramSource::new(format!("gpu_cilk_{}", T::NAME), asm.source.clone()).option("--diag-suppress=177");
+        let loaded = self.device.load_program(&source).map_err(|e| match e {
+            Error::Compile { log, .. } => Error::Compile {
+                task_or_program: format!("the CUDA program of `{}` (tasks: {})", T::NAME, task_names(&asm)),
+                log,
+            },
+            e => e,
+        })?;
+        let entry = std::sync::Arc::new(Loaded { asm, program: loaded, state: std::sync::Mutex::new(None) });
+        programs.insert(id, entry.clone());
+        Ok(entry)
     }
 }

@@ -1,0 +1,413 @@
+//! The host-driven levelized scheduler of the cuda backend: the GPU twin of the cpu backend's
+//! loop (`backend/cpu/mod.rs`). It owns the device channel table (one ring per (level, queue),
+//! allocated as depth is reached), the per-channel counters it reads back after every launch, and
+//! the choice of the next (channel, chunk) to launch. The device side is `gc_run` in
+//! `kernels/include/gpu_cilk/runtime.cuh`.
+//!
+//! Each step: find the deepest level `L` with pending elements; pick a continuation queue of `L`
+//! if one has work (every child of its frames is done, since nothing deeper is pending), else a
+//! pre-spawn queue; launch `gc_<task>_q<k>` over at most `capacity / fan-out` of its elements, so
+//! that the children fit in level `L + 1`; read the counters and the fault record back. A spawn
+//! that still finds no room fails the run with `Error::PoolExhausted` (the element is never
+//! silently dropped).
+
+use super::memory::{DeviceBuffer, DeviceCopy, DevicePtr};
+use super::module::{LaunchDims, Program};
+use super::program::AssembledProgram;
+use super::CudaDevice;
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::stats::{Stats, TaskStats};
+use std::time::Instant;
+
+/// `struct gc_ctl`.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug)]
+pub(crate) struct GcCtl {
+    reserved: u64,
+    freed: u64,
+    max_fanout: u32,
+    overflow: u32,
+}
+// SAFETY: repr(C) integers, every bit pattern valid; mirrors `struct gc_ctl` in runtime.cuh.
+unsafe impl DeviceCopy for GcCtl {}
+
+/// `struct gc_chan`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct GcChan {
+    data: u64,
+    mask: u64,
+    ctl: u64,
+}
+// SAFETY: repr(C) integers (device addresses), mirrors `struct gc_chan`.
+unsafe impl DeviceCopy for GcChan {}
+
+/// `struct gc_fault`.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug)]
+pub(crate) struct GcFault {
+    code: u32,
+    site: u32,
+    task: u32,
+    level: u32,
+    detail: u64,
+}
+// SAFETY: repr(C) integers, mirrors `struct gc_fault`.
+unsafe impl DeviceCopy for GcFault {}
+
+/// `struct gc_launch`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct GcLaunch {
+    table: u64,
+    nq: u32,
+    level: u32,
+    levels: u32,
+    task: u32,
+    first: u64,
+    count: u64,
+    fault: u64,
+}
+// SAFETY: repr(C) integers, mirrors `struct gc_launch`.
+unsafe impl DeviceCopy for GcLaunch {}
+
+/// `gc_root_params<T>`: the root's arguments, its result address and its channel.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct RootParams<A: Copy> {
+    args: A,
+    dest: u64,
+    chan: u64,
+}
+// SAFETY: only ever sent to the device as a kernel parameter (never read back); `A` is the
+// `#[repr(C)]` Args struct the compiler emits with the identical layout as `<task>_args`, and
+// `dest`/`chan` are device addresses, matching `gc_root_params<Task>` field for field.
+unsafe impl<A: Copy + Send + Sync + 'static> DeviceCopy for RootParams<A> {}
+
+const THREADS: u32 = 256;
+/// Smallest channel allocated (elements): room for a first task's loop of spawns.
+const MIN_CAPACITY: u64 = 1 << 10;
+
+/// One (level, queue) channel's device storage.
+#[derive(Default)]
+struct Chan {
+    capacity: u64,
+    buf: Option<DeviceBuffer<u8>>,
+}
+
+/// The device state of one program, kept across runs: channels keep their capacity, so a second
+/// run of the same program allocates nothing.
+pub(crate) struct GpuState {
+    /// (pre-spawn element size, continuation element size) per task, as the device lays them out.
+    sizes: Vec<(u64, u64)>,
+    nq: usize,
+    max_capacity: u64,
+    max_levels: usize,
+    chans: Vec<Chan>,
+    table: DeviceBuffer<GcChan>,
+    table_dirty: bool,
+    ctl: DeviceBuffer<GcCtl>,
+    host_ctl: Vec<GcCtl>,
+    heads: Vec<u64>,
+    fault: DeviceBuffer<GcFault>,
+    result: DeviceBuffer<u64>,
+    /// Levels with channels in the table.
+    levels: usize,
+    /// Largest fan-out seen per task (all levels, all runs).
+    fanout: Vec<u64>,
+}
+
+impl GpuState {
+    pub(crate) fn new(dev: &CudaDevice, program: &Program, asm: &AssembledProgram, config: &Config) -> Result<Self> {
+        let n = asm.tasks.len();
+        let layout = dev.alloc_zeroed::<u64>(2 * n)?;
+        // SAFETY: `gc_layout(gc_u64* out)` writes out[0 .. 2 * tasks), which `layout` holds.
+        let k = unsafe { program.kernel::<DevicePtr<u64>>("gc_layout")? };
+        k.launch(LaunchDims::cover(1, 1), &layout.ptr())?;
+        let raw = dev.dtoh(&layout)?;
+        let nq = asm.queues_per_level as usize;
+        let max_levels = config.max_depth.clamp(2, 1 << 14);
+        Ok(GpuState {
+            sizes: (0..n).map(|i| (raw[2 * i], raw[2 * i + 1])).collect(),
+            nq,
+            max_capacity: (config.device_level_capacity.max(1) as u64).next_power_of_two(),
+            max_levels,
+            chans: Vec::new(),
+            table: dev.alloc_zeroed::<GcChan>(nq)?,
+            table_dirty: true,
+            ctl: dev.alloc_zeroed::<GcCtl>(nq * max_levels)?,
+            host_ctl: vec![GcCtl::default(); nq * max_levels],
+            heads: vec![0; nq * max_levels],
+            fault: dev.alloc_zeroed::<GcFault>(1)?,
+            result: dev.alloc_zeroed::<u64>(1)?,
+            levels: 0,
+            fanout: asm.tasks.iter().map(|t| t.fanout.map_or(0, |f| f as u64)).collect(),
+        })
+    }
+}
+
+/// One run over a program's [`GpuState`].
+pub(crate) struct GpuRun<'a> {
+    dev: &'a CudaDevice,
+    program: &'a Program,
+    asm: &'a AssembledProgram,
+    st: &'a mut GpuState,
+}
+
+impl<'a> GpuRun<'a> {
+    pub(crate) fn new(
+        dev: &'a CudaDevice,
+        program: &'a Program,
+        asm: &'a AssembledProgram,
+        st: &'a mut GpuState,
+    ) -> Self {
+        GpuRun { dev, program, asm, st }
+    }
+
+    fn nq(&self) -> usize {
+        self.st.nq
+    }
+
+    /// (task index, local queue) of global queue `q`.
+    fn owner(&self, q: usize) -> (usize, usize) {
+        for (ti, t) in self.asm.tasks.iter().enumerate() {
+            let base = t.qbase as usize;
+            if q >= base && q <= base + t.syncs + 1 {
+                return (ti, q - base);
+            }
+        }
+        (0, 0)
+    }
+
+    fn elem_size(&self, q: usize) -> u64 {
+        let (ti, local) = self.owner(q);
+        if local == 0 {
+            self.st.sizes[ti].0
+        } else {
+            self.st.sizes[ti].1
+        }
+    }
+
+    /// Makes room for `levels` levels in the table.
+    fn ensure_levels(&mut self, levels: usize) -> Result<()> {
+        if levels > self.st.max_levels {
+            return Err(Error::DepthExceeded { task: self.asm.tasks[0].name, limit: self.st.max_levels });
+        }
+        while self.st.chans.len() < levels * self.nq() {
+            self.st.chans.push(Chan::default());
+        }
+        if levels > self.st.levels {
+            self.st.levels = levels;
+            self.st.table_dirty = true;
+        }
+        Ok(())
+    }
+
+    /// Makes channel (level, q) hold at least `needed` elements. An empty channel is reallocated
+    /// (power of two, at most `device_level_capacity`); a non-empty one keeps its storage.
+    /// Returns its capacity.
+    fn ensure_capacity(&mut self, level: usize, q: usize, needed: u64) -> Result<u64> {
+        let i = level * self.nq() + q;
+        let cap = self.st.chans[i].capacity;
+        if cap >= needed || (cap > 0 && self.pending(level, q) > 0) {
+            return Ok(cap);
+        }
+        let want = needed.max(MIN_CAPACITY).next_power_of_two().min(self.st.max_capacity).max(cap);
+        if want == cap {
+            return Ok(cap);
+        }
+        let bytes = (want * self.elem_size(q)) as usize;
+        self.st.chans[i] = Chan { capacity: want, buf: Some(self.dev.alloc_zeroed::<u8>(bytes)?) };
+        self.st.table_dirty = true;
+        Ok(want)
+    }
+
+    fn upload_table(&mut self) -> Result<()> {
+        if !self.st.table_dirty {
+            return Ok(());
+        }
+        let nq = self.nq();
+        let ctl_base = self.st.ctl.ptr();
+        let table: Vec<GcChan> = (0..self.st.levels * nq)
+            .map(|i| {
+                let c = &self.st.chans[i];
+                GcChan {
+                    data: c.buf.as_ref().map_or(0, |b| b.ptr().addr()),
+                    mask: c.capacity.saturating_sub(1),
+                    ctl: ctl_base.offset(i).addr(),
+                }
+            })
+            .collect();
+        if self.st.table.len() < table.len() {
+            self.st.table = self.dev.alloc_zeroed::<GcChan>(table.len().next_power_of_two())?;
+        }
+        self.dev.copy_htod(&table, &mut self.st.table)?;
+        self.st.table_dirty = false;
+        Ok(())
+    }
+
+    fn pending(&self, level: usize, q: usize) -> u64 {
+        let i = level * self.nq() + q;
+        self.st.host_ctl.get(i).map_or(0, |c| c.reserved - self.st.heads[i])
+    }
+
+    /// Reads back the counters of the levels in use, and the fault record.
+    fn refresh(&mut self) -> Result<()> {
+        let used = self.st.levels * self.nq();
+        let (ctl, host) = (&self.st.ctl, &mut self.st.host_ctl[..used]);
+        self.dev.dtoh_into(ctl, host)?;
+        let mut f = [GcFault::default()];
+        self.dev.dtoh_into(&self.st.fault, &mut f)?;
+        if f[0].code != 0 {
+            return Err(self.fault_error(&f[0]));
+        }
+        Ok(())
+    }
+    fn fault_error(&self, f: &GcFault) -> Error {
+        let task = self.asm.tasks.get(f.task as usize);
+        let name = task.map_or("?", |t| t.name);
+        let location = task
+            .and_then(|t| t.fragment.sites.get(f.site as usize))
+            .map_or_else(|| format!("fault site {}", f.site), |s| (*s).to_string());
+        match f.code {
+            4 => Error::PoolExhausted {
+                pool: "device channel",
+                task: name,
+                level: f.level as usize + 1,
+                capacity: f.detail as usize,
+                knob: "device_level_capacity",
+            },
+            code => Error::DeviceFault {
+                task: name,
+                location,
+                level: f.level as usize,
+                message: match code {
+                    1 => format!("index out of bounds: the index is {}", f.detail),
+                    2 => "attempt to divide by zero".to_string(),
+                    3 => "attempt to divide with overflow".to_string(),
+                    5 => "shift amount out of range".to_string(),
+                    c => format!("unknown device fault code {c}"),
+                },
+            },
+        }
+    }
+
+    /// Runs the root call `args` to completion and returns the root's result.
+    pub(crate) fn run<A: Copy + Send + Sync + 'static, O: Copy + Default>(
+        &mut self,
+        args: A,
+        config: &Config,
+    ) -> Result<(O, Stats)> {
+        if std::mem::size_of::<O>() > 8 {
+            return Err(Error::Internal("task results larger than 8 bytes are not supported on the device".into()));
+        }
+        let start = Instant::now();
+        // Reset the counters of the previous run (channels keep their storage).
+        self.dev.zero(&mut self.st.ctl)?;
+        self.dev.zero(&mut self.st.fault)?;
+        self.dev.zero(&mut self.st.result)?;
+        self.st.host_ctl.iter_mut().for_each(|c| *c = GcCtl::default());
+        self.st.heads.iter_mut().for_each(|h| *h = 0);
+        self.ensure_levels(2)?;
+        self.ensure_capacity(0, 0, 1)?;
+        self.upload_table()?;
+        // SAFETY: `gc_root(gc_root_params<root_task>)` writes one element into the channel given:
+        // table entry 0 = (level 0, queue 0) = the root task's pre-spawn channel, just allocated.
+        let k = unsafe { self.program.kernel::<RootParams<A>>("gc_root")? };
+        let root = RootParams { args, dest: self.st.result.ptr().addr(), chan: self.st.table.ptr().addr() };
+        k.launch(LaunchDims::cover(1, 1), &root)?;
+        self.refresh()?;
+
+        let mut stats = Stats {
+            tasks: self.asm.tasks.iter().map(|t| TaskStats { name: t.name, ..TaskStats::default() }).collect(),
+            ..Stats::default()
+        };
+        let nq = self.nq();
+        let mut hint = 0usize;
+        loop {
+            if let Some(limit) = config.timeout {
+                if start.elapsed() > limit {
+                    return Err(Error::Timeout(limit));
+                }
+            }
+            let Some(level) = (0..=hint).rev().find(|&l| (0..nq).any(|q| self.pending(l, q) > 0)) else { break };
+            let (ti, local_q, gq) = self.pick(level).ok_or_else(|| Error::Internal("no queue to run".into()))?;
+            self.ensure_levels(level + 2)?;
+            let fanout = self.st.fanout[ti].max(1);
+            let mut n = self.pending(level, gq).min((self.st.max_capacity / fanout).max(1));
+            // Children: every pre-spawn channel one level down is empty (deepest level first).
+            for t in 0..self.asm.tasks.len() {
+                let q = self.asm.tasks[t].qbase as usize;
+                let cap = self.ensure_capacity(level + 1, q, n * fanout)?;
+                n = n.min((cap / fanout).max(1));
+            }
+            // Frames (and deferred returns) of this chunk go to the next queue of this level.
+            let frames_q = gq + 1;
+            let waiting = self.pending(level, frames_q);
+            let cap = self.ensure_capacity(level, frames_q, waiting + n)?;
+            n = n.min(cap.saturating_sub(waiting)).max(1);
+            self.upload_table()?;
+            let idx = level * nq + gq;
+            let params = GcLaunch {
+                table: self.st.table.ptr().addr(),
+                nq: nq as u32,
+                level: level as u32,
+                levels: self.st.levels as u32,
+                task: ti as u32,
+                first: self.st.heads[idx],
+                count: n,
+                fault: self.st.fault.ptr().addr(),
+            };
+            let name = format!("gc_{}_q{}", self.asm.tasks[ti].fragment.name, local_q);
+            // SAFETY: every `gc_<task>_q<k>` kernel takes one `gc_launch`; it reads `count`
+            // elements from ticket `first` of a channel the host filled, and writes only into
+            // allocated channels of the table (reservations are checked against capacity) and
+            // into result slots inside frames of those channels or the result cell.
+            let k = unsafe { self.program.kernel::<GcLaunch>(&name)? };
+            k.launch(LaunchDims::cover(n as usize, THREADS), &params)?;
+            self.st.heads[idx] += n;
+            self.refresh()?;
+            let seen = self.st.host_ctl[idx].max_fanout as u64;
+            self.st.fanout[ti] = self.st.fanout[ti].max(seen);
+            stats.dispatches += 1;
+            let ts = &mut stats.tasks[ti];
+            let per = if local_q == 0 { &mut ts.tasks_per_level } else { &mut ts.continuations_per_level };
+            if per.len() <= level {
+                per.resize(level + 1, 0);
+            }
+            per[level] += n;
+            stats.levels = stats.levels.max(level + 1);
+            let used = &self.st.host_ctl[..self.st.levels * nq];
+            let live = used.iter().map(|c| c.reserved - c.freed);
+            stats.peak_channel_occupancy = stats.peak_channel_occupancy.max(live.clone().max().unwrap_or(0) as usize);
+            stats.peak_occupancy = stats.peak_occupancy.max(live.sum::<u64>() as usize);
+            hint = level + 1;
+        }
+        let mut cell = [0u64];
+        self.dev.dtoh_into(&self.st.result, &mut cell)?;
+        let raw = cell[0].to_ne_bytes();
+        // SAFETY: the root task's `gc_deliver` stored a value of `<root>_ret`, the C type the
+        // compiler emits for `O` with the identical layout (a scalar, bool 0/1, or the empty
+        // unit), at the start of this 8-byte, 8-aligned, zero-initialized cell; `O` fits (checked).
+        let value = unsafe { std::ptr::read_unaligned(raw.as_ptr().cast::<O>()) };
+        stats.wall = start.elapsed();
+        Ok((value, stats))
+    }
+
+    /// (task index, local queue, global queue) to run at `level`: continuations first.
+    fn pick(&self, level: usize) -> Option<(usize, usize, usize)> {
+        let conts = self.asm.tasks.iter().enumerate().find_map(|(ti, t)| {
+            (1..=t.syncs + 1).find_map(|k| {
+                let gq = t.qbase as usize + k;
+                (self.pending(level, gq) > 0).then_some((ti, k, gq))
+            })
+        });
+        conts.or_else(|| {
+            self.asm.tasks.iter().enumerate().find_map(|(ti, t)| {
+                let gq = t.qbase as usize;
+                (self.pending(level, gq) > 0).then_some((ti, 0, gq))
+            })
+        })
+    }
+}
