@@ -10,6 +10,9 @@
 /// table, warp-aggregated reservation and the generic segment driver (`gc_run`).
 pub const RUNTIME_CUH: &str = include_str!("../include/gpu_cilk/runtime.cuh");
 
+/// `gpu_cilk/xmalloc.cuh`: the warp-coalesced device allocator (XMalloc: size classes, two-level FIFO buffers).
+pub const XMALLOC_CUH: &str = include_str!("../include/gpu_cilk/xmalloc.cuh");
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Compile kernels/tests/channel_test.cu (which includes gpu_cilk/channel.cuh) with NVRTC for
+"""Compile kernels/tests/channel_test.cu (which includes gpu_cilk/channel.cuh) and
+kernels/tests/xmalloc_test.cu (gpu_cilk/xmalloc.cuh) with NVRTC for
 compute_80 and compute_90, no GPU needed. Fails loudly (exit 1, the full NVRTC log) on any error
 or warning, and checks that every extern "C" test kernel made it into the PTX.
 
@@ -18,16 +19,19 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 KERNELS = HERE.parent
 INCLUDE = KERNELS / "include"
-SOURCES = [HERE / "channel_test.cu"]
+SOURCES = [HERE / "channel_test.cu", HERE / "xmalloc_test.cu"]
 ARCHS = ["compute_80", "compute_90"]
-EXPECTED_KERNELS = [
-    "gc_test_produce",
-    "gc_test_consume",
-    "gc_test_frames",
-    "gc_test_frames_drain",
-    "gc_test_status",
-    "gc_test_two_channels",
-]
+EXPECTED = {
+    "channel_test.cu": [
+        "gc_test_produce",
+        "gc_test_consume",
+        "gc_test_frames",
+        "gc_test_frames_drain",
+        "gc_test_status",
+        "gc_test_two_channels",
+    ],
+    "xmalloc_test.cu": ["xm_init", "xm_alloc", "xm_verify", "xm_free", "xm_cycle", "xm_whole"],
+}
 
 
 def load_nvrtc():
@@ -102,13 +106,14 @@ def main():
                 print(f"FAIL {label}: {lib.nvrtcGetErrorString(rc).decode()}\n  options: {' '.join(opts)}\n"
                       f"----- NVRTC log -----\n{log}\n---------------------", file=sys.stderr)
                 continue
-            missing = [k for k in EXPECTED_KERNELS if not re.search(rf"\.entry\s+{k}\s*\(", ptx)]
+            expected = EXPECTED[src.name]
+            missing = [k for k in expected if not re.search(rf"\.entry\s+{k}\s*\(", ptx)]
             if missing:
                 failed = True
                 print(f"FAIL {label}: kernels missing from the PTX: {missing}", file=sys.stderr)
                 continue
             atomics = len(re.findall(r"\batom\.", ptx))
-            print(f"ok   {label}: {len(ptx)} bytes of PTX, {len(EXPECTED_KERNELS)} kernels, {atomics} atom. instructions")
+            print(f"ok   {label}: {len(ptx)} bytes of PTX, {len(expected)} kernels, {atomics} atom. instructions")
     sys.exit(1 if failed else 0)
 
 
