@@ -53,8 +53,22 @@ pub(crate) struct GcFault {
     level: u32,
     detail: u64,
 }
-// SAFETY: repr(C) integers, mirrors `struct gc_fault`.
-unsafe impl DeviceCopy for GcFault {}
+impl GcFault {
+    /// Reads the fault record out of element 0 of the counter buffer, where the device wrote a
+    /// `gc_fault` (24 bytes, like `gc_ctl`): `code`/`site` share the first word, `task`/`level`
+    /// the second, `detail` the third (native byte order on both sides).
+    fn from_ctl_slot(c: &GcCtl) -> GcFault {
+        let w0 = c.reserved.to_ne_bytes();
+        let w1 = c.freed.to_ne_bytes();
+        let mut w2 = [0u8; 8];
+        w2[..4].copy_from_slice(&c.max_fanout.to_ne_bytes());
+        w2[4..].copy_from_slice(&c.overflow.to_ne_bytes());
+        let half = |w: [u8; 8], i: usize| u32::from_ne_bytes([w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]]);
+        GcFault { code: half(w0, 0), site: half(w0, 1), task: half(w1, 0), level: half(w1, 1), detail: u64::from_ne_bytes(w2) }
+    }
+}
+
+const _: () = assert!(std::mem::size_of::<GcFault>() == std::mem::size_of::<GcCtl>());
 
 /// `struct gc_launch`.
 #[repr(C)]
@@ -107,10 +121,11 @@ pub(crate) struct GpuState {
     chans: Vec<Chan>,
     table: DeviceBuffer<GcChan>,
     table_dirty: bool,
+    /// Element 0: the fault record (a `gc_fault`, same size); element `1 + level * nq + q`: the
+    /// counters of channel (level, q). One read-back per launch brings both.
     ctl: DeviceBuffer<GcCtl>,
     host_ctl: Vec<GcCtl>,
     heads: Vec<u64>,
-    fault: DeviceBuffer<GcFault>,
     result: DeviceBuffer<u64>,
     /// Levels with channels in the table.
     levels: usize,
@@ -136,10 +151,9 @@ impl GpuState {
             chans: Vec::new(),
             table: dev.alloc_zeroed::<GcChan>(nq)?,
             table_dirty: true,
-            ctl: dev.alloc_zeroed::<GcCtl>(nq * max_levels)?,
-            host_ctl: vec![GcCtl::default(); nq * max_levels],
+            ctl: dev.alloc_zeroed::<GcCtl>(1 + nq * max_levels)?,
+            host_ctl: vec![GcCtl::default(); 1 + nq * max_levels],
             heads: vec![0; nq * max_levels],
-            fault: dev.alloc_zeroed::<GcFault>(1)?,
             result: dev.alloc_zeroed::<u64>(1)?,
             levels: 0,
             fanout: asm.tasks.iter().map(|t| t.fanout.map_or(0, |f| f as u64)).collect(),
@@ -235,7 +249,7 @@ impl<'a> GpuRun<'a> {
                 GcChan {
                     data: c.buf.as_ref().map_or(0, |b| b.ptr().addr()),
                     mask: c.capacity.saturating_sub(1),
-                    ctl: ctl_base.offset(i).addr(),
+                    ctl: ctl_base.offset(1 + i).addr(),
                 }
             })
             .collect();
@@ -249,18 +263,17 @@ impl<'a> GpuRun<'a> {
 
     fn pending(&self, level: usize, q: usize) -> u64 {
         let i = level * self.nq() + q;
-        self.st.host_ctl.get(i).map_or(0, |c| c.reserved - self.st.heads[i])
+        self.st.host_ctl.get(1 + i).map_or(0, |c| c.reserved - self.st.heads[i])
     }
 
     /// Reads back the counters of the levels in use, and the fault record.
     fn refresh(&mut self) -> Result<()> {
-        let used = self.st.levels * self.nq();
+        let used = 1 + self.st.levels * self.nq();
         let (ctl, host) = (&self.st.ctl, &mut self.st.host_ctl[..used]);
         self.dev.dtoh_into(ctl, host)?;
-        let mut f = [GcFault::default()];
-        self.dev.dtoh_into(&self.st.fault, &mut f)?;
-        if f[0].code != 0 {
-            return Err(self.fault_error(&f[0]));
+        let fault = GcFault::from_ctl_slot(&self.st.host_ctl[0]);
+        if fault.code != 0 {
+            return Err(self.fault_error(&fault));
         }
         Ok(())
     }
@@ -305,7 +318,6 @@ impl<'a> GpuRun<'a> {
         let start = Instant::now();
         // Reset the counters of the previous run (channels keep their storage).
         self.dev.zero(&mut self.st.ctl)?;
-        self.dev.zero(&mut self.st.fault)?;
         self.dev.zero(&mut self.st.result)?;
         self.st.host_ctl.iter_mut().for_each(|c| *c = GcCtl::default());
         self.st.heads.iter_mut().for_each(|h| *h = 0);
@@ -357,7 +369,7 @@ impl<'a> GpuRun<'a> {
                 task: ti as u32,
                 first: self.st.heads[idx],
                 count: n,
-                fault: self.st.fault.ptr().addr(),
+                fault: self.st.ctl.ptr().addr(),
             };
             let name = format!("gc_{}_q{}", self.asm.tasks[ti].fragment.name, local_q);
             // SAFETY: every `gc_<task>_q<k>` kernel takes one `gc_launch`; it reads `count`
@@ -368,7 +380,7 @@ impl<'a> GpuRun<'a> {
             k.launch(LaunchDims::cover(n as usize, THREADS), &params)?;
             self.st.heads[idx] += n;
             self.refresh()?;
-            let seen = self.st.host_ctl[idx].max_fanout as u64;
+            let seen = self.st.host_ctl[1 + idx].max_fanout as u64;
             self.st.fanout[ti] = self.st.fanout[ti].max(seen);
             stats.dispatches += 1;
             let ts = &mut stats.tasks[ti];
@@ -378,7 +390,7 @@ impl<'a> GpuRun<'a> {
             }
             per[level] += n;
             stats.levels = stats.levels.max(level + 1);
-            let used = &self.st.host_ctl[..self.st.levels * nq];
+            let used = &self.st.host_ctl[1..1 + self.st.levels * nq];
             let live = used.iter().map(|c| c.reserved - c.freed);
             stats.peak_channel_occupancy = stats.peak_channel_occupancy.max(live.clone().max().unwrap_or(0) as usize);
             stats.peak_occupancy = stats.peak_occupancy.max(live.sum::<u64>() as usize);
