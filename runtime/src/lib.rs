@@ -11,6 +11,7 @@
 //! - [`runtime`], [`config`], [`stats`], [`error`]: the public face.
 #![deny(missing_docs)]
 
+pub mod alloc;
 pub mod backend;
 pub mod channel;
 pub mod config;
