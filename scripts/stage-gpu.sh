@@ -15,7 +15,7 @@ for line in sys.stdin:
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m.get("profile", {}).get("test"):
         name = m["target"]["name"]
         # Only the binaries with GPU tests (the others need cargo or are host-only).
-        if name in ("hand_expanded", "cuda_device", "cuda_differential", "nvrtc_compile", "gpu_cilk_runtime"):
+        if name in ("hand_expanded", "cuda_device", "cuda_alloc", "cuda_differential", "nvrtc_compile", "gpu_cilk_runtime"):
             shutil.copy(m["executable"], ".carry/tests/" + name)
 '
 cp target/release/examples/fib target/release/examples/queens "$out/"

@@ -8,5 +8,6 @@ if [ -z "${GPU_CILK_NVRTC_READY:-}" ]; then
   # shellcheck source=/dev/null
   source scripts/nvrtc-env.sh
 fi
-cargo test --workspace --all-targets
+# Not --all-targets: that would also run the benchmark programs in benches/ (minutes of timing).
+cargo test --workspace --lib --bins --tests --examples
 cargo test --workspace --doc

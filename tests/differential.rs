@@ -1,6 +1,8 @@
 //! Differential tests: the examples' own task functions and randomized task trees give the same
-//! answer on every host backend as the serial oracle (the plain Rust function). The cuda backend
-//! runs the same trees in `tests/cuda_differential.rs` on a GPU machine.
+//! answer on every backend as the serial oracle (the plain Rust function): serial, cpu (also with
+//! capacities so small that every level spills) and, where a GPU is usable, cuda (also with tiny
+//! device channels). `GPU_CILK_REQUIRE_GPU=1` (set by scripts/gpu-check.sh) makes a missing GPU a
+//! failure instead of a skip.
 
 #[path = "../examples/workloads/fib.rs"]
 mod fib_workload;
@@ -14,14 +16,25 @@ use gpu_cilk::prelude::*;
 use queens_workload::{queens, queens_bits, KNOWN};
 use random_tree::rnode;
 
-/// Every host backend, plus the cpu backend with capacities so small that every level spills.
+/// Every backend this machine has, plus small-capacity configurations.
 fn runtimes() -> Vec<Runtime> {
     let base = Config::default();
-    vec![
+    let mut rts = vec![
         Runtime::with_config(base.clone().backend(BackendKind::Serial)).unwrap(),
         Runtime::with_config(base.clone().backend(BackendKind::Cpu)).unwrap(),
-        Runtime::with_config(base.backend(BackendKind::Cpu).threads(3).level_capacity(5).segment_capacity(2)).unwrap(),
-    ]
+        Runtime::with_config(base.clone().backend(BackendKind::Cpu).threads(3).level_capacity(5).segment_capacity(2))
+            .unwrap(),
+    ];
+    match Runtime::with_config(base.clone().backend(BackendKind::Cuda)) {
+        Ok(rt) => {
+            rts.push(rt);
+            // Small device channels: many chunks per level, rings that wrap around.
+            rts.push(Runtime::with_config(base.backend(BackendKind::Cuda).device_level_capacity(64)).unwrap());
+        }
+        Err(e) if std::env::var_os("GPU_CILK_REQUIRE_GPU").is_some() => panic!("GPU required: {e}"),
+        Err(e) => eprintln!("differential tests skip the cuda backend: {e}"),
+    }
+    rts
 }
 
 #[test]
@@ -62,7 +75,12 @@ fn randomized_task_trees_equal_serial() {
         let depth = (seed % 6) as u32;
         let expected = rnode(seed, depth);
         for rt in &rts {
-            assert_eq!(rt.run(rnode::task(seed, depth)).unwrap(), expected, "rnode({seed}, {depth}) on {:?}", rt.config());
+            assert_eq!(
+                rt.run(rnode::task(seed, depth)).unwrap(),
+                expected,
+                "rnode({seed}, {depth}) on {:?}",
+                rt.config()
+            );
         }
     }
 }

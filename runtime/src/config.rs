@@ -166,6 +166,12 @@ impl Config {
         self
     }
 
+    /// Sets the device channel capacity (cuda backend).
+    pub fn device_level_capacity(mut self, n: usize) -> Self {
+        self.device_level_capacity = n;
+        self
+    }
+
     /// Sets the deepest recursion level allowed.
     pub fn max_depth(mut self, n: usize) -> Self {
         self.max_depth = n;
