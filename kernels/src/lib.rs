@@ -10,6 +10,11 @@
 /// table, warp-aggregated reservation and the generic segment driver (`gc_run`).
 pub const RUNTIME_CUH: &str = include_str!("../include/gpu_cilk/runtime.cuh");
 
+/// `gpu_cilk/channel.cuh`: the device array channel (Orr et al., ISCA 2014, §3.2), the twin of the
+/// runtime's host channel: warp-aggregated bounded reservation and claims, lap-tagged control
+/// words, done counts with acquire/release fences. Include it as `"gpu_cilk/channel.cuh"`.
+pub const CHANNEL_CUH: &str = include_str!("../include/gpu_cilk/channel.cuh");
+
 /// `gpu_cilk/xmalloc.cuh`: the warp-coalesced device allocator (XMalloc: size classes, two-level FIFO buffers).
 pub const XMALLOC_CUH: &str = include_str!("../include/gpu_cilk/xmalloc.cuh");
 
@@ -19,5 +24,11 @@ mod tests {
     fn runtime_header_declares_the_driver() {
         assert!(super::RUNTIME_CUH.contains("__device__ void gc_run("));
         assert!(super::RUNTIME_CUH.contains("struct gc_launch"));
+    }
+
+    #[test]
+    fn channel_header_declares_the_channel() {
+        assert!(super::CHANNEL_CUH.contains("struct gc_channel {"));
+        assert!(super::CHANNEL_CUH.contains("__device__ unsigned gc_talloc_warp("));
     }
 }

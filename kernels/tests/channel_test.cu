@@ -1,12 +1,20 @@
 // Device test kernels for gpu_cilk/channel.cuh (NVRTC: -I kernels/include, compute_80 / compute_90).
-// The host side (Rust, to be written) runs rounds of: produce launch, check, consume launch, check,
-// on one small channel, so the ring wraps between rounds exactly as the host-driven scheduler uses it.
+// The host side, runtime/tests/cuda_channel.rs, runs rounds of: produce launch, check, consume
+// launch, check, on one small channel, so the ring wraps between rounds exactly as the host-driven
+// scheduler uses it.
+//
+// PARAMETERS. The runtime's Kernel<P>::launch passes one #[repr(C)] parameter struct by value, so
+// every kernel takes a single `gc_test_*_params p` (defined below, before each kernel; the Rust
+// test mirrors each one field for field). Pointers and 64-bit fields come first, 32-bit fields
+// last, padded to a multiple of 8 bytes with an explicit `pad`, so the layout has no implicit
+// padding on either side.
 //
 // Element: gc_test_elem { id, check = gc_test_hash(id, ticket), ticket } (24 bytes).
 // Channel: gc_channel<gc_test_elem> in device memory (64 bytes, see channel.cuh): host zeroes it,
 //   sets data / control / mask; control is `capacity` zeroed u64; data `capacity` elements.
 //
-// extern "C" __global__ void gc_test_produce(ch, id_base, offers, accepted_bits, refused)
+// extern "C" __global__ void gc_test_produce(gc_test_produce_params p)
+//   p = { ch, id_base, accepted_bits, counters, offers, pad } (40 bytes):
 //   gc_channel<gc_test_elem>* ch      the channel (producer phase)
 //   unsigned long long id_base         first id of this round (ids are id_base + gid * 3 + k; use
 //                                      id_base = round * grid_threads * 3 so rounds never collide)
@@ -20,7 +28,8 @@
 //   limit. Host checks: counters[1] == min(free slots, total asked), counters[0] == asked - granted,
 //   counters[2] == 0, ch->violation == 0, ch->reserved == ch->published.
 //
-// extern "C" __global__ void gc_test_consume(ch, quota, consumed_bits, counters)
+// extern "C" __global__ void gc_test_consume(gc_test_consume_params p)
+//   p = { ch, consumed_bits, counters, quota, pad } (32 bytes):
 //   gc_channel<gc_test_elem>* ch       the channel (consumer phase)
 //   unsigned quota                     claims per thread: each thread loops gc_claim_warp(ch, want)
 //                                      with want = 1 + (gid & 1) until it has taken `quota` or a
@@ -48,8 +57,21 @@ __device__ __forceinline__ unsigned long long gc_test_gid() {
     return (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
 }
 
-extern "C" __global__ void gc_test_produce(gc_channel<gc_test_elem>* ch, unsigned long long id_base, unsigned offers,
-                                           unsigned long long* accepted_bits, unsigned long long* counters) {
+struct gc_test_produce_params {
+    gc_channel<gc_test_elem>* ch;
+    unsigned long long id_base;
+    unsigned long long* accepted_bits;
+    unsigned long long* counters;
+    unsigned offers;
+    unsigned pad;
+};
+
+extern "C" __global__ void gc_test_produce(gc_test_produce_params p) {
+    gc_channel<gc_test_elem>* const ch = p.ch;
+    const unsigned long long id_base = p.id_base;
+    const unsigned offers = p.offers;
+    unsigned long long* const accepted_bits = p.accepted_bits;
+    unsigned long long* const counters = p.counters;
     const unsigned long long gid = gc_test_gid();
     unsigned want = 1u + (unsigned)((gid + id_base) % 3ull);
     if (want > offers) want = offers;
@@ -74,8 +96,19 @@ extern "C" __global__ void gc_test_produce(gc_channel<gc_test_elem>* ch, unsigne
     if (failed) atomicAdd(&counters[2], (unsigned long long)failed);
 }
 
-extern "C" __global__ void gc_test_consume(gc_channel<gc_test_elem>* ch, unsigned quota,
-                                           unsigned long long* consumed_bits, unsigned long long* counters) {
+struct gc_test_consume_params {
+    gc_channel<gc_test_elem>* ch;
+    unsigned long long* consumed_bits;
+    unsigned long long* counters;
+    unsigned quota;
+    unsigned pad;
+};
+
+extern "C" __global__ void gc_test_consume(gc_test_consume_params p) {
+    gc_channel<gc_test_elem>* const ch = p.ch;
+    const unsigned quota = p.quota;
+    unsigned long long* const consumed_bits = p.consumed_bits;
+    unsigned long long* const counters = p.counters;
     const unsigned long long gid = gc_test_gid();
     unsigned taken = 0, dup = 0, corrupt = 0, bad = 0;
     while (taken < quota) {
@@ -105,10 +138,11 @@ extern "C" __global__ void gc_test_consume(gc_channel<gc_test_elem>* ch, unsigne
 // A second element type, so the header is instantiated for more than one T: frames built in
 // place through gc_slot_ptr and published without a copy (producer phase), then drained.
 //
-// extern "C" __global__ void gc_test_frames(ch, counters)      producer phase, one frame per thread
-//   counters [0] refused (channel full), [1] published, [2] failed gc_publish
-// extern "C" __global__ void gc_test_frames_drain(ch, counters) consumer phase, drains everything
-//   counters [4] taken, [5] bad frames (children != 2), [6] failed gc_deq
+// Both take gc_test_frames_params p = { ch, counters } (16 bytes); counters has 7 entries.
+// extern "C" __global__ void gc_test_frames(gc_test_frames_params p)      producer phase, one frame
+//   per thread; counters [0] refused (channel full), [1] published, [2] failed gc_publish
+// extern "C" __global__ void gc_test_frames_drain(gc_test_frames_params p) consumer phase, drains
+//   everything; counters [4] taken, [5] bad frames (children != 2), [6] failed gc_deq
 //   Host checks: [1] == min(capacity, threads), [0] == threads - [1], [4] == [1], [2] == [5] ==
 //   [6] == 0, ch->violation == 0.
 struct gc_test_frame {
@@ -117,7 +151,14 @@ struct gc_test_frame {
     int pad;
 };
 
-extern "C" __global__ void gc_test_frames(gc_channel<gc_test_frame>* ch, unsigned long long* counters) {
+struct gc_test_frames_params {
+    gc_channel<gc_test_frame>* ch;
+    unsigned long long* counters;
+};
+
+extern "C" __global__ void gc_test_frames(gc_test_frames_params p) {
+    gc_channel<gc_test_frame>* const ch = p.ch;
+    unsigned long long* const counters = p.counters;
     unsigned long long t;
     if (gc_talloc(ch, &t)) {
         gc_test_frame* f = gc_slot_ptr(ch, t);
@@ -134,7 +175,9 @@ extern "C" __global__ void gc_test_frames(gc_channel<gc_test_frame>* ch, unsigne
     }
 }
 
-extern "C" __global__ void gc_test_frames_drain(gc_channel<gc_test_frame>* ch, unsigned long long* counters) {
+extern "C" __global__ void gc_test_frames_drain(gc_test_frames_params p) {
+    gc_channel<gc_test_frame>* const ch = p.ch;
+    unsigned long long* const counters = p.counters;
     gc_test_frame f;
     int r;
     while ((r = gc_deq(ch, &f)) > 0) {
@@ -144,23 +187,42 @@ extern "C" __global__ void gc_test_frames_drain(gc_channel<gc_test_frame>* ch, u
     if (r < 0) atomicAdd(&counters[6], 1ull);
 }
 
-// extern "C" __global__ void gc_test_status(ch, out): launch <<<1, 1>>> at a quiescent point;
+// extern "C" __global__ void gc_test_status(gc_test_status_params p), p = { ch, out } (16 bytes):
+//   launch <<<1, 1>>> at a quiescent point;
 //   out[0] = gc_len, out[1] = gc_occupancy, out[2] = capacity (for the element type of gc_test_produce).
-extern "C" __global__ void gc_test_status(const gc_channel<gc_test_elem>* ch, unsigned long long* out) {
+struct gc_test_status_params {
+    const gc_channel<gc_test_elem>* ch;
+    unsigned long long* out;
+};
+
+extern "C" __global__ void gc_test_status(gc_test_status_params p) {
+    const gc_channel<gc_test_elem>* const ch = p.ch;
+    unsigned long long* const out = p.out;
     out[0] = gc_len(ch);
     out[1] = gc_occupancy(ch);
     out[2] = gc_capacity(ch);
 }
 
-// extern "C" __global__ void gc_test_two_channels(a, b, accepted_bits, counters)
+// extern "C" __global__ void gc_test_two_channels(gc_test_two_channels_params p)
+//   p = { a, b, accepted_bits, counters } (32 bytes).
 //   Even lanes produce into `a`, odd lanes into `b`, at the same call site: the warp aggregation
 //   must group lanes by channel (__match_any_sync). Element ids are the global thread id.
 //   counters [0] granted in a, [1] granted in b, [2] refused, [3] failed gc_enq.
 //   Host checks: [0] == min(cap_a, even threads), [1] == min(cap_b, odd threads), [2] == threads -
 //   [0] - [1], [3] == 0, no violation in either; then drain both with gc_test_consume (one
 //   consumed_bits) and compare with accepted_bits.
-extern "C" __global__ void gc_test_two_channels(gc_channel<gc_test_elem>* a, gc_channel<gc_test_elem>* b,
-                                                unsigned long long* accepted_bits, unsigned long long* counters) {
+struct gc_test_two_channels_params {
+    gc_channel<gc_test_elem>* a;
+    gc_channel<gc_test_elem>* b;
+    unsigned long long* accepted_bits;
+    unsigned long long* counters;
+};
+
+extern "C" __global__ void gc_test_two_channels(gc_test_two_channels_params p) {
+    gc_channel<gc_test_elem>* const a = p.a;
+    gc_channel<gc_test_elem>* const b = p.b;
+    unsigned long long* const accepted_bits = p.accepted_bits;
+    unsigned long long* const counters = p.counters;
     const unsigned long long gid = gc_test_gid();
     const bool even = (gid & 1ull) == 0ull;
     gc_channel<gc_test_elem>* ch = even ? a : b;
@@ -180,3 +242,11 @@ extern "C" __global__ void gc_test_two_channels(gc_channel<gc_test_elem>* a, gc_
         atomicAdd(&counters[3], 1ull);
     }
 }
+
+static_assert(sizeof(gc_test_elem) == 24, "mirrored by TestElem in runtime/tests/cuda_channel.rs");
+static_assert(sizeof(gc_test_frame) == 16, "mirrored by TestFrame in runtime/tests/cuda_channel.rs");
+static_assert(sizeof(gc_test_produce_params) == 40, "mirrored by ProduceParams");
+static_assert(sizeof(gc_test_consume_params) == 32, "mirrored by ConsumeParams");
+static_assert(sizeof(gc_test_frames_params) == 16, "mirrored by FramesParams");
+static_assert(sizeof(gc_test_status_params) == 16, "mirrored by StatusParams");
+static_assert(sizeof(gc_test_two_channels_params) == 32, "mirrored by TwoChannelsParams");
