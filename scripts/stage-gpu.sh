@@ -15,14 +15,13 @@ for line in sys.stdin:
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m.get("profile", {}).get("test"):
         name = m["target"]["name"]
         # Only the binaries with GPU tests (the others need cargo or are host-only).
-        if name in ("hand_expanded", "cuda_device", "cuda_alloc", "cuda_differential", "nvrtc_compile", "gpu_cilk_runtime"):
+        if name in ("hand_expanded", "differential", "compile_subset", "cuda_device", "cuda_alloc", "cuda_channel",
+                    "cuda_ticket_queue", "nvrtc_compile", "gpu_cilk_runtime"):
             shutil.copy(m["executable"], ".carry/tests/" + name)
 '
 cp target/release/examples/fib target/release/examples/queens "$out/"
-if ls target/release/deps/gpu_suite-* >/dev/null 2>&1; then
-  cargo bench --no-run --bench gpu_suite >/dev/null 2>&1 || true
-  f=$(ls -t target/release/deps/gpu_suite-* | grep -v '\.d$' | head -1) && cp "$f" "$out/gpu_suite"
-fi
+cargo bench --no-run --bench gpu_suite
+f=$(ls -t target/release/deps/gpu_suite-* | grep -v '\.d$' | head -1) && cp "$f" "$out/gpu_suite"
 cp scripts/gpu-check.sh "$out/"
 strip --strip-debug "$out"/fib "$out"/queens "$out"/tests/* 2>/dev/null || true
 [ -f "$out/gpu_suite" ] && strip --strip-debug "$out/gpu_suite"

@@ -84,3 +84,20 @@ fn randomized_task_trees_equal_serial() {
         }
     }
 }
+
+#[test]
+fn an_exhausted_device_spill_pool_is_an_error_not_a_hang() {
+    let cfg = Config::default().backend(BackendKind::Cuda).device_level_capacity(2).device_spill_capacity(256);
+    let rt = match Runtime::with_config(cfg) {
+        Ok(rt) => rt,
+        Err(e) if std::env::var_os("GPU_CILK_REQUIRE_GPU").is_some() => panic!("GPU required: {e}"),
+        Err(e) => return eprintln!("skipping: {e}"),
+    };
+    match rt.run(fib::task(20)) {
+        Err(gpu_cilk::Error::PoolExhausted { task, .. }) => assert_eq!(task, "fib"),
+        other => panic!("expected PoolExhausted, got {other:?}"),
+    }
+    // The runtime stays usable after the failed run.
+    let ok = Runtime::with_config(Config::default().backend(BackendKind::Cuda)).unwrap();
+    assert_eq!(ok.run(fib::task(20)).unwrap(), 6765);
+}

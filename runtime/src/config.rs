@@ -73,6 +73,10 @@ pub struct Config {
     /// (`GPU_CILK_DEVICE_LEVEL_CAPACITY`); the scheduler launches at most `capacity / fan-out`
     /// elements at a time so children fit.
     pub device_level_capacity: usize,
+    /// Bytes of the device spill pool (`GPU_CILK_DEVICE_SPILL_CAPACITY`): a spawn that finds its
+    /// channel full goes there, and the scheduler grows the channel and moves it in after the
+    /// launch; only an exhausted pool stops a run.
+    pub device_spill_capacity: usize,
     /// Deepest recursion level allowed (`GPU_CILK_MAX_DEPTH`).
     pub max_depth: usize,
     /// Longest a run may take; `None` = no limit (`GPU_CILK_TIMEOUT_MS`).
@@ -88,6 +92,7 @@ impl Default for Config {
             segment_capacity: 1 << 12,
             pool_capacity: 1 << 26,
             device_level_capacity: 1 << 22,
+            device_spill_capacity: 1 << 28,
             max_depth: 1 << 16,
             timeout: None,
         }
@@ -125,6 +130,9 @@ impl Config {
         }
         if let Some(v) = num("GPU_CILK_DEVICE_LEVEL_CAPACITY")? {
             c.device_level_capacity = v;
+        }
+        if let Some(v) = num("GPU_CILK_DEVICE_SPILL_CAPACITY")? {
+            c.device_spill_capacity = v;
         }
         if let Some(v) = num("GPU_CILK_MAX_DEPTH")? {
             c.max_depth = v;
@@ -169,6 +177,12 @@ impl Config {
     /// Sets the device channel capacity (cuda backend).
     pub fn device_level_capacity(mut self, n: usize) -> Self {
         self.device_level_capacity = n;
+        self
+    }
+
+    /// Sets the device spill pool size in bytes (cuda backend).
+    pub fn device_spill_capacity(mut self, bytes: usize) -> Self {
+        self.device_spill_capacity = bytes;
         self
     }
 

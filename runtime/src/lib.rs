@@ -19,6 +19,7 @@ pub mod error;
 pub mod runtime;
 pub mod stats;
 pub mod task;
+pub mod ticket_queue;
 
 pub use config::{BackendKind, Config};
 pub use error::{Error, Result};

@@ -50,6 +50,7 @@ enum gc_fault_code : gc_u32 {
   GC_FAULT_DIV_OVERFLOW = 3, // MIN / -1
   GC_FAULT_CHANNEL_FULL = 4, // a spawn or frame found no room (the scheduler under-estimated)
   GC_FAULT_SHIFT = 5,        // shift amount >= bit width (debug-build Rust panics; release masks)
+  GC_FAULT_SPILL_POOL = 6,   // the spill pool is exhausted (detail: its bytes)
 };
 
 struct gc_fault {
@@ -82,6 +83,16 @@ struct gc_launch {
   gc_u64 first;            // first ticket to consume
   gc_u64 count;            // elements to consume
   gc_fault* fault;
+  unsigned char* spill;    // the spill pool: records of `spill_stride` bytes
+  gc_u64* spill_used;      // bytes of the pool in use (host resets it after moving records)
+  gc_u64 spill_capacity;   // bytes in the pool
+  gc_u64 spill_stride;     // 8-byte header + the largest pre-spawn element, 8-aligned
+};
+
+// A spilled pre-spawn element: where it belongs, then its bytes.
+struct gc_spill_header {
+  gc_u32 queue;            // global queue index (the callee's QBASE)
+  gc_u32 level;
 };
 
 struct gc_cx {             // what a running segment needs
@@ -193,9 +204,10 @@ template <typename E> __device__ inline E* gc_slot(const gc_chan* ch, gc_u64 tic
 
 // talloc: one fetch-and-add per group of lanes that reserve in the same channel at the same time
 // (a warp-wide prefix sum; one lane does the atomic, the base is broadcast). Returns the slot, or
-// null (and records GC_FAULT_CHANNEL_FULL) when the channel has no room: the host sizes chunks so
-// that this does not happen, and a run that hits it fails loudly instead of dropping the task.
-template <typename E> __device__ inline E* gc_talloc(const gc_launch* L, const gc_chan* ch, gc_u32 site) {
+// null when the channel has no room; then the failed ticket is given back (within a launch no slot
+// of this channel is freed, so every later reservation fails too and `reserved` ends exactly at
+// the limit: no holes) and the channel's overflow flag is set.
+__device__ inline bool gc_try_reserve(const gc_chan* ch, gc_u64* ticket) {
   unsigned active = __activemask();
   unsigned peers = __match_any_sync(active, (unsigned long long)ch);
   int leader = __ffs(peers) - 1;
@@ -208,11 +220,42 @@ template <typename E> __device__ inline E* gc_talloc(const gc_launch* L, const g
   // `freed` is stable during this launch: this channel is not consumed by it. A channel the host
   // has not allocated (null data) counts as full.
   if (ch->data == nullptr || t - ch->ctl->freed > ch->mask) {
+    atomicAdd(&ch->ctl->reserved, (gc_u64)-1);
     atomicExch(&ch->ctl->overflow, 1u);
-    gc_raise(L, GC_FAULT_CHANNEL_FULL, site, ch->mask + 1);
+    return false;
+  }
+  *ticket = t;
+  return true;
+}
+
+template <typename E> __device__ inline E* gc_try_talloc(const gc_chan* ch) {
+  gc_u64 t;
+  return gc_try_reserve(ch, &t) ? gc_slot<E>(ch, t) : nullptr;
+}
+
+// For frames: the host sizes every frame channel for the whole launch, so no room is a fault.
+template <typename E> __device__ inline E* gc_talloc(const gc_launch* L, const gc_chan* ch, gc_u32 site) {
+  E* e = gc_try_talloc<E>(ch);
+  if (e == nullptr) gc_raise(L, GC_FAULT_CHANNEL_FULL, site, ch->mask + 1);
+  return e;
+}
+
+// For spawned elements: when the channel is full the element goes to the spill pool, which the
+// host moves into the (then grown) channel after the launch, so no spawn is ever dropped; only an
+// exhausted pool stops the run (GC_FAULT_SPILL_POOL).
+template <typename E> __device__ inline E* gc_talloc_or_spill(const gc_launch* L, const gc_chan* ch, gc_u32 queue,
+                                                              gc_u32 level, gc_u32 site) {
+  E* e = gc_try_talloc<E>(ch);
+  if (e != nullptr) return e;
+  gc_u64 off = atomicAdd(L->spill_used, L->spill_stride);
+  if (L->spill == nullptr || off + L->spill_stride > L->spill_capacity) {
+    gc_raise(L, GC_FAULT_SPILL_POOL, site, L->spill_capacity);
     return nullptr;
   }
-  return gc_slot<E>(ch, t);
+  gc_spill_header* h = reinterpret_cast<gc_spill_header*>(L->spill + off);
+  h->queue = queue;
+  h->level = level;
+  return reinterpret_cast<E*>(L->spill + off + sizeof(gc_spill_header));
 }
 
 // tfree: the done count of consumed elements, one atomic per warp.
@@ -239,7 +282,8 @@ __device__ inline void gc_spawn(gc_cx& cx, typename Callee::Args args, gc_u64 of
   if (frame == nullptr) return;  // fault recorded
   if (cx.L->level + 1 >= cx.L->levels) { gc_raise(cx.L, GC_FAULT_CHANNEL_FULL, site, 0); return; }
   const gc_chan* ch = gc_chan_at(cx.L, cx.L->level + 1, Callee::QBASE);
-  typename Callee::Pre* e = gc_talloc<typename Callee::Pre>(cx.L, ch, site);
+  typename Callee::Pre* e =
+      gc_talloc_or_spill<typename Callee::Pre>(cx.L, ch, Callee::QBASE, cx.L->level + 1, site);
   if (e == nullptr) return;
   e->args = args;
   e->dest = offset == ~0ull ? nullptr : (void*)(frame + offset);
@@ -326,4 +370,66 @@ template <typename Task> __device__ void gc_push_root(const gc_root_params<Task>
   e->args = p.args;
   e->dest = p.dest;
   p.chan->ctl->reserved += 1;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Spill handling, launched by the host between two scheduling launches when the pool is in use.
+
+// Grows a ring: copies the live tickets [first, first + count) from the old storage to the new,
+// each to its slot under the new mask (elements are `words` 8-byte words).
+struct gc_regrow_params {
+  const gc_u64* old_data;
+  gc_u64* new_data;
+  gc_u64 old_mask;
+  gc_u64 new_mask;
+  gc_u64 first;
+  gc_u64 count;
+  gc_u64 words;
+};
+extern "C" __global__ void gc_regrow(gc_regrow_params p) {
+  gc_u64 i = (gc_u64)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= p.count * p.words) return;
+  gc_u64 k = i / p.words, w = i % p.words, t = p.first + k;
+  p.new_data[(t & p.new_mask) * p.words + w] = p.old_data[(t & p.old_mask) * p.words + w];
+}
+
+// Moves every spilled record into its channel (which the host has grown to fit). One thread per
+// record; `sizes[q]` is the element size of queue q (a multiple of 8).
+struct gc_unspill_params {
+  const gc_chan* table;
+  gc_u32 nq;
+  gc_u32 pad;
+  const unsigned char* spill;
+  gc_u64 stride;
+  gc_u64 records;
+  const gc_u64* sizes;
+  gc_fault* fault;
+};
+extern "C" __global__ void gc_unspill(gc_unspill_params p) {
+  gc_u64 i = (gc_u64)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= p.records) return;
+  const gc_spill_header* h = reinterpret_cast<const gc_spill_header*>(p.spill + i * p.stride);
+  const gc_chan* ch = &p.table[(gc_u64)h->level * p.nq + h->queue];
+  gc_u64 t;
+  if (!gc_try_reserve(ch, &t)) {
+    if (atomicCAS(&p.fault->code, 0u, (gc_u32)GC_FAULT_CHANNEL_FULL) == 0u) p.fault->detail = ch->mask + 1;
+    return;
+  }
+  gc_u64 words = p.sizes[h->queue] / 8;
+  gc_u64* slot = reinterpret_cast<gc_u64*>(ch->data) + (t & ch->mask) * words;
+  const gc_u64* src = reinterpret_cast<const gc_u64*>(p.spill + i * p.stride + sizeof(gc_spill_header));
+  for (gc_u64 w = 0; w < words; ++w) slot[w] = src[w];
+}
+
+// Clears the pool and the overflow flags of one level once its records have moved.
+struct gc_spill_reset_params {
+  const gc_chan* table;
+  gc_u32 nq;
+  gc_u32 level;
+  gc_u64* spill_used;
+};
+extern "C" __global__ void gc_spill_reset(gc_spill_reset_params p) {
+  gc_u32 q = threadIdx.x;
+  if (q < p.nq) p.table[(gc_u64)p.level * p.nq + q].ctl->overflow = 0u;
+  if (q == 0) *p.spill_used = 0;
 }

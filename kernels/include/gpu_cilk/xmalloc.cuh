@@ -7,10 +7,10 @@
 // API (all __device__):
 //   gc_xheap_init(h, region, bytes, sb_shift, qcap_log2)  every thread of ONE grid calls it
 //       (any grid shape; the threads split the zeroing); the heap is usable after the kernel ends.
-//       `h` points to a gc_xheap (its own 1024-byte device buffer), `region` to `bytes` bytes of
+//       `h` points to a gc_xheap (its own 960-byte device buffer), `region` to `bytes` bytes of
 //       cudaMalloc'd memory (metadata first, then the pages); sb_shift = log2(page = superblock
 //       size), 12..24 (0: 16 = 64 KiB); qcap_log2 = log2(first-level queue entries per class)
-//       (0: the default, nextpow2(bytes / 1024) but at least one superblock of the 16-byte class).
+//       (0: the default, nextpow2(bytes / 1024) but at least one superblock of the 32-byte class).
 //       Also makes `h` the module's current heap (gc_malloc / gc_free without a heap argument).
 //   void* gc_xmalloc(h, size)  /  gc_malloc(size)   warp-coalesced (see below); null when the
 //       heap is exhausted (never traps): the caller reports an error naming itself and the size.
@@ -33,8 +33,8 @@
 //   - Second level: a FIFO queue of cached free superblocks (page indices). When it is empty the
 //     leader claims up to GC_XM_SB_BATCH free pages of one bitmap word with ONE CAS, keeps one
 //     and enqueues the rest (the paper's "one operation generates up to 32 spaces", §2.2).
-//   - First level: per size class (16 B .. 4 KiB, powers of two, GC_XM_CLASSES = 9) a FIFO queue
-//     of ready blocks (block offset / 16 as a u32). Empty: take a superblock from the second
+//   - First level: per size class (32 B .. 4 KiB, powers of two, GC_XM_CLASSES = 8; the smallest
+//     piece with its headers is 24 bytes) a FIFO queue of ready blocks (block offset / 16, u32). Empty: take a superblock from the second
 //     level and carve it into page/class blocks; the lanes of the warp write the queue slots in
 //     parallel. A class may own at most qcap / blocks-per-superblock superblocks, so its queue can
 //     never overflow (deviation: the paper returns blocks to their superblock when the first
@@ -78,8 +78,8 @@
 #ifndef GPU_CILK_XMALLOC_CUH
 #define GPU_CILK_XMALLOC_CUH
 
-#define GC_XM_CLASSES 9u           // 16, 32, ..., 4096 bytes
-#define GC_XM_MIN_SHIFT 4u         // 16-byte smallest class
+#define GC_XM_CLASSES 8u           // 32, 64, ..., 4096 bytes (a piece is >= 24 bytes)
+#define GC_XM_MIN_SHIFT 5u         // 32-byte smallest class
 #define GC_XM_MAX_CLASS 4096ull
 #define GC_XM_SB_BATCH 8u          // pages taken from the bitmap per refill of the second level
 #define GC_XM_MAGIC 0xA11C0C8Du    // piece header tag
@@ -95,8 +95,8 @@ struct gc_xqueue {
     unsigned long long pad[3];
 };
 
-// The heap descriptor (mirror: 128 u64 on the host; fields in this order: stats at u64 8..13,
-// sb_count at 16, sb_limit at 25, sbq at 48, cls[c] at 56 + 8c).
+// The heap descriptor (mirror: 120 u64 on the host; fields in this order: stats at u64 8..13,
+// sb_count at 16, sb_limit at 24, sbq at 48, cls[c] at 56 + 8c).
 struct gc_xheap {
     char* pages;                    // page 0
     unsigned long long npages;
@@ -115,12 +115,12 @@ struct gc_xheap {
     unsigned long long pad0[2];
     unsigned long long sb_count[GC_XM_CLASSES];  // superblocks owned per class
     unsigned long long sb_limit[GC_XM_CLASSES];  // bound: qcap / blocks per superblock
-    unsigned long long pad1[14];
+    unsigned long long pad1[16];
     gc_xqueue sbq;                  // second level: cached free superblocks (page indices)
     gc_xqueue cls[GC_XM_CLASSES];   // first level: ready blocks per class
 };
 static_assert(sizeof(gc_xqueue) == 64, "gc_xqueue is 64 bytes");
-static_assert(sizeof(gc_xheap) == 1024, "gc_xheap is 1024 bytes (128 u64)");
+static_assert(sizeof(gc_xheap) == 960, "gc_xheap is 960 bytes (120 u64)");
 
 // The module's current heap (set by gc_xheap_init) for gc_malloc / gc_free.
 __device__ gc_xheap* gc_xheap_current;
@@ -144,12 +144,12 @@ __device__ __forceinline__ unsigned long long gc_xm_round8(unsigned long long n)
 // Smallest class index whose block holds `bytes`, or GC_XM_CLASSES when larger than 4 KiB.
 __device__ __forceinline__ unsigned gc_xm_class_of(unsigned long long bytes) {
     if (bytes > GC_XM_MAX_CLASS) return GC_XM_CLASSES;
-    if (bytes <= 16ull) return 0u;
+    if (bytes <= 32ull) return 0u;
     return 64u - (unsigned)__clzll(bytes - 1ull) - GC_XM_MIN_SHIFT;
 }
 
 __device__ __forceinline__ unsigned long long gc_xm_class_bytes(unsigned c) {
-    return 16ull << c;
+    return 32ull << c;
 }
 
 __device__ __forceinline__ void gc_xm_stat_add(gc_xheap* h, unsigned long long bytes) {

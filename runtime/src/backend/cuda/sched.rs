@@ -64,7 +64,13 @@ impl GcFault {
         w2[..4].copy_from_slice(&c.max_fanout.to_ne_bytes());
         w2[4..].copy_from_slice(&c.overflow.to_ne_bytes());
         let half = |w: [u8; 8], i: usize| u32::from_ne_bytes([w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]]);
-        GcFault { code: half(w0, 0), site: half(w0, 1), task: half(w1, 0), level: half(w1, 1), detail: u64::from_ne_bytes(w2) }
+        GcFault {
+            code: half(w0, 0),
+            site: half(w0, 1),
+            task: half(w1, 0),
+            level: half(w1, 1),
+            detail: u64::from_ne_bytes(w2),
+        }
     }
 }
 
@@ -82,9 +88,56 @@ struct GcLaunch {
     first: u64,
     count: u64,
     fault: u64,
+    spill: u64,
+    spill_used: u64,
+    spill_capacity: u64,
+    spill_stride: u64,
 }
 // SAFETY: repr(C) integers, mirrors `struct gc_launch`.
 unsafe impl DeviceCopy for GcLaunch {}
+
+/// `struct gc_regrow_params`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct GcRegrow {
+    old_data: u64,
+    new_data: u64,
+    old_mask: u64,
+    new_mask: u64,
+    first: u64,
+    count: u64,
+    words: u64,
+}
+// SAFETY: repr(C) integers (device addresses and counts), mirrors `gc_regrow_params`.
+unsafe impl DeviceCopy for GcRegrow {}
+
+/// `struct gc_unspill_params`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct GcUnspill {
+    table: u64,
+    nq: u32,
+    pad: u32,
+    spill: u64,
+    stride: u64,
+    records: u64,
+    sizes: u64,
+    fault: u64,
+}
+// SAFETY: repr(C) integers, mirrors `gc_unspill_params`.
+unsafe impl DeviceCopy for GcUnspill {}
+
+/// `struct gc_spill_reset_params`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct GcSpillReset {
+    table: u64,
+    nq: u32,
+    level: u32,
+    spill_used: u64,
+}
+// SAFETY: repr(C) integers, mirrors `gc_spill_reset_params`.
+unsafe impl DeviceCopy for GcSpillReset {}
 
 /// `gc_root_params<T>`: the root's arguments, its result address and its channel.
 #[repr(C)]
@@ -100,6 +153,8 @@ struct RootParams<A: Copy> {
 unsafe impl<A: Copy + Send + Sync + 'static> DeviceCopy for RootParams<A> {}
 
 const THREADS: u32 = 256;
+/// First channel's index in the counter buffer (0: fault record, 1: spill pool usage).
+const CTL0: usize = 2;
 /// Smallest channel allocated (elements): room for a first task's loop of spawns.
 const MIN_CAPACITY: u64 = 1 << 10;
 
@@ -121,9 +176,14 @@ pub(crate) struct GpuState {
     chans: Vec<Chan>,
     table: DeviceBuffer<GcChan>,
     table_dirty: bool,
-    /// Element 0: the fault record (a `gc_fault`, same size); element `1 + level * nq + q`: the
-    /// counters of channel (level, q). One read-back per launch brings both.
+    /// Element 0: the fault record (a `gc_fault`, same size); element 1: the spill pool's bytes in
+    /// use (its first word); element `CTL0 + level * nq + q`: the counters of channel (level, q).
+    /// One read-back per launch brings all three.
     ctl: DeviceBuffer<GcCtl>,
+    spill: DeviceBuffer<u8>,
+    spill_stride: u64,
+    /// Element size of each global queue, on the device (for `gc_unspill`).
+    queue_sizes: DeviceBuffer<u64>,
     host_ctl: Vec<GcCtl>,
     heads: Vec<u64>,
     result: DeviceBuffer<u64>,
@@ -143,16 +203,30 @@ impl GpuState {
         let raw = dev.dtoh(&layout)?;
         let nq = asm.queues_per_level as usize;
         let max_levels = config.max_depth.clamp(2, 1 << 14);
+        let sizes: Vec<(u64, u64)> = (0..n).map(|i| (raw[2 * i], raw[2 * i + 1])).collect();
+        let mut queue_sizes = vec![8u64; nq.max(1)];
+        for (t, &(pre, cont)) in asm.tasks.iter().zip(&sizes) {
+            let base = t.qbase as usize;
+            queue_sizes[base] = pre;
+            for k in 1..=t.syncs + 1 {
+                queue_sizes[base + k] = cont;
+            }
+        }
+        // 8-byte header + the largest pre-spawn element (they are 8-aligned: they end in a pointer).
+        let spill_stride = 8 + sizes.iter().map(|s| s.0).max().unwrap_or(8).next_multiple_of(8);
         Ok(GpuState {
-            sizes: (0..n).map(|i| (raw[2 * i], raw[2 * i + 1])).collect(),
+            sizes,
             nq,
             max_capacity: (config.device_level_capacity.max(1) as u64).next_power_of_two(),
             max_levels,
             chans: Vec::new(),
             table: dev.alloc_zeroed::<GcChan>(nq)?,
             table_dirty: true,
-            ctl: dev.alloc_zeroed::<GcCtl>(1 + nq * max_levels)?,
-            host_ctl: vec![GcCtl::default(); 1 + nq * max_levels],
+            ctl: dev.alloc_zeroed::<GcCtl>(CTL0 + nq * max_levels)?,
+            host_ctl: vec![GcCtl::default(); CTL0 + nq * max_levels],
+            spill: dev.alloc_zeroed::<u8>(config.device_spill_capacity.max(64))?,
+            spill_stride,
+            queue_sizes: dev.htod(&queue_sizes)?,
             heads: vec![0; nq * max_levels],
             result: dev.alloc_zeroed::<u64>(1)?,
             levels: 0,
@@ -249,7 +323,7 @@ impl<'a> GpuRun<'a> {
                 GcChan {
                     data: c.buf.as_ref().map_or(0, |b| b.ptr().addr()),
                     mask: c.capacity.saturating_sub(1),
-                    ctl: ctl_base.offset(1 + i).addr(),
+                    ctl: ctl_base.offset(CTL0 + i).addr(),
                 }
             })
             .collect();
@@ -263,12 +337,12 @@ impl<'a> GpuRun<'a> {
 
     fn pending(&self, level: usize, q: usize) -> u64 {
         let i = level * self.nq() + q;
-        self.st.host_ctl.get(1 + i).map_or(0, |c| c.reserved - self.st.heads[i])
+        self.st.host_ctl.get(CTL0 + i).map_or(0, |c| c.reserved - self.st.heads[i])
     }
 
     /// Reads back the counters of the levels in use, and the fault record.
     fn refresh(&mut self) -> Result<()> {
-        let used = 1 + self.st.levels * self.nq();
+        let used = CTL0 + self.st.levels * self.nq();
         let (ctl, host) = (&self.st.ctl, &mut self.st.host_ctl[..used]);
         self.dev.dtoh_into(ctl, host)?;
         let fault = GcFault::from_ctl_slot(&self.st.host_ctl[0]);
@@ -277,6 +351,75 @@ impl<'a> GpuRun<'a> {
         }
         Ok(())
     }
+    /// Moves the spilled elements of one launch into their channels at `level`: every channel
+    /// that overflowed is grown (its live tickets copied into a ring big enough for them and all
+    /// the records), then `gc_unspill` reserves and copies each record. Returns the channels grown.
+    fn unspill(&mut self, level: usize, bytes: u64) -> Result<u64> {
+        let records = bytes / self.st.spill_stride;
+        let nq = self.nq();
+        let mut grown = 0;
+        for q in 0..nq {
+            let i = level * nq + q;
+            let c = self.st.host_ctl[CTL0 + i];
+            if c.overflow == 0 {
+                continue;
+            }
+            let live = c.reserved - c.freed;
+            let old_cap = self.st.chans[i].capacity;
+            let cap = (live + records).next_power_of_two().max(2 * old_cap);
+            let words = self.elem_size(q) / 8;
+            let new = self.dev.alloc_zeroed::<u8>((cap * words * 8) as usize)?;
+            if let Some(old) = &self.st.chans[i].buf {
+                let p = GcRegrow {
+                    old_data: old.ptr().addr(),
+                    new_data: new.ptr().addr(),
+                    old_mask: old_cap - 1,
+                    new_mask: cap - 1,
+                    first: c.freed,
+                    count: live,
+                    words,
+                };
+                // SAFETY: `gc_regrow` reads tickets [first, first + count) of the old ring (its
+                // live range, within its capacity) and writes them into the new ring of `cap >=
+                // count` slots of the same element size; both buffers live until the kernel ends
+                // (frees are ordered after it on the stream).
+                let k = unsafe { self.program.kernel::<GcRegrow>("gc_regrow")? };
+                k.launch(LaunchDims::cover((live * words).max(1) as usize, THREADS), &p)?;
+            }
+            self.st.chans[i] = Chan { capacity: cap, buf: Some(new) };
+            self.st.table_dirty = true;
+            grown += 1;
+        }
+        self.upload_table()?;
+        let p = GcUnspill {
+            table: self.st.table.ptr().addr(),
+            nq: nq as u32,
+            pad: 0,
+            spill: self.st.spill.ptr().addr(),
+            stride: self.st.spill_stride,
+            records,
+            sizes: self.st.queue_sizes.ptr().addr(),
+            fault: self.st.ctl.ptr().addr(),
+        };
+        // SAFETY: `gc_unspill` reads `records` records of `stride` bytes from the pool (all
+        // written by the finished launch) and copies each into a reserved slot of its channel,
+        // whose element size `sizes[q]` it copies; reservations are checked against capacity.
+        let k = unsafe { self.program.kernel::<GcUnspill>("gc_unspill")? };
+        k.launch(LaunchDims::cover(records.max(1) as usize, THREADS), &p)?;
+        let r = GcSpillReset {
+            table: self.st.table.ptr().addr(),
+            nq: nq as u32,
+            level: level as u32,
+            spill_used: self.st.ctl.ptr().offset(1).addr(),
+        };
+        // SAFETY: `gc_spill_reset` clears the overflow flags of the `nq` channels of `level` (all
+        // in the table) and the pool counter; one block of `nq` threads.
+        let k = unsafe { self.program.kernel::<GcSpillReset>("gc_spill_reset")? };
+        k.launch(LaunchDims::cover(nq, nq.next_power_of_two().clamp(32, 1024) as u32), &r)?;
+        self.refresh()?;
+        Ok(grown)
+    }
+
     fn fault_error(&self, f: &GcFault) -> Error {
         let task = self.asm.tasks.get(f.task as usize);
         let name = task.map_or("?", |t| t.name);
@@ -284,13 +427,17 @@ impl<'a> GpuRun<'a> {
             .and_then(|t| t.fragment.sites.get(f.site as usize))
             .map_or_else(|| format!("fault site {}", f.site), |s| (*s).to_string());
         match f.code {
-            4 => Error::PoolExhausted {
-                pool: "device channel",
+            6 => Error::PoolExhausted {
+                pool: "device spill pool",
                 task: name,
                 level: f.level as usize + 1,
-                capacity: f.detail as usize,
-                knob: "device_level_capacity",
+                capacity: (f.detail / self.st.spill_stride) as usize,
+                knob: "device_spill_capacity",
             },
+            4 => Error::Internal(format!(
+                "a frame of `{name}` at level {} found its continuation channel ({} slots) full",
+                f.level, f.detail
+            )),
             code => Error::DeviceFault {
                 task: name,
                 location,
@@ -370,6 +517,10 @@ impl<'a> GpuRun<'a> {
                 first: self.st.heads[idx],
                 count: n,
                 fault: self.st.ctl.ptr().addr(),
+                spill: self.st.spill.ptr().addr(),
+                spill_used: self.st.ctl.ptr().offset(1).addr(),
+                spill_capacity: self.st.spill.len() as u64,
+                spill_stride: self.st.spill_stride,
             };
             let name = format!("gc_{}_q{}", self.asm.tasks[ti].fragment.name, local_q);
             // SAFETY: every `gc_<task>_q<k>` kernel takes one `gc_launch`; it reads `count`
@@ -380,7 +531,11 @@ impl<'a> GpuRun<'a> {
             k.launch(LaunchDims::cover(n as usize, THREADS), &params)?;
             self.st.heads[idx] += n;
             self.refresh()?;
-            let seen = self.st.host_ctl[1 + idx].max_fanout as u64;
+            let spilled = self.st.host_ctl[1].reserved;
+            if spilled > 0 {
+                stats.spilled_segments += self.unspill(level + 1, spilled)?;
+            }
+            let seen = self.st.host_ctl[CTL0 + idx].max_fanout as u64;
             self.st.fanout[ti] = self.st.fanout[ti].max(seen);
             stats.dispatches += 1;
             let ts = &mut stats.tasks[ti];
@@ -390,7 +545,7 @@ impl<'a> GpuRun<'a> {
             }
             per[level] += n;
             stats.levels = stats.levels.max(level + 1);
-            let used = &self.st.host_ctl[1..1 + self.st.levels * nq];
+            let used = &self.st.host_ctl[CTL0..CTL0 + self.st.levels * nq];
             let live = used.iter().map(|c| c.reserved - c.freed);
             stats.peak_channel_occupancy = stats.peak_channel_occupancy.max(live.clone().max().unwrap_or(0) as usize);
             stats.peak_occupancy = stats.peak_occupancy.max(live.sum::<u64>() as usize);
