@@ -18,21 +18,24 @@
 //!
 //! # Turn words (the paper's per-slot ids)
 //!
-//! The paper's id is `2 · lap` for "waiting for the enqueue of lap `lap`" and `2 · lap + 1` for
-//! "waiting for the dequeue", `lap = ticket / capacity`, reduced modulo `MAX_ID`. Here the turn
-//! word of ticket `t`'s slot is the lap scaled by the slot's position, `2 · t (mod 2^64)`:
+//! The paper's id is `2 · lap` while a slot waits for the enqueue of lap `lap` and `2 · lap + 1`
+//! while it waits for the dequeue, `lap = ticket / capacity`, reduced modulo `MAX_ID`. Here the
+//! lap is kept in ticket units, `base(t) = t − t % capacity = capacity · lap`, and the turn word is
+//! `2 · base(t) (mod 2^64)`:
 //!
-//! | turn word          | meaning                                   | set by                            |
-//! |--------------------|-------------------------------------------|-----------------------------------|
-//! | `2t`               | empty, ticket `t`'s producer may write    | init, or the dequeue of `t - cap`  |
-//! | `2t + 1`           | full with ticket `t`'s element            | the enqueue of `t`                |
-//! | `2(t + capacity)`  | empty again, for the next lap's producer  | the dequeue of `t`                |
+//! | turn word                 | meaning                                  | set by                           |
+//! |---------------------------|------------------------------------------|----------------------------------|
+//! | `2·base(t)`               | empty, ticket `t`'s producer may write   | init, or the dequeue of `t − cap` |
+//! | `2·base(t) + 1`           | full with ticket `t`'s element           | the enqueue of `t`               |
+//! | `2·base(t) + 2·capacity`  | empty for the next lap (`t + capacity`)  | the dequeue of `t`               |
 //!
-//! Since doubling is a ring homomorphism of `Z/2^64`, "the dequeue of `t` stores the word the
-//! producer of `t + capacity` waits for" holds across the counters' wrap without any `MAX_ID`
-//! reduction, and since `capacity` divides `2^64` the slot `t % capacity` is continuous across the
-//! wrap as well. Words of tickets `2^63` apart coincide, so the scheme is exact while fewer than
-//! `2^62` operations are in flight on one queue (the paper's `MAX_DISTANCE` bound, with room).
+//! A zeroed turn array with zeroed counters is an empty queue (the device allocates with
+//! `cudaMemset(0)`). Because `capacity` divides `2^64`, `base` and the slot `t % capacity` are
+//! continuous across the counters' wrap, and doubling is a ring homomorphism of `Z/2^64`, so "the
+//! dequeue of `t` stores the word the producer of `t + capacity` waits for" holds across the wrap
+//! without the paper's `MAX_ID` reduction. Words of tickets `2^63` apart coincide, so the scheme is
+//! exact while fewer than `2^62` operations are in flight on one queue (the paper's
+//! `MAX_DISTANCE` bound, with room).
 //!
 //! # Invariants
 //!
@@ -41,9 +44,10 @@
 //!   be ready, so a non-waiting call either owns a ready slot or took nothing. **No non-waiting
 //!   call ever takes a ticket it then abandons** (the paper's CAS approach; an unconditional
 //!   fetch-and-add after the check could take a different, unready ticket).
-//! - A slot is written only by the holder of the ticket whose `2t` it observed, and read only by
-//!   the holder of the ticket whose `2t + 1` it observed; the turn word moves only forward, by
-//!   the owner, so at most one thread touches a slot's element at a time.
+//! - A slot is written only by the holder of the ticket whose empty turn `2·base(t)` it
+//!   observed, and read only by the holder of the ticket whose full turn `2·base(t) + 1` it
+//!   observed; the turn word moves only forward, by the owner, so at most one thread touches a
+//!   slot's element at a time.
 //! - Elements leave in ticket order: the `k`-th dequeue ticket takes the `k`-th enqueue ticket's
 //!   element. Tickets of one thread increase, so each consumer sees each producer's elements in
 //!   the order that producer enqueued them (per-producer FIFO), and a dequeue that starts after
@@ -84,8 +88,8 @@
 //! # Memory ordering
 //!
 //! - An element's bytes are ordered by the turn words: the producer writes, then stores
-//!   `2t + 1` with `Release`; the consumer loads it with `Acquire`, reads, then stores
-//!   `2(t + capacity)` with `Release`; the next lap's producer loads that with `Acquire` before
+//!   `2·base(t) + 1` with `Release`; the consumer loads it with `Acquire`, reads, then stores
+//!   `2·base(t + capacity)` with `Release`; the next lap's producer loads that with `Acquire` before
 //!   writing, so the previous read happens-before the new write. These pairs alone make the slot
 //!   accesses race-free (loom checks them with its `UnsafeCell`).
 //! - The ticket counters are `SeqCst` (fetch-and-add, compare-and-swap and loads): uniqueness only
@@ -277,6 +281,13 @@ unsafe impl<T: Send> Send for TicketQueue<T> {}
 // ticket owns it, and tickets are unique (fetch-and-add, or compare-and-swap from a checked value).
 unsafe impl<T: Send> Sync for TicketQueue<T> {}
 
+/// Ticket `t`'s empty turn word, `2 · (t − t % capacity) mod 2^64` (module docs); `+ 1` is full.
+/// Always even, so `+ 1` never wraps.
+#[inline]
+fn turn_of(t: u64, mask: u64) -> u64 {
+    (t & !mask).wrapping_mul(2)
+}
+
 /// Spin-then-yield wait, one step per call (loom: always yield, so the model can progress).
 struct Backoff(u32);
 
@@ -323,7 +334,7 @@ impl<T> TicketQueue<T> {
             .map(|i| {
                 // The first ticket at or after `start` that lives in slot `i`.
                 let t = start.wrapping_add(i.wrapping_sub(start) & mask);
-                Slot { turn: AtomicU64::new(t.wrapping_mul(2)), value: Cell::new() }
+                Slot { turn: AtomicU64::new(turn_of(t, mask)), value: Cell::new() }
             })
             .collect();
         TicketQueue {
@@ -364,7 +375,7 @@ impl<T> TicketQueue<T> {
         }
         let t = self.tail.0.fetch_add(1, Ordering::SeqCst);
         let slot = self.slot(t);
-        let turn = t.wrapping_mul(2);
+        let turn = turn_of(t, self.mask);
         let mut backoff = Backoff(0);
         while slot.turn.load(Ordering::Acquire) != turn {
             if self.is_closed() {
@@ -384,7 +395,7 @@ impl<T> TicketQueue<T> {
         }
         let t = self.head.0.fetch_add(1, Ordering::SeqCst);
         let slot = self.slot(t);
-        let turn = t.wrapping_mul(2).wrapping_add(1);
+        let turn = turn_of(t, self.mask) + 1;
         let mut backoff = Backoff(0);
         while slot.turn.load(Ordering::Acquire) != turn {
             if self.is_closed() {
@@ -403,7 +414,7 @@ impl<T> TicketQueue<T> {
         }
         let t = self.tail.0.load(Ordering::SeqCst);
         let slot = self.slot(t);
-        let turn = t.wrapping_mul(2);
+        let turn = turn_of(t, self.mask);
         if slot.turn.load(Ordering::Acquire) != turn {
             let h = self.head.0.load(Ordering::SeqCst);
             return Err(if t.wrapping_sub(h) as i64 >= self.capacity() as i64 {
@@ -427,7 +438,7 @@ impl<T> TicketQueue<T> {
         }
         let h = self.head.0.load(Ordering::SeqCst);
         let slot = self.slot(h);
-        let turn = h.wrapping_mul(2).wrapping_add(1);
+        let turn = turn_of(h, self.mask) + 1;
         if slot.turn.load(Ordering::Acquire) != turn {
             let t = self.tail.0.load(Ordering::SeqCst);
             return Err(if t.wrapping_sub(h) as i64 <= 0 { TryDequeueError::Empty } else { TryDequeueError::Busy });
@@ -452,11 +463,11 @@ impl<T> TicketQueue<T> {
     /// slot for the next lap's producer.
     #[inline]
     fn read(&self, slot: &Slot<T>, turn: u64) -> T {
-        // SAFETY: the caller holds the slot's ticket and observed its full turn (`2t + 1`) with
+        // SAFETY: the caller holds the slot's ticket and observed its full turn (`2·base(t) + 1`) with
         // Acquire: the element was initialized by ticket t's producer, which happened-before, and
         // nobody else reads it (tickets are unique) or writes it before the Release store below.
         let value = slot.value.with_mut(|p| unsafe { (*p).assume_init_read() });
-        // 2t + 1 - 1 + 2·capacity = 2(t + capacity): the next lap's producer's turn.
+        // 2·base(t) + 1 − 1 + 2·capacity = 2·base(t + capacity): the next lap's producer's turn.
         slot.turn.store(turn.wrapping_sub(1).wrapping_add(2 * self.capacity() as u64), Ordering::Release);
         value
     }
@@ -562,14 +573,18 @@ mod tests {
         for cap in [1usize, 2, 8] {
             let start = u64::MAX - 5;
             let q = TicketQueue::with_initial_ticket(cap, start);
+            let mut expect = std::collections::VecDeque::new();
             for i in 0..40u64 {
                 q.enqueue(i).unwrap();
-                if i % 2 == 1 {
-                    assert_eq!(q.try_dequeue(), Ok(i - 1));
-                    assert_eq!(q.dequeue().unwrap(), i);
+                expect.push_back(i);
+                assert_eq!(q.len(), expect.len());
+                if expect.len() == cap || i % 3 == 0 {
+                    assert!(q.is_full() == (expect.len() == cap));
+                    assert_eq!(q.try_dequeue().ok(), expect.pop_front());
+                    while let Some(v) = expect.pop_front() {
+                        assert_eq!(q.dequeue().unwrap(), v);
+                    }
                     assert!(q.is_empty());
-                } else if cap > 1 {
-                    assert_eq!(q.len(), 1);
                 }
             }
             let st = q.status();
