@@ -19,7 +19,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 KERNELS = HERE.parent
 INCLUDE = KERNELS / "include"
-SOURCES = [HERE / "channel_test.cu", HERE / "xmalloc_test.cu"]
+SOURCES = [HERE / "channel_test.cu", HERE / "xmalloc_test.cu", HERE / "ticket_queue_test.cu"]
 ARCHS = ["compute_80", "compute_90"]
 EXPECTED = {
     "channel_test.cu": [
@@ -31,6 +31,13 @@ EXPECTED = {
         "gc_test_two_channels",
     ],
     "xmalloc_test.cu": ["xm_init", "xm_alloc", "xm_verify", "xm_free", "xm_cycle", "xm_whole"],
+    "ticket_queue_test.cu": [
+        "gc_tq_test_matched",
+        "gc_tq_test_prodcons",
+        "gc_tq_test_status",
+        "gc_tq_test_fill",
+        "gc_tq_test_close",
+    ],
 }
 
 
