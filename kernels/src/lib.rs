@@ -18,6 +18,11 @@ pub const CHANNEL_CUH: &str = include_str!("../include/gpu_cilk/channel.cuh");
 /// `gpu_cilk/xmalloc.cuh`: the warp-coalesced device allocator (XMalloc: size classes, two-level FIFO buffers).
 pub const XMALLOC_CUH: &str = include_str!("../include/gpu_cilk/xmalloc.cuh");
 
+/// `gpu_cilk/ticket_queue.cuh`: the fetch-and-add ticket queue (Scogland & Feng, ICPE 2015), the
+/// twin of the runtime's `ticket_queue`: warp-aggregated tickets, blocking, non-waiting and status
+/// interfaces, close. Include it as `"gpu_cilk/ticket_queue.cuh"`.
+pub const TICKET_QUEUE_CUH: &str = include_str!("../include/gpu_cilk/ticket_queue.cuh");
+
 #[cfg(test)]
 mod tests {
     #[test]
