@@ -289,6 +289,7 @@ fn turn_of(t: u64, mask: u64) -> u64 {
 }
 
 /// Spin-then-yield wait, one step per call (loom: always yield, so the model can progress).
+#[cfg_attr(loom, allow(dead_code))] // loom always yields: no spin count
 struct Backoff(u32);
 
 impl Backoff {

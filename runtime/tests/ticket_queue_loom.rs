@@ -32,7 +32,8 @@ fn blocking_spsc_wraps_a_lap_in_order() {
         let got: Vec<u32> = (0..3).map(|_| q.dequeue().unwrap()).collect();
         p.join().unwrap();
         assert_eq!(got, vec![1, 2, 3]);
-        assert!(q.is_empty() && q.len() == 0);
+        assert!(q.is_empty());
+        assert_eq!(q.status().distance, 0);
     });
 }
 
