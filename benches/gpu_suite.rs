@@ -36,6 +36,14 @@ fn alloc_program() -> ProgramSource {
     ProgramSource::new("alloc_bench", ALLOC_CU).header("gpu_cilk/xmalloc.cuh", XMALLOC_CUH)
 }
 
+const QUEUE_CU: &str = include_str!("cuda/queue_bench.cu");
+/// gpu-cilk's fetch-and-add ticket queue, given to NVRTC as `gpu_cilk/ticket_queue.cuh`.
+const TICKET_QUEUE_CUH: &str = include_str!("../kernels/include/gpu_cilk/ticket_queue.cuh");
+
+fn queue_program() -> ProgramSource {
+    ProgramSource::new("queue_bench", QUEUE_CU).header("gpu_cilk/ticket_queue.cuh", TICKET_QUEUE_CUH)
+}
+
 fn channel_program() -> ProgramSource {
     ProgramSource::new("channel_bench", CHANNEL_CU).header("gpu_cilk/channel.cuh", CHANNEL_CUH)
 }
@@ -103,6 +111,20 @@ struct Args {
     /// Allocator benchmark: CUDA's device malloc heap (cudaLimitMallocHeapSize), MiB.
     #[arg(long, default_value_t = 512)]
     malloc_heap_mb: usize,
+    /// Also run the queue benchmark (same as adding `queue` to --only): the ticket queue versus a
+    /// contended-CAS array queue, matched and 1:3 producer/consumer, 1 warp up to full occupancy.
+    #[arg(long)]
+    queue: bool,
+    /// Queue benchmark: operations per thread (matched: enqueue+dequeue pairs; producer/consumer:
+    /// dequeues per consumer, 3x as many enqueues per producer) for the ticket queue.
+    #[arg(long, default_value_t = 32)]
+    queue_items: u32,
+    /// Queue benchmark: the same for the contended-CAS baseline (slow: keep it small).
+    #[arg(long, default_value_t = 2)]
+    queue_cas_items: u32,
+    /// Queue benchmark: capacity of both queues (a power of two; the paper used 65,536).
+    #[arg(long, default_value_t = 65_536)]
+    queue_capacity: u64,
     /// Skip the serial and rayon columns.
     #[arg(long)]
     gpu_only: bool,
@@ -213,6 +235,7 @@ fn main() {
         ProgramSource::new("queens_prefix", QUEENS_CU),
         channel_program(),
         alloc_program(),
+        queue_program(),
     ];
     for program in &programs {
         report.compiles.push(compile_times(&cache_dir, program, arch, device.as_ref().ok()));
@@ -238,6 +261,12 @@ fn main() {
     if wants("alloc") || args.alloc {
         let rows = bench_alloc(&args, device.as_ref());
         print_rows("allocator (MilThreads and mixed sizes; allocations/s)", &rows);
+        report.rows.extend(rows);
+    }
+
+    if wants("queue") || args.queue {
+        let rows = bench_queue(&args, device.as_ref());
+        print_rows("queues (Scogland & Feng patterns; successful enqueues+dequeues/s)", &rows);
         report.rows.extend(rows);
     }
 
@@ -1044,6 +1073,204 @@ fn bench_alloc(args: &Args, device: Result<&CudaDevice, &gpu_cilk::Error>) -> Ve
         Ok(rows)
     })();
     result.unwrap_or_else(|e| na(e.to_string()))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Queue benchmark: the ticket queue (gpu_cilk/ticket_queue.cuh) against a contended-CAS array queue
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct QueueBenchParams {
+    tq: DevicePtr<GcTq>,
+    cas_slots: DevicePtr<u64>,
+    cas_seq: DevicePtr<u64>,
+    cas_counters: DevicePtr<u64>,
+    ops: DevicePtr<u64>,
+    checksum: DevicePtr<u64>,
+    cas_capacity: u64,
+    items: u32,
+    mode: u32,
+}
+// SAFETY: repr(C) POD mirroring `struct QueueBenchParams` in cuda/queue_bench.cu.
+unsafe impl DeviceCopy for QueueBenchParams {}
+
+/// `gc_tq<T>` of kernels/include/gpu_cilk/ticket_queue.cuh: 48 8-byte words.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct GcTq {
+    data: u64,
+    turns: u64,
+    mask: u64,
+    closed: u64,
+    pad0: [u64; 12],
+    tail: u64,
+    pad1: [u64; 15],
+    head: u64,
+    pad2: [u64; 15],
+}
+// SAFETY: repr(C) POD of 48 u64, mirroring `gc_tq<T>` (static_assert'ed 384 bytes there).
+unsafe impl DeviceCopy for GcTq {}
+
+/// `qb_value` of cuda/queue_bench.cu.
+fn queue_value(gtid: u64, k: u64) -> u64 {
+    (gtid << 20) + k + 1
+}
+
+fn bench_queue(args: &Args, device: Result<&CudaDevice, &gpu_cilk::Error>) -> Vec<Row> {
+    let na =
+        |e: &dyn std::fmt::Display| vec![Row::new("queue", "-", "ticket / CAS", 0.0, "ops/s").na(format!("n/a: {e}"))];
+    let dev = match device {
+        Ok(d) => d,
+        Err(e) => return na(e),
+    };
+    let result = (|| -> gpu_cilk::runtime::Result<Vec<Row>> {
+        let program = dev.load_program(&queue_program())?;
+        // SAFETY: all four take one `QueueBenchParams`; tq_* touch the queue header, its `capacity`
+        // turn words and elements; cas_* touch `cas_capacity` slots and sequence words and the two
+        // counters at [0] and [32] of a 64-word buffer; both add to the two result counters.
+        let (tq_matched, tq_prodcons, cas_matched, cas_prodcons): (
+            Kernel<QueueBenchParams>,
+            Kernel<QueueBenchParams>,
+            Kernel<QueueBenchParams>,
+            Kernel<QueueBenchParams>,
+        ) = unsafe {
+            (
+                program.kernel("tq_matched")?,
+                program.kernel("tq_prodcons")?,
+                program.kernel("cas_matched")?,
+                program.kernel("cas_prodcons")?,
+            )
+        };
+        // Blocking queues need every thread resident: the fewest resident blocks of any kernel.
+        let block = 256u32;
+        let mut per_sm = u32::MAX;
+        for k in [&tq_matched, &tq_prodcons, &cas_matched, &cas_prodcons] {
+            per_sm = per_sm.min(k.max_active_blocks_per_sm(block, 0)?);
+        }
+        let full_warps = dev.info().multiprocessors * per_sm.max(1) * (block / 32);
+        let mut warps: Vec<u32> =
+            std::iter::successors(Some(1u32), |w| Some(w * 2)).take_while(|&w| w < full_warps).collect();
+        warps.push(full_warps);
+
+        let cap = args.queue_capacity.max(2).next_power_of_two();
+        let tq_data = dev.alloc_zeroed::<u64>(cap as usize)?;
+        let mut tq_turns = dev.alloc_zeroed::<u64>(cap as usize)?;
+        let empty_tq = GcTq {
+            data: tq_data.ptr().addr(),
+            turns: tq_turns.ptr().addr(),
+            mask: cap - 1,
+            closed: 0,
+            pad0: [0; 12],
+            tail: 0,
+            pad1: [0; 15],
+            head: 0,
+            pad2: [0; 15],
+        };
+        let mut tq = dev.htod(&[empty_tq])?;
+        let cas_slots = dev.alloc_zeroed::<u64>(cap as usize)?;
+        let seq0: Vec<u64> = (0..cap).collect();
+        let mut cas_seq = dev.htod(&seq0)?;
+        let mut cas_counters = dev.alloc_zeroed::<u64>(64)?;
+        let mut results = dev.alloc_zeroed::<u64>(2)?; // ops, checksum
+
+        let mut rows = Vec::new();
+        for pattern in ["matched", "1 producer : 3 consumers"] {
+            for &w in &warps {
+                let dims = if w * 32 <= block {
+                    LaunchDims::linear(1, w * 32)
+                } else {
+                    LaunchDims::linear(w * 32 / block, block)
+                };
+                let threads = dims.threads();
+                let mut tq_rate = None;
+                let impls: [(&str, u32, u32); 4] = [
+                    ("ticket, warp-aggregated", 0, args.queue_items),
+                    ("ticket, per-lane FAA", 1, args.queue_items),
+                    ("ticket, non-waiting", 2, args.queue_items),
+                    ("CAS array queue", 0, args.queue_cas_items),
+                ];
+                for (name, mode, items) in impls {
+                    let cas = name.starts_with("CAS");
+                    let kernel = match (pattern == "matched", cas) {
+                        (true, false) => &tq_matched,
+                        (false, false) => &tq_prodcons,
+                        (true, true) => &cas_matched,
+                        (false, true) => &cas_prodcons,
+                    };
+                    let items = items.max(1);
+                    // Expected successful operations and checksum.
+                    let (ops, sum) = if pattern == "matched" {
+                        let sum: u64 =
+                            (0..threads).map(|g| (0..items as u64).map(|k| queue_value(g, k)).sum::<u64>()).sum();
+                        (2 * threads * items as u64, sum)
+                    } else {
+                        let producers: Vec<u64> = (0..threads).filter(|g| g % 4 == 0).collect();
+                        let consumers = threads - producers.len() as u64;
+                        let sum: u64 = producers
+                            .iter()
+                            .map(|&g| (0..3 * items as u64).map(|k| queue_value(g, k)).sum::<u64>())
+                            .sum();
+                        // Only a whole number of 4-thread groups balances (threads is a multiple of 32).
+                        (2 * consumers * items as u64, sum)
+                    };
+                    let p = QueueBenchParams {
+                        tq: tq.ptr(),
+                        cas_slots: cas_slots.ptr(),
+                        cas_seq: cas_seq.ptr(),
+                        cas_counters: cas_counters.ptr(),
+                        ops: results.ptr(),
+                        checksum: results.ptr().offset(1),
+                        cas_capacity: cap,
+                        items,
+                        mode,
+                    };
+                    let mut times = Vec::new();
+                    let mut ok = true;
+                    for rep in 0..args.warmup + args.reps {
+                        if cas {
+                            dev.copy_htod(&seq0, &mut cas_seq)?;
+                            dev.zero(&mut cas_counters)?;
+                        } else {
+                            dev.zero(&mut tq_turns)?;
+                            dev.copy_htod(&[empty_tq], &mut tq)?;
+                        }
+                        dev.zero(&mut results)?;
+                        dev.sync()?;
+                        let (t, r) = timed(|| -> gpu_cilk::runtime::Result<()> {
+                            kernel.launch(dims, &p)?;
+                            dev.sync()
+                        });
+                        r?;
+                        let got = dev.dtoh(&results)?;
+                        if got[0] != ops || got[1] != sum {
+                            eprintln!(
+                                "queue {name} {pattern} with {w} warps: ops {} checksum {}, expected {ops}, {sum}",
+                                got[0], got[1]
+                            );
+                            ok = false;
+                        }
+                        if rep >= args.warmup {
+                            times.push(t);
+                        }
+                    }
+                    let mut row = Row::new("queue", format!("{w} warps"), name, ops as f64, "ops/s");
+                    row.times = Ok(times);
+                    row.verified = Some(ok);
+                    row.note = format!("{pattern}; {items} items/thread, {threads} threads, capacity {cap}");
+                    let rate = row.throughput();
+                    if mode == 0 && !cas {
+                        tq_rate = rate;
+                    }
+                    if let (true, Some(ticket), Some(c)) = (cas, tq_rate, rate) {
+                        row.note.push_str(&format!("; warp-aggregated ticket queue = {:.1}x this", ticket / c));
+                    }
+                    rows.push(row);
+                }
+            }
+        }
+        Ok(rows)
+    })();
+    result.unwrap_or_else(|e| na(&e))
 }
 
 // ---------------------------------------------------------------------------------------------
