@@ -179,3 +179,79 @@ fn alloc_free_cycles_reuse_blocks() {
     assert!(s.high_water <= 4 * 32, "at most one 32-byte block per thread at once: {s:?}");
     assert!(s.superblocks[0] <= 4, "{s:?}");
 }
+
+#[test]
+fn burst_of_single_lane_requests_on_small_heap() {
+    // The device's `simd_widths` at one lane per warp, scaled down: a fresh heap, many threads
+    // released at once, each making single small requests (a one-lane warp each) and holding
+    // them. Every empty class queue used to be refilled by every thread that found it empty (one
+    // 64 KiB superblock each), exhausting the pages while the live bytes were a few percent of
+    // the heap. With the refill gate a class takes one superblock at a time.
+    const THREADS: usize = 32;
+    const EACH: usize = 48;
+    let heap = Arc::new(XHeap::new(XHeapConfig::new(24 << 16)).unwrap()); // 24 pages of 64 KiB
+    for round in 0..3u64 {
+        let barrier = Arc::new(std::sync::Barrier::new(THREADS));
+        let handles: Vec<_> = (0..THREADS as u64)
+            .map(|t| {
+                let (h, barrier) = (heap.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    let mut rng = StdRng::seed_from_u64(round * 1000 + t);
+                    let sizes: Vec<usize> = (0..EACH).map(|_| rng.gen_range(1..=256)).collect();
+                    barrier.wait();
+                    let got: Vec<_> = sizes.iter().map(|&s| h.alloc(s).map(|o| (o, s))).collect();
+                    for &(o, s) in got.iter().flatten() {
+                        fill(&h, t, o, s);
+                    }
+                    barrier.wait(); // everything is live at once
+                    for &(o, s) in got.iter().flatten() {
+                        check(&h, t, o, s);
+                        h.free(o).unwrap();
+                    }
+                    got.iter().filter(|g| g.is_none()).count()
+                })
+            })
+            .collect();
+        let nulls: usize = handles.into_iter().map(|h| h.join().unwrap()).sum();
+        let s = heap.stats();
+        let page = heap.page_size();
+        let sbs: u64 = s.superblocks.iter().sum();
+        eprintln!("round {round}: {nulls} nulls, {sbs} superblocks {:?}, {s:?}", s.superblocks);
+        assert_eq!(
+            nulls,
+            0,
+            "{} single requests of <= 256 bytes on {} pages: {s:?}",
+            THREADS * EACH,
+            heap.capacity() / page
+        );
+        assert_eq!((s.bytes_in_use, s.live_blocks), (0, 0));
+        // At most one superblock per class beyond what the peak of live blocks needed.
+        assert!(
+            sbs <= s.high_water.div_ceil(page) + 8,
+            "{sbs} superblocks for a high water of {} bytes: {s:?}",
+            s.high_water
+        );
+    }
+}
+
+#[test]
+fn coalesced_requests_over_4k_share_class_blocks() {
+    // Full warps of ~200-byte pieces (~6.6 KiB a warp): segments of 4 KiB class blocks, not one
+    // 64 KiB page per warp. 64 such warps (~420 KiB) fit a 1 MiB heap of 16 pages.
+    let heap = XHeap::new(XHeapConfig::new(1 << 20)).unwrap();
+    let mut rng = StdRng::seed_from_u64(9);
+    let mut live = Vec::new();
+    for w in 0..64u64 {
+        let sizes: Vec<usize> = (0..32).map(|_| rng.gen_range(150..=250)).collect();
+        let offs = heap.alloc_many(&sizes).unwrap_or_else(|| panic!("warp {w}: {:?}", heap.stats()));
+        for (&o, &s) in offs.iter().zip(&sizes) {
+            fill(&heap, w, o, s);
+            live.push((w, o, s));
+        }
+    }
+    for (w, o, s) in live {
+        check(&heap, w, o, s);
+        heap.free(o).unwrap();
+    }
+    assert_eq!(heap.stats().bytes_in_use, 0);
+}

@@ -19,6 +19,11 @@ const HIGH_WATER: usize = 9;
 const FAILED: usize = 10;
 const BAD_FREES: usize = 11;
 const LIVE_BLOCKS: usize = 12;
+const NPAGES: usize = 1;
+const QCAP: usize = 3;
+const CARVES: usize = 14;
+const GATE_WAITS: usize = 15;
+const SB_COUNT: usize = 16;
 
 fn device(test: &str) -> Option<CudaDevice> {
     match CudaDevice::open(&Config::default()) {
@@ -116,6 +121,23 @@ impl Setup {
         self.launch("xm_alloc", self.p.n);
         let c = self.counters();
         let h = self.heap_words();
+        eprintln!(
+            "lanes {lanes} seed {seed}: {} pieces, {} nulls, {} bytes asked; heap: {} pages of {} B, qcap {}, \
+             {} bytes in use, {} live blocks, high water {}, failed {}, carves {}, gate waits {}, superblocks per class {:?}",
+            c[2],
+            c[0],
+            c[3],
+            h[NPAGES],
+            1u64 << self.p.sb_shift,
+            h[QCAP],
+            h[BYTES_IN_USE],
+            h[LIVE_BLOCKS],
+            h[HIGH_WATER],
+            h[FAILED],
+            h[CARVES],
+            h[GATE_WAITS],
+            &h[SB_COUNT..SB_COUNT + 8]
+        );
         assert!(h[BYTES_IN_USE] > 0 || c[2] == 0);
         assert!(h[BYTES_IN_USE] <= self.p.bytes && h[HIGH_WATER] >= h[BYTES_IN_USE]);
         self.launch("xm_verify", self.p.n);
@@ -168,11 +190,19 @@ fn random_sizes_no_overlap_all_returned() {
 #[test]
 fn simd_widths() {
     let Some(dev) = device("simd_widths") else { return };
+    // 64 MiB (~959 pages of 64 KiB after 4 MiB of queues), 2048 warps: one lane a warp needs
+    // ~2048 blocks of <= 512 B, a full warp ~10 KiB (segments of 4 KiB class blocks).
     let mut s = Setup::new(dev, 64 << 20, 16, 65_536, 8 << 10);
+    let mut results = Vec::new();
     for lanes in [1, 2, 5, 16, 31, 32] {
         let (ok, nulls) = s.round(100 + u64::from(lanes), lanes);
-        let expect = (65_536 / 32) * u64::from(lanes);
-        assert_eq!((ok, nulls), (expect, 0), "{lanes} active lanes per warp");
+        results.push((lanes, ok, nulls, (65_536 / 32) * u64::from(lanes)));
+    }
+    for &(lanes, ok, nulls, expect) in &results {
+        eprintln!("simd_widths: {lanes:2} lanes: {ok} pieces of {expect}, {nulls} nulls");
+    }
+    for &(lanes, ok, nulls, expect) in &results {
+        assert_eq!((ok, nulls), (expect, 0), "{lanes} active lanes per warp (all widths: {results:?})");
     }
     s.assert_whole_heap();
 }

@@ -36,7 +36,10 @@
 //   - First level: per size class (32 B .. 4 KiB, powers of two, GC_XM_CLASSES = 8; the smallest
 //     piece with its headers is 24 bytes) a FIFO queue of ready blocks (block offset / 16, u32). Empty: take a superblock from the second
 //     level and carve it into page/class blocks; the lanes of the warp write the queue slots in
-//     parallel. A class may own at most qcap / blocks-per-superblock superblocks, so its queue can
+//     parallel. Only the holder of the class's refill gate (one CAS) carves; other leaders that
+//     find the queue empty wait for its blocks instead of carving superblocks of their own (a
+//     burst of 2048 one-lane warps on a fresh heap used to take 2048 pages for ~1 MiB of blocks).
+//     A class may own at most qcap / blocks-per-superblock superblocks, so its queue can
 //     never overflow (deviation: the paper returns blocks to their superblock when the first
 //     level is full; we bound the first level instead and give superblocks back in
 //     gc_xheap_trim). When a class is exhausted or at its bound, the next larger class serves.
@@ -44,16 +47,21 @@
 //     counter): slot word = (turn << 32) | value; enqueue ticket t waits for turn 2*lap(t), stores
 //     turn 2*lap(t)+1; dequeue waits for 2*lap+1, stores 2*lap+2. `avail` counts published
 //     values; a dequeuer first takes from `avail` with fetch-and-add and undoes it when it went
-//     negative (so `empty` may be spurious under contention: the allocator then carves a new
-//     superblock; it is never wrong). Waits are bounded by another thread's in-flight operation.
+//     negative (so `empty` may be spurious under contention: the allocator then takes the refill
+//     gate, re-checks, and at worst carves one superblock; it is never wrong). A carve counts
+//     its blocks in `avail` before writing their slots (a dequeuer of one waits for its slot).
+//     Waits are bounded by another thread's in-flight operation.
 //
 // WARP COALESCING (§2.1.1, §2.1.3, Fig. 2.1, 2.2b): the lanes that call gc_xmalloc together on
 // the same heap (__activemask() + __match_any_sync) form one request: each lane needs
 // 8 (piece header) + round8(max(size, 1)) bytes; an exclusive prefix sum over the lanes (shuffles)
 // gives each lane its offset, the leader allocates ONE block of 8 (block header) + total bytes
-// (class block, or a large run), writes the block header {count = lanes, kind}, and broadcasts the
-// block; every lane writes its piece header {back = (piece - block) / 8, magic} and returns the
-// byte after it. gc_xfree atomically takes the piece header (atomicExch to 0: a second free sees 0)
+// (class block), writes the block header {count = lanes, kind}, and broadcasts the block. When
+// 8 + total exceeds 4 KiB the peers are cut into greedy segments of consecutive lanes, each one
+// class block (one acquisition per segment by the leader), and a lane whose own piece exceeds
+// 4 KiB gets a page run alone (deviation: a whole-warp page run wasted a 64 KiB page per warp).
+// Every lane writes its piece header {back = (piece - block) / 8, magic} and returns the byte
+// after it. gc_xfree atomically takes the piece header (atomicExch to 0: a second free sees 0)
 // and decrements the block's count; the lane that brings it to zero returns the block: a class
 // block to its class queue (lanes releasing into one class in one call share one fetch-and-add),
 // a large run to the bitmap (atomicAnd).
@@ -91,12 +99,13 @@ struct gc_xqueue {
     unsigned long long mask;
     unsigned long long tail;   // enqueue tickets
     unsigned long long head;   // dequeue tickets
-    unsigned long long avail;  // published values (signed; transiently negative under undo)
-    unsigned long long pad[3];
+    unsigned long long avail;  // values dequeuers may take (signed; transiently negative under undo)
+    unsigned long long refill; // class queues: 1 while one leader refills it (the refill gate)
+    unsigned long long pad[2];
 };
 
 // The heap descriptor (mirror: 120 u64 on the host; fields in this order: stats at u64 8..13,
-// sb_count at 16, sb_limit at 24, sbq at 48, cls[c] at 56 + 8c).
+// carves 14, gate_waits 15, sb_count at 16, sb_limit at 24, sbq at 48, cls[c] at 56 + 8c).
 struct gc_xheap {
     char* pages;                    // page 0
     unsigned long long npages;
@@ -112,7 +121,8 @@ struct gc_xheap {
     unsigned long long bad_frees;
     unsigned long long live_blocks;
     unsigned long long region_bytes;
-    unsigned long long pad0[2];
+    unsigned long long carves;      // superblocks carved into class blocks (cumulative)
+    unsigned long long gate_waits;  // acquisitions that waited for another leader's refill
     unsigned long long sb_count[GC_XM_CLASSES];  // superblocks owned per class
     unsigned long long sb_limit[GC_XM_CLASSES];  // bound: qcap / blocks per superblock
     unsigned long long pad1[16];
@@ -169,15 +179,17 @@ __device__ __forceinline__ unsigned gc_xq_lap_shift(const gc_xqueue* q) {
     return (unsigned)__popcll(q->mask);
 }
 
-// Writes `v` at enqueue ticket t (waits for the slot's previous lap to be consumed). Release.
-__device__ __forceinline__ void gc_xq_put(gc_xqueue* q, unsigned long long t, unsigned v) {
+// Writes `v` at enqueue ticket t (waits for the slot's previous lap to be consumed). With
+// `release`, a fence first (the block's previous use happens-before its next owner's); carving
+// passes false after one fence for the whole superblock (fresh blocks carry nothing to release).
+__device__ __forceinline__ void gc_xq_put(gc_xqueue* q, unsigned long long t, unsigned v, bool release = true) {
     const unsigned long long lap = t >> gc_xq_lap_shift(q);
     const unsigned turn = (unsigned)(2ull * lap);
     unsigned long long* slot = &q->slots[t & q->mask];
     while ((unsigned)(gc_xm_ld(slot) >> 32) != turn) {
         __nanosleep(32);
     }
-    __threadfence();
+    if (release) __threadfence();
     *(volatile unsigned long long*)slot = ((unsigned long long)(turn + 1u) << 32) | v;
 }
 
@@ -352,6 +364,49 @@ struct gc_xm_grant {
     unsigned long long carve_ticket;
 };
 
+// Opens a class's refill gate. The fence orders the refill's `avail` (or its giving up) before
+// the gate reads open, so a waiter that sees it open also sees the published blocks.
+__device__ __forceinline__ void gc_xm_gate_open(gc_xqueue* q) {
+    __threadfence();
+    atomicExch(&q->refill, 0ull);
+}
+
+// A ready block of class c: 1 with the block in *v; 0 when the caller now holds the class's
+// refill gate (the queue is empty and the class may own another superblock: refill it, then
+// open the gate); -1 when the class is empty and at its bound (try the next class).
+// Only the gate holder carves, so a burst of leaders finding the queue empty (every warp of a
+// fresh heap, or a spurious `empty` under contention) takes ONE superblock per class at a time,
+// not one per leader: the others wait for the gate holder's blocks (published before it opens
+// the gate) or for it to give up. The wait is bounded by the holder's short critical section.
+__device__ int gc_xm_class_take(gc_xheap* h, unsigned c, unsigned* v) {
+    gc_xqueue* q = &h->cls[c];
+    bool waited = false;
+    for (;;) {
+        if (gc_xq_pop(q, v)) return 1;
+        if (gc_xm_ld(&h->sb_count[c]) >= h->sb_limit[c]) return -1;
+        if (gc_xm_ld(&q->refill) == 0ull && atomicCAS(&q->refill, 0ull, 1ull) == 0ull) {
+            __threadfence();  // acquire: the previous holder's blocks and sb_count
+            // Blocks published between our pop and the gate, or the bound reached meanwhile.
+            if (gc_xq_pop(q, v)) {
+                gc_xm_gate_open(q);
+                return 1;
+            }
+            if (gc_xm_ld(&h->sb_count[c]) >= h->sb_limit[c]) {
+                gc_xm_gate_open(q);
+                return -1;
+            }
+            return 0;
+        }
+        if (!waited) {
+            atomicAdd(&h->gate_waits, 1ull);
+            waited = true;
+        }
+        while (gc_xm_ld(&q->refill) != 0ull && (long long)gc_xm_ld(&q->avail) <= 0) {
+            __nanosleep(64);
+        }
+    }
+}
+
 __device__ gc_xm_grant gc_xm_acquire(gc_xheap* h, unsigned long long bytes) {
     gc_xm_grant g;
     g.block = ~0ull;
@@ -362,22 +417,23 @@ __device__ gc_xm_grant gc_xm_acquire(gc_xheap* h, unsigned long long bytes) {
     const unsigned c0 = gc_xm_class_of(bytes);
     for (unsigned c = c0; c < GC_XM_CLASSES; ++c) {
         unsigned v;
-        if (gc_xq_pop(&h->cls[c], &v)) {
+        const int r = gc_xm_class_take(h, c, &v);
+        if (r > 0) {
             g.block = (unsigned long long)v << 4;
             g.kind = c;
             gc_xm_stat_add(h, gc_xm_class_bytes(c));
             return g;
         }
-        // Refill: a superblock carved into class-c blocks, within the class's bound.
-        if (atomicAdd(&h->sb_count[c], 1ull) >= h->sb_limit[c]) {
-            atomicAdd(&h->sb_count[c], 0ull - 1ull);
-            continue;
-        }
+        if (r < 0) continue;  // at its bound: the next larger class serves
+        // We hold class c's gate: refill it with a superblock carved into class-c blocks.
+        gc_xqueue* q = &h->cls[c];
         const unsigned long long page = gc_xm_superblock(h);
         if (page == ~0ull) {
-            atomicAdd(&h->sb_count[c], 0ull - 1ull);
+            gc_xm_gate_open(q);
             continue;  // no page: maybe a larger class still has ready blocks
         }
+        atomicAdd(&h->sb_count[c], 1ull);  // only the gate holder raises it
+        atomicAdd(&h->carves, 1ull);
         const unsigned long long base = page << h->sb_shift;
         const unsigned long long per = (1ull << h->sb_shift) >> (GC_XM_MIN_SHIFT + c);
         g.block = base;
@@ -386,8 +442,12 @@ __device__ gc_xm_grant gc_xm_acquire(gc_xheap* h, unsigned long long bytes) {
         if (per > 1ull) {
             g.carve_n = (unsigned)(per - 1ull);
             g.carve_first = (base + gc_xm_class_bytes(c)) >> 4;
-            g.carve_ticket = atomicAdd(&h->cls[c].tail, per - 1ull);
+            g.carve_ticket = atomicAdd(&q->tail, per - 1ull);
+            // Published before the slots are written: a dequeuer that takes one of these tickets
+            // waits for its slot, which this warp fills right after the broadcast (bounded).
+            atomicAdd(&q->avail, per - 1ull);
         }
+        gc_xm_gate_open(q);
         return g;
     }
     if (c0 == GC_XM_CLASSES) {
@@ -494,6 +554,46 @@ __device__ __forceinline__ unsigned long long gc_xheap_max_alloc(const gc_xheap*
     return total > 16ull ? total - 16ull : 0ull;
 }
 
+// One segment of a coalesced request (uniform over `peers`: every peer lane calls it with the
+// same arguments): the warp leader acquires one block of 8 + seg_total bytes for the lanes in
+// `seg`, the peers carve the superblock it took (if any), the segment's first lane writes the
+// block header. The lanes of `seg` get the block (~0: none) in *my_block.
+__device__ __forceinline__ void gc_xm_serve(gc_xheap* h, unsigned peers, unsigned leader, unsigned lane,
+                                            unsigned seg, unsigned long long seg_total,
+                                            unsigned long long* my_block) {
+    gc_xm_grant g = {~0ull, 0u, 0u, 0ull, 0ull};
+    if (lane == leader) g = gc_xm_acquire(h, 8ull + seg_total);
+    g.block = __shfl_sync(peers, g.block, leader);
+    g.kind = __shfl_sync(peers, g.kind, leader);
+    g.carve_n = __shfl_sync(peers, g.carve_n, leader);
+    g.carve_first = __shfl_sync(peers, g.carve_first, leader);
+    g.carve_ticket = __shfl_sync(peers, g.carve_ticket, leader);
+    if (g.carve_n != 0u) {
+        // The lanes fill the carved blocks' slots together (already counted in `avail`: the
+        // warp finishes them before its next acquisition, which may dequeue one of them).
+        gc_xqueue* q = &h->cls[g.kind];
+        const unsigned nlanes = (unsigned)__popc(peers);
+        const unsigned rank = (unsigned)__popc(peers & ((1u << lane) - 1u));
+        const unsigned step = (unsigned)(gc_xm_class_bytes(g.kind) >> 4);
+        __threadfence();
+        for (unsigned i = rank; i < g.carve_n; i += nlanes) {
+            gc_xq_put(q, g.carve_ticket + i, (unsigned)(g.carve_first + (unsigned long long)i * step), false);
+        }
+        __syncwarp(peers);
+    }
+    const unsigned n = (unsigned)__popc(seg);
+    if (g.block == ~0ull) {
+        if (lane == leader) atomicAdd(&h->failed, (unsigned long long)n);
+        return;
+    }
+    if (lane == (unsigned)__ffs(seg) - 1u) {
+        unsigned* bh = (unsigned*)(h->pages + g.block);
+        bh[0] = n;  // live pieces
+        bh[1] = g.kind;
+    }
+    if (seg & (1u << lane)) *my_block = g.block;
+}
+
 // Warp-coalesced allocation over the lanes calling together on heap `h`.
 __device__ void* gc_xmalloc(gc_xheap* h, unsigned long long size) {
     const unsigned peers = __match_any_sync(__activemask(), (unsigned long long)h);
@@ -521,35 +621,32 @@ __device__ void* gc_xmalloc(gc_xheap* h, unsigned long long size) {
             total += v;
         }
     }
-    gc_xm_grant g = {~0ull, 0u, 0u, 0ull, 0ull};
-    if (lane == leader) g = gc_xm_acquire(h, 8ull + total);
-    g.block = __shfl_sync(peers, g.block, leader);
-    g.kind = __shfl_sync(peers, g.kind, leader);
-    g.carve_n = __shfl_sync(peers, g.carve_n, leader);
-    g.carve_first = __shfl_sync(peers, g.carve_first, leader);
-    g.carve_ticket = __shfl_sync(peers, g.carve_ticket, leader);
-    const unsigned nlanes = (unsigned)__popc(peers);
-    const unsigned rank = (unsigned)__popc(peers & ((1u << lane) - 1u));
-    if (g.carve_n != 0u) {
-        // The lanes enqueue the carved blocks together; the leader publishes them.
-        gc_xqueue* q = &h->cls[g.kind];
-        const unsigned step = (unsigned)(gc_xm_class_bytes(g.kind) >> 4);
-        for (unsigned i = rank; i < g.carve_n; i += nlanes) {
-            gc_xq_put(q, g.carve_ticket + i, (unsigned)(g.carve_first + (unsigned long long)i * step));
+    unsigned long long my_block = ~0ull;
+    if (8ull + total <= GC_XM_MAX_CLASS) {
+        gc_xm_serve(h, peers, leader, lane, peers, total, &my_block);  // one class block
+    } else {
+        // Too much for one class block: greedy segments of consecutive peer lanes, each one
+        // class block (<= 4 KiB); a lane that alone needs more gets its own page run. One page
+        // run for the whole warp would cost a page (64 KiB by default) per warp.
+        unsigned m = peers, seg = 0u;
+        unsigned long long seg_total = 0ull;
+        while (m != 0u) {
+            const unsigned src = (unsigned)__ffs(m) - 1u;
+            m &= m - 1u;
+            const unsigned long long v = __shfl_sync(peers, need, src);
+            if (seg != 0u && 8ull + seg_total + v > GC_XM_MAX_CLASS) {
+                gc_xm_serve(h, peers, leader, lane, seg, seg_total, &my_block);
+                seg = 0u;
+                seg_total = 0ull;
+            }
+            if (src == lane) before = seg_total;
+            seg |= 1u << src;
+            seg_total += v;
         }
-        __syncwarp(peers);
-        if (lane == leader) atomicAdd(&q->avail, (unsigned long long)g.carve_n);
+        gc_xm_serve(h, peers, leader, lane, seg, seg_total, &my_block);
     }
-    if (g.block == ~0ull) {
-        if (lane == leader) atomicAdd(&h->failed, (unsigned long long)nlanes);
-        return (void*)0;
-    }
-    char* const block = h->pages + g.block;
-    if (lane == leader) {
-        unsigned* bh = (unsigned*)block;
-        bh[0] = nlanes;  // live pieces
-        bh[1] = g.kind;
-    }
+    if (my_block == ~0ull) return (void*)0;
+    char* const block = h->pages + my_block;
     unsigned long long* piece = (unsigned long long*)(block + 8ull + before);
     *piece = ((unsigned long long)GC_XM_MAGIC << 32) | ((8ull + before) >> 3);
     __syncwarp(peers);

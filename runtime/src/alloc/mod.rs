@@ -33,7 +33,7 @@ mod queue;
 
 use queue::TicketQueue;
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Size classes: 32, 64, ..., 4096 bytes (the smallest piece with its headers is 24 bytes).
 pub const CLASSES: usize = 8;
@@ -120,6 +120,10 @@ pub struct XHeapStats {
     pub cached_superblocks: u64,
     /// Pages taken in the bitmap (superblocks, cached ones and large runs).
     pub pages_taken: u64,
+    /// Superblocks carved into class blocks (cumulative).
+    pub carves: u64,
+    /// Acquisitions that waited for another thread's refill of a class (cumulative).
+    pub gate_waits: u64,
 }
 
 /// The warp-coalesced, two-level buffered allocator over an owned arena.
@@ -134,6 +138,10 @@ pub struct XHeap {
     cls: Vec<TicketQueue>,
     sb_count: [AtomicU64; CLASSES],
     sb_limit: [u64; CLASSES],
+    /// Per class: a refill (carve) is in progress; only its holder carves (the refill gate).
+    refilling: [AtomicBool; CLASSES],
+    carves: AtomicU64,
+    gate_waits: AtomicU64,
     bytes_in_use: AtomicU64,
     high_water: AtomicU64,
     live_blocks: AtomicU64,
@@ -211,6 +219,9 @@ impl XHeap {
             cls: (0..CLASSES).map(|_| TicketQueue::new(qcap)).collect(),
             sb_count: Default::default(),
             sb_limit,
+            refilling: Default::default(),
+            carves: AtomicU64::new(0),
+            gate_waits: AtomicU64::new(0),
             bytes_in_use: AtomicU64::new(0),
             high_water: AtomicU64::new(0),
             live_blocks: AtomicU64::new(0),
@@ -265,6 +276,8 @@ impl XHeap {
             cached_superblocks: self.sbq.len(),
             pages_taken: self.bitmap.iter().map(|w| u64::from(w.load(Ordering::Relaxed).count_ones())).sum::<u64>()
                 - (self.bitmap.len() as u64 * 64 - self.npages),
+            carves: self.carves.load(Ordering::Relaxed),
+            gate_waits: self.gate_waits.load(Ordering::Relaxed),
         }
     }
 
@@ -275,22 +288,58 @@ impl XHeap {
         out
     }
 
-    /// The host twin of a warp's coalesced request: all `sizes` from ONE block (one trip through
-    /// the buffers), each piece freed on its own with [`free`](Self::free). All or nothing:
-    /// `None` when the heap cannot hold the combined request. Zero sizes get 8-byte pieces.
+    /// The host twin of a warp's coalesced request, lane for lane: `sizes[i]` is lane i's request,
+    /// the answer lane i's piece (`None`: its segment's block could not be had). The pieces share
+    /// ONE block when the combined size (8 + sum of 8 + round8(size)) fits the 4 KiB class;
+    /// otherwise greedy segments of consecutive lanes share one class block each, and a lane that
+    /// alone needs more than 4 KiB gets its own page run (as the device's `gc_xmalloc`). Each
+    /// piece is freed on its own with [`free`](Self::free). Zero sizes get 8-byte pieces.
+    pub fn alloc_lanes(&self, sizes: &[usize]) -> Vec<Option<Offset>> {
+        let mut out = vec![None; sizes.len()];
+        self.alloc_coalesced(sizes, |i, o| out[i] = Some(o));
+        out
+    }
+
+    /// A warp's coalesced request, all or nothing: `None` (nothing held) when any segment of
+    /// [`alloc_lanes`](Self::alloc_lanes) failed. A single segment (combined size up to 4 KiB)
+    /// is one block, as in the paper.
     pub fn alloc_many(&self, sizes: &[usize]) -> Option<Vec<Offset>> {
-        let mut out = Vec::with_capacity(sizes.len());
-        self.alloc_coalesced(sizes, |_, o| out.push(o)).then_some(out)
+        let got = self.alloc_lanes(sizes);
+        if got.iter().all(Option::is_some) {
+            return Some(got.into_iter().flatten().collect());
+        }
+        let mut rolled_back = 0;
+        for o in got.into_iter().flatten() {
+            self.free(o).expect("rolling back a fresh piece");
+            rolled_back += 1;
+        }
+        self.failed.fetch_add(rolled_back, Ordering::Relaxed);
+        None
     }
 
     fn alloc_coalesced(&self, sizes: &[usize], mut each: impl FnMut(usize, Offset)) -> bool {
+        let need = |s: usize| 8 + round8((s as u64).max(1));
+        let total = sizes.iter().fold(0u64, |t, &s| t.saturating_add(need(s)));
+        if 8 + total <= MAX_CLASS as u64 {
+            return self.serve(sizes, 0, total, &mut each);
+        }
+        // Greedy segments of consecutive lanes, each one class block (or one lane's page run).
+        let (mut first, mut seg_total, mut all) = (0, 0u64, true);
+        for (i, &s) in sizes.iter().enumerate() {
+            let v = need(s);
+            if i > first && 8 + seg_total + v > MAX_CLASS as u64 {
+                all &= self.serve(&sizes[first..i], first, seg_total, &mut each);
+                (first, seg_total) = (i, 0);
+            }
+            seg_total = seg_total.saturating_add(v);
+        }
+        all & self.serve(&sizes[first..], first, seg_total, &mut each)
+    }
+
+    /// One segment: lanes `lane0..lane0 + sizes.len()` from one block of 8 + `total` bytes.
+    fn serve(&self, sizes: &[usize], lane0: usize, total: u64, each: &mut impl FnMut(usize, Offset)) -> bool {
         if sizes.is_empty() {
             return true;
-        }
-        // The warp's exclusive prefix sum of piece sizes (header + payload).
-        let mut total = 0u64;
-        for &s in sizes {
-            total = total.saturating_add(8 + round8((s as u64).max(1)));
         }
         let Some(g) = (total < (1 << 40)).then(|| self.acquire(8 + total)).flatten() else {
             self.failed.fetch_add(sizes.len() as u64, Ordering::Relaxed);
@@ -300,7 +349,7 @@ impl XHeap {
         let mut at = 8u64;
         for (i, &s) in sizes.iter().enumerate() {
             self.w(g.block + at).store((MAGIC << 32) | (at / 8), Ordering::Relaxed);
-            each(i, Offset(g.block + at + 8));
+            each(lane0 + i, Offset(g.block + at + 8));
             at += 8 + round8((s as u64).max(1));
         }
         true
@@ -317,32 +366,87 @@ impl XHeap {
         self.live_blocks.fetch_sub(1, Ordering::Relaxed);
     }
 
+    /// A ready block of class `c` (`Ok(Some)`), or `Ok(None)` when the caller now holds the
+    /// class's refill gate (empty queue, the class may own another superblock: refill it, then
+    /// [`gate_open`](Self::gate_open)), or `Err(())` when the class is empty and at its bound.
+    /// Only the gate holder carves: a burst of threads finding the queue empty (a fresh heap, or
+    /// a spurious `empty`) takes one superblock per class at a time, not one per thread; the
+    /// others wait for the holder's blocks (published before the gate opens) or for it to give up.
+    fn class_take(&self, c: usize) -> Result<Option<u32>, ()> {
+        let (q, gate) = (&self.cls[c], &self.refilling[c]);
+        let mut waited = false;
+        loop {
+            if let Some(v) = q.pop() {
+                return Ok(Some(v));
+            }
+            if self.sb_count[c].load(Ordering::Relaxed) >= self.sb_limit[c] {
+                return Err(());
+            }
+            if !gate.load(Ordering::Relaxed)
+                && gate.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok()
+            {
+                // Blocks published between our pop and the gate, or the bound reached meanwhile.
+                if let Some(v) = q.pop() {
+                    self.gate_open(c);
+                    return Ok(Some(v));
+                }
+                if self.sb_count[c].load(Ordering::Relaxed) >= self.sb_limit[c] {
+                    self.gate_open(c);
+                    return Err(());
+                }
+                return Ok(None);
+            }
+            if !waited {
+                self.gate_waits.fetch_add(1, Ordering::Relaxed);
+                waited = true;
+            }
+            let mut spins = 0;
+            while gate.load(Ordering::Acquire) && q.len() == 0 {
+                queue::backoff(&mut spins);
+            }
+        }
+    }
+
+    /// Opens class `c`'s refill gate (`Release`: the holder's published blocks and `sb_count`
+    /// are seen by whoever takes the gate next).
+    fn gate_open(&self, c: usize) {
+        self.refilling[c].store(false, Ordering::Release);
+    }
+
     /// The leader's path: a block of at least `bytes`.
     fn acquire(&self, bytes: u64) -> Option<Grant> {
         let c0 = class_of(bytes);
         for c in c0..CLASSES {
-            if let Some(v) = self.cls[c].pop() {
-                self.stat_add(class_bytes(c));
-                return Some(Grant { block: u64::from(v) << 4, kind: c as u64 });
+            match self.class_take(c) {
+                Ok(Some(v)) => {
+                    self.stat_add(class_bytes(c));
+                    return Some(Grant { block: u64::from(v) << 4, kind: c as u64 });
+                }
+                Err(()) => continue, // at its bound: the next larger class serves
+                Ok(None) => {}
             }
-            if self.sb_count[c].fetch_add(1, Ordering::Relaxed) >= self.sb_limit[c] {
-                self.sb_count[c].fetch_sub(1, Ordering::Relaxed);
-                continue;
-            }
+            // We hold class c's gate: refill it with a superblock carved into class-c blocks.
             let Some(page) = self.superblock() else {
-                self.sb_count[c].fetch_sub(1, Ordering::Relaxed);
-                continue;
+                self.gate_open(c);
+                continue; // no page: maybe a larger class still has ready blocks
             };
-            // Carve: block 0 for the caller, the rest into the class FIFO (one ticket FAA).
+            self.sb_count[c].fetch_add(1, Ordering::Relaxed); // only the gate holder raises it
+            self.carves.fetch_add(1, Ordering::Relaxed);
+            // Carve: block 0 for the caller, the rest into the class FIFO (one ticket FAA),
+            // counted in `avail` before the slots are written (a dequeuer waits for its slot).
             let base = page << self.page_shift;
             let per = self.page_size() >> (MIN_SHIFT + c as u32);
-            if per > 1 {
-                let q = &self.cls[c];
+            let q = &self.cls[c];
+            let t = (per > 1).then(|| {
                 let t = q.reserve(per - 1);
+                q.publish(per - 1);
+                t
+            });
+            self.gate_open(c);
+            if let Some(t) = t {
                 for i in 1..per {
                     q.put(t + i - 1, ((base + i * class_bytes(c)) >> 4) as u32);
                 }
-                q.publish(per - 1);
             }
             self.stat_add(class_bytes(c));
             return Some(Grant { block: base, kind: c as u64 });
@@ -618,8 +722,72 @@ mod tests {
         }
         h.free(small).unwrap();
         h.trim();
-        assert_eq!(h.stats(), XHeapStats { high_water: h.stats().high_water, failed: 1, ..Default::default() });
+        let s = h.stats();
+        assert_eq!(
+            s,
+            XHeapStats {
+                high_water: s.high_water,
+                failed: 1,
+                carves: s.carves,
+                gate_waits: s.gate_waits,
+                ..Default::default()
+            }
+        );
         assert!(h.alloc(h.max_alloc() as usize).is_some());
+    }
+
+    #[test]
+    fn coalesced_over_4k_is_segmented_into_class_blocks() {
+        // 32 lanes of 200 bytes (208 with the piece header, 6656 in all): not one 64 KiB page run
+        // but two 4 KiB class blocks (19 + 13 lanes); a lane of 5000 bytes gets a page run alone.
+        let mut h = heap(1 << 20, 16);
+        let sizes = [200usize; 32];
+        let pieces = h.alloc_lanes(&sizes);
+        assert!(pieces.iter().all(Option::is_some));
+        let s = h.stats();
+        assert_eq!((s.live_blocks, s.bytes_in_use, s.superblocks[7]), (2, 2 * 4096, 1), "{s:?}");
+        let mut sizes2 = vec![8usize; 10];
+        sizes2[4] = 5000;
+        let more = h.alloc_many(&sizes2).unwrap();
+        // [8 x4] one 128-byte block (8 + 4 * 16), [5000] a page run, [8 x5] another (8 + 5 * 16).
+        assert_eq!(h.stats().live_blocks, 5);
+        assert_eq!(h.stats().bytes_in_use, 2 * 4096 + (1 << 16) + 2 * 128);
+        for (i, o) in more.iter().enumerate() {
+            h.free(*o).unwrap();
+            assert_eq!(
+                h.stats().live_blocks,
+                if i < 3 {
+                    5
+                } else if i < 4 {
+                    4
+                } else if i < 9 {
+                    3
+                } else {
+                    2
+                }
+            );
+        }
+        for o in pieces.into_iter().flatten() {
+            h.free(o).unwrap();
+        }
+        assert_eq!((h.stats().bytes_in_use, h.stats().live_blocks), (0, 0));
+        h.trim();
+        assert_eq!(h.stats().pages_taken, 0);
+    }
+
+    #[test]
+    fn alloc_many_is_all_or_nothing_across_segments() {
+        // Two pages of 4 KiB: a request of three 4000-byte lanes needs three blocks; the third
+        // fails, the first two are rolled back.
+        let h = heap(8 << 10, 12);
+        assert!(h.alloc_many(&[4000, 4000, 4000]).is_none());
+        let s = h.stats();
+        assert_eq!((s.bytes_in_use, s.live_blocks, s.failed), (0, 0, 3), "{s:?}");
+        let lanes = h.alloc_lanes(&[4000, 4000, 4000]);
+        assert_eq!(lanes.iter().filter(|o| o.is_some()).count(), 2);
+        for o in lanes.into_iter().flatten() {
+            h.free(o).unwrap();
+        }
     }
 
     #[test]

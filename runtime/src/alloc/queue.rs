@@ -27,7 +27,7 @@ pub(crate) struct TicketQueue {
 }
 
 /// Spins politely: busy for a while, then yields the core (the waited-for thread may be descheduled).
-fn backoff(spins: &mut u32) {
+pub(crate) fn backoff(spins: &mut u32) {
     *spins += 1;
     if *spins < 64 {
         std::hint::spin_loop();
