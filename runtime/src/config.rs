@@ -91,7 +91,7 @@ impl Default for Config {
             level_capacity: 1 << 12,
             segment_capacity: 1 << 12,
             pool_capacity: 1 << 26,
-            device_level_capacity: 1 << 22,
+            device_level_capacity: 1 << 23,
             device_spill_capacity: 1 << 28,
             max_depth: 1 << 16,
             timeout: None,

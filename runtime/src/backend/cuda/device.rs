@@ -251,6 +251,13 @@ impl CudaDevice {
 
     fn synchronize_inner(&self, timeout: Option<Duration>) -> Result<()> {
         let s = &self.shared;
+        if timeout.is_none() {
+            // No deadline: one blocking stream synchronization (no event to create and poll) —
+            // the scheduler's hot path waits here once per launch.
+            s.stream.synchronize().map_err(|e| self.execution_error(e))?;
+            s.clear_pending();
+            return Ok(());
+        }
         let event = s.ctx.new_event(None).op(|| "creating an event to wait on".to_string())?;
         event.record(&s.stream).map_err(|e| self.execution_error(e))?;
         let start = Instant::now();

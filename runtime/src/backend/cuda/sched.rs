@@ -12,7 +12,7 @@
 //! silently dropped).
 
 use super::memory::{DeviceBuffer, DeviceCopy, DevicePtr};
-use super::module::{LaunchDims, Program};
+use super::module::{Kernel, LaunchDims, Program};
 use super::program::AssembledProgram;
 use super::CudaDevice;
 use crate::config::Config;
@@ -189,8 +189,14 @@ pub(crate) struct GpuState {
     result: DeviceBuffer<u64>,
     /// Levels with channels in the table.
     levels: usize,
-    /// Largest fan-out seen per task (all levels, all runs).
+    /// Largest fan-out seen per task (all levels, all runs); the compiler's bound when it has one.
     fanout: Vec<u64>,
+    /// Whether `fanout` is the compiler's static bound (else it is observed).
+    static_fanout: Vec<bool>,
+    /// Children spawned and tasks run per task (all runs): the mean fan-out of dynamic tasks.
+    spawned: Vec<(u64, u64)>,
+    /// `gc_<task>_q<k>` per task and queue, looked up once.
+    kernels: Vec<Vec<Kernel<GcLaunch>>>,
 }
 
 impl GpuState {
@@ -224,13 +230,30 @@ impl GpuState {
             table_dirty: true,
             ctl: dev.alloc_zeroed::<GcCtl>(CTL0 + nq * max_levels)?,
             host_ctl: vec![GcCtl::default(); CTL0 + nq * max_levels],
-            spill: dev.alloc_zeroed::<u8>(config.device_spill_capacity.max(64))?,
+            spill: dev.alloc_zeroed::<u8>(config.device_spill_capacity.max(8))?,
             spill_stride,
             queue_sizes: dev.htod(&queue_sizes)?,
             heads: vec![0; nq * max_levels],
             result: dev.alloc_zeroed::<u64>(1)?,
             levels: 0,
             fanout: asm.tasks.iter().map(|t| t.fanout.map_or(0, |f| f as u64)).collect(),
+            static_fanout: asm.tasks.iter().map(|t| t.fanout.is_some()).collect(),
+            spawned: vec![(0, 0); n],
+            kernels: asm
+                .tasks
+                .iter()
+                .map(|t| {
+                    (0..=t.syncs + 1)
+                        .map(|q| {
+                            // SAFETY: every `gc_<task>_q<k>` kernel of an assembled program takes
+                            // one `gc_launch` (written by `gc_run`, see runtime.cuh), mirrored by
+                            // `GcLaunch`; launches below give it only channels of the table and
+                            // counts the host planned (see the launch site).
+                            unsafe { program.kernel::<GcLaunch>(&format!("gc_{}_q{}", t.fragment.name, q)) }
+                        })
+                        .collect::<Result<Vec<_>>>()
+                })
+                .collect::<Result<Vec<_>>>()?,
         })
     }
 }
@@ -351,6 +374,27 @@ impl<'a> GpuRun<'a> {
         }
         Ok(())
     }
+    /// Children to plan per task when sizing a chunk: the compiler's bound when it has one;
+    /// otherwise, since a spawn that finds no room spills instead of failing, the mean fan-out
+    /// seen so far with 50% headroom (the largest seen before any task has run), so wide levels
+    /// of a dynamic task are not cut into needlessly small chunks by one large fan-out.
+    fn plan_fanout(&self, ti: usize) -> u64 {
+        let max = self.st.fanout[ti].max(1);
+        if self.st.static_fanout[ti] {
+            return max;
+        }
+        match self.st.spawned[ti] {
+            (children, tasks) if tasks >= 1024 => (children * 3 / (2 * tasks)).clamp(1, max),
+            _ => max,
+        }
+    }
+
+    /// Elements ever reserved in the pre-spawn channels of `level` (all tasks).
+    fn children_at(&self, level: usize) -> u64 {
+        let nq = self.nq();
+        self.asm.tasks.iter().map(|t| self.st.host_ctl[CTL0 + level * nq + t.qbase as usize].reserved).sum()
+    }
+
     /// Moves the spilled elements of one launch into their channels at `level`: every channel
     /// that overflowed is grown (its live tickets copied into a ring big enough for them and all
     /// the records), then `gc_unspill` reserves and copies each record. Returns the channels grown.
@@ -493,7 +537,7 @@ impl<'a> GpuRun<'a> {
             let Some(level) = (0..=hint).rev().find(|&l| (0..nq).any(|q| self.pending(l, q) > 0)) else { break };
             let (ti, local_q, gq) = self.pick(level).ok_or_else(|| Error::Internal("no queue to run".into()))?;
             self.ensure_levels(level + 2)?;
-            let fanout = self.st.fanout[ti].max(1);
+            let fanout = self.plan_fanout(ti);
             let mut n = self.pending(level, gq).min((self.st.max_capacity / fanout).max(1));
             // Children: every pre-spawn channel one level down is empty (deepest level first).
             for t in 0..self.asm.tasks.len() {
@@ -501,13 +545,20 @@ impl<'a> GpuRun<'a> {
                 let cap = self.ensure_capacity(level + 1, q, n * fanout)?;
                 n = n.min((cap / fanout).max(1));
             }
-            // Frames (and deferred returns) of this chunk go to the next queue of this level.
-            let frames_q = gq + 1;
-            let waiting = self.pending(level, frames_q);
-            let cap = self.ensure_capacity(level, frames_q, waiting + n)?;
-            n = n.min(cap.saturating_sub(waiting)).max(1);
+            // Frames (and deferred returns) of this chunk go to the later queues of this level:
+            // the next one, or a later one when a segment that spawned nothing ran on inline.
+            let t = &self.asm.tasks[ti];
+            for frames_q in gq + 1..=t.qbase as usize + t.syncs + 1 {
+                let waiting = self.pending(level, frames_q);
+                let cap = self.ensure_capacity(level, frames_q, waiting + n)?;
+                n = n.min(cap.saturating_sub(waiting));
+            }
+            if n == 0 {
+                return Err(Error::Internal(format!("no room for frames of `{}` at level {level}", t.name)));
+            }
             self.upload_table()?;
             let idx = level * nq + gq;
+            let children_before = self.children_at(level + 1);
             let params = GcLaunch {
                 table: self.st.table.ptr().addr(),
                 nq: nq as u32,
@@ -522,12 +573,11 @@ impl<'a> GpuRun<'a> {
                 spill_capacity: self.st.spill.len() as u64,
                 spill_stride: self.st.spill_stride,
             };
-            let name = format!("gc_{}_q{}", self.asm.tasks[ti].fragment.name, local_q);
-            // SAFETY: every `gc_<task>_q<k>` kernel takes one `gc_launch`; it reads `count`
-            // elements from ticket `first` of a channel the host filled, and writes only into
-            // allocated channels of the table (reservations are checked against capacity) and
-            // into result slots inside frames of those channels or the result cell.
-            let k = unsafe { self.program.kernel::<GcLaunch>(&name)? };
+            // The kernel reads `count` elements from ticket `first` of a channel the host filled,
+            // and writes only into allocated channels of the table (reservations are checked
+            // against capacity, overflow spills) and into result slots inside frames of those
+            // channels or the result cell.
+            let k = &self.st.kernels[ti][local_q];
             k.launch(LaunchDims::cover(n as usize, THREADS), &params)?;
             self.st.heads[idx] += n;
             self.refresh()?;
@@ -537,6 +587,10 @@ impl<'a> GpuRun<'a> {
             }
             let seen = self.st.host_ctl[CTL0 + idx].max_fanout as u64;
             self.st.fanout[ti] = self.st.fanout[ti].max(seen);
+            let children = self.children_at(level + 1) - children_before;
+            let (c, t) = &mut self.st.spawned[ti];
+            *c += children;
+            *t += n;
             stats.dispatches += 1;
             let ts = &mut stats.tasks[ti];
             let per = if local_q == 0 { &mut ts.tasks_per_level } else { &mut ts.continuations_per_level };
@@ -565,7 +619,9 @@ impl<'a> GpuRun<'a> {
     /// (task index, local queue, global queue) to run at `level`: continuations first.
     fn pick(&self, level: usize) -> Option<(usize, usize, usize)> {
         let conts = self.asm.tasks.iter().enumerate().find_map(|(ti, t)| {
-            (1..=t.syncs + 1).find_map(|k| {
+            // Latest segment first: its queue drains before an earlier segment's launch can send
+            // frames into it, so those queues are empty (and can grow) whenever a launch needs them.
+            (1..=t.syncs + 1).rev().find_map(|k| {
                 let gq = t.qbase as usize + k;
                 (self.pending(level, gq) > 0).then_some((ti, k, gq))
             })
