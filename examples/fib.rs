@@ -10,8 +10,8 @@ mod workload;
 
 use clap::Parser;
 use gpu_cilk::prelude::*;
-use workload::fib;
 use std::process::ExitCode;
+use workload::fib;
 
 /// Computes fib(n) with one task per call.
 #[derive(Parser, Debug)]

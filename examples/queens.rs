@@ -16,8 +16,8 @@ mod workload;
 
 use clap::{Parser, ValueEnum};
 use gpu_cilk::prelude::*;
-use workload::{queens, queens_bits, KNOWN};
 use std::process::ExitCode;
+use workload::{queens, queens_bits, KNOWN};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum Variant {

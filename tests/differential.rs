@@ -87,7 +87,8 @@ fn randomized_task_trees_equal_serial() {
 
 #[test]
 fn an_exhausted_device_spill_pool_is_an_error_not_a_hang() {
-    let cfg = Config::default().backend(BackendKind::Cuda).device_level_capacity(2).device_spill_capacity(256);
+    // One-element channels: the root's second child must spill, and the pool holds no record.
+    let cfg = Config::default().backend(BackendKind::Cuda).device_level_capacity(1).device_spill_capacity(8);
     let rt = match Runtime::with_config(cfg) {
         Ok(rt) => rt,
         Err(e) if std::env::var_os("GPU_CILK_REQUIRE_GPU").is_some() => panic!("GPU required: {e}"),

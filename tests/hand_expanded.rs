@@ -64,7 +64,10 @@ pub mod fib {
             super::fib(n)
         }
 
-        fn prespawn<S: ::gpu_cilk::runtime::Spawn<Self>>(__args: Args, __cx: &mut S) -> ::gpu_cilk::runtime::Step<Self> {
+        fn prespawn<S: ::gpu_cilk::runtime::Spawn<Self>>(
+            __args: Args,
+            __cx: &mut S,
+        ) -> ::gpu_cilk::runtime::Step<Self> {
             let Args { n } = __args;
             if n < 2 {
                 return ::gpu_cilk::runtime::Step::Return(n as u64);
@@ -177,7 +180,10 @@ pub mod wide {
             super::wide(d, k)
         }
 
-        fn prespawn<S: ::gpu_cilk::runtime::Spawn<Self>>(__args: Args, __cx: &mut S) -> ::gpu_cilk::runtime::Step<Self> {
+        fn prespawn<S: ::gpu_cilk::runtime::Spawn<Self>>(
+            __args: Args,
+            __cx: &mut S,
+        ) -> ::gpu_cilk::runtime::Step<Self> {
             let Args { d, k } = __args;
             if d == 0 {
                 return ::gpu_cilk::runtime::Step::Return(1);
@@ -217,10 +223,13 @@ pub mod wide {
                     for j in 0..k as usize {
                         s += parts[j];
                     }
-                    let extra: <fib::Task as ::gpu_cilk::runtime::CilkTask>::Output = ::core::default::Default::default();
+                    let extra: <fib::Task as ::gpu_cilk::runtime::CilkTask>::Output =
+                        ::core::default::Default::default();
                     __cx.spawn::<fib::Task>(
                         fib::args(d),
-                        ::gpu_cilk::runtime::Place::field(::core::mem::offset_of!(Frame, extra), |__f: &Frame| &__f.extra),
+                        ::gpu_cilk::runtime::Place::field(::core::mem::offset_of!(Frame, extra), |__f: &Frame| {
+                            &__f.extra
+                        }),
                     );
                     ::gpu_cilk::runtime::Step::Sync(Frame { d, k, parts, s, extra })
                 }

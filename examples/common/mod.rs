@@ -41,13 +41,21 @@ pub fn runtime(common: &Common) -> Result<Runtime, Error> {
 /// Runs `call` `reps` times (spinner after a second), verifies against `expected` (computed by the
 /// serial oracle unless `--no-verify`), prints the result line and the stats of the last run.
 /// Returns whether the result was right.
-pub fn run_and_report<T>(rt: &Runtime, common: &Common, label: &str, call: Call<T>, known: Option<T::Output>) -> Result<bool, Error>
+pub fn run_and_report<T>(
+    rt: &Runtime,
+    common: &Common,
+    label: &str,
+    call: Call<T>,
+    known: Option<T::Output>,
+) -> Result<bool, Error>
 where
     T: CilkTask,
     T::Output: PartialEq + Debug,
 {
     let spinner = ProgressBar::new_spinner();
-    spinner.set_style(ProgressStyle::with_template("{spinner} {msg} {elapsed}").unwrap_or_else(|_| ProgressStyle::default_spinner()));
+    spinner.set_style(
+        ProgressStyle::with_template("{spinner} {msg} {elapsed}").unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
     spinner.set_message(format!("running {label} on {}", rt.backend()));
     let mut times = Vec::new();
     let mut last = None;
