@@ -16,7 +16,7 @@ for line in sys.stdin:
         name = m["target"]["name"]
         # Only the binaries with GPU tests (the others need cargo or are host-only).
         if name in ("hand_expanded", "differential", "compile_subset", "cuda_device", "cuda_alloc", "cuda_channel",
-                    "cuda_ticket_queue", "nvrtc_compile", "gpu_cilk_runtime"):
+                    "cuda_ticket_queue", "nvrtc_compile", "gpu_cilk_runtime", "device_faults", "temps"):
             shutil.copy(m["executable"], ".carry/tests/" + name)
 '
 cp target/release/examples/fib target/release/examples/queens "$out/"

@@ -1,0 +1,108 @@
+//! Faults in task bodies come back as errors naming the function and the source location, on
+//! every backend, and a task that never finishes is stopped by `Config::timeout` on the GPU —
+//! never a crash or a hang. GPU cases skip without a GPU unless `GPU_CILK_REQUIRE_GPU=1`.
+
+use gpu_cilk::prelude::*;
+use std::time::Duration;
+
+/// Reads `a[i]` of a four-element array: out of bounds for `i >= 4`.
+#[gpu_cilk]
+pub fn pick(i: u32) -> u32 {
+    let a: [u32; 4] = [10, 20, 30, 40];
+    a[i as usize]
+}
+
+/// Spawns `pick` and divides by `d` after the sync.
+#[gpu_cilk]
+pub fn ratio(i: u32, d: u32) -> u32 {
+    let x = spawn!(pick(i));
+    sync!();
+    x / d
+}
+
+/// Never returns.
+#[gpu_cilk]
+pub fn spin(n: u32) -> u32 {
+    let mut k: u32 = n;
+    loop {
+        k = k.wrapping_mul(3).wrapping_add(1);
+        if k == 0 && n == 12345 {
+            break;
+        }
+    }
+    k
+}
+
+fn cuda(cfg: Config) -> Option<Runtime> {
+    match Runtime::with_config(cfg.backend(BackendKind::Cuda)) {
+        Ok(rt) => Some(rt),
+        Err(e) if std::env::var_os("GPU_CILK_REQUIRE_GPU").is_some() => panic!("GPU required: {e}"),
+        Err(e) => {
+            eprintln!("skipping the cuda backend: {e}");
+            None
+        }
+    }
+}
+
+#[test]
+fn index_out_of_bounds_is_an_error_on_host_backends() {
+    for kind in [BackendKind::Serial, BackendKind::Cpu] {
+        let rt = Runtime::with_config(Config::default().backend(kind)).unwrap();
+        assert_eq!(rt.run(ratio::task(2, 3)).unwrap(), 10);
+        match rt.run(ratio::task(9, 1)) {
+            Err(Error::TaskPanicked { message, .. }) => assert!(message.contains("index out of bounds"), "{message}"),
+            other => panic!("{kind}: expected TaskPanicked, got {other:?}"),
+        }
+        match rt.run(ratio::task(1, 0)) {
+            Err(Error::TaskPanicked { message, .. }) => assert!(message.contains("divide by zero"), "{message}"),
+            other => panic!("{kind}: expected TaskPanicked, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn device_faults_name_the_function_and_location() {
+    let Some(rt) = cuda(Config::default()) else { return };
+    assert_eq!(rt.run(ratio::task(2, 3)).unwrap(), 10);
+    match rt.run(ratio::task(9, 1)) {
+        Err(Error::DeviceFault { task, location, message, level }) => {
+            assert_eq!(task, "pick");
+            assert_eq!(level, 1);
+            assert!(location.contains("device_faults.rs:"), "{location}");
+            assert!(message.contains("index out of bounds"), "{message}");
+        }
+        other => panic!("expected DeviceFault, got {other:?}"),
+    }
+    match rt.run(ratio::task(1, 0)) {
+        Err(Error::DeviceFault { task, message, .. }) => {
+            assert_eq!(task, "ratio");
+            assert!(message.contains("divide by zero"), "{message}");
+        }
+        other => panic!("expected DeviceFault, got {other:?}"),
+    }
+    // The runtime is still usable after a fault.
+    assert_eq!(rt.run(ratio::task(3, 4)).unwrap(), 10);
+}
+
+#[test]
+fn a_kernel_that_never_finishes_times_out() {
+    // The stuck kernel keeps the device busy, so it runs in a child process of this test binary.
+    if std::env::var_os("GPU_CILK_TIMEOUT_CHILD").is_some() {
+        let Some(rt) = cuda(Config::default().timeout(Some(Duration::from_millis(1500)))) else { return };
+        match rt.run(spin::task(7)) {
+            Err(Error::Timeout(t)) => println!("TIMED OUT after {t:?}"),
+            other => panic!("expected Timeout, got {other:?}"),
+        }
+        std::process::exit(0); // do not wait for the stuck kernel at teardown
+    }
+    if cuda(Config::default()).is_none() {
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "a_kernel_that_never_finishes_times_out", "--nocapture"])
+        .env("GPU_CILK_TIMEOUT_CHILD", "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("TIMED OUT"), "child said: {text}\n{}", String::from_utf8_lossy(&out.stderr));
+}
