@@ -7,14 +7,27 @@
 //!
 //! | counter     | advanced by | meaning                                                    |
 //! |-------------|-------------|------------------------------------------------------------|
-//! | `reserved`  | [`Channel::talloc`] (fetch-and-add) | tickets handed to producers        |
-//! | `published` | [`Channel::enq`]    | *done count* of writes: elements consumers may take |
-//! | `claimed`   | [`Channel::deq`] (fetch-and-add)    | tickets handed to consumers        |
-//! | `freed`     | [`Channel::deq`] after the read (`tfree`) | *done count* of slots free again |
+//! | `reserved`  | [`Channel::talloc`]/[`Channel::talloc_n`] (fetch-and-add) | tickets handed to producers |
+//! | `published` | [`Channel::enq`]/[`Channel::enq_n`] | *done count* of writes: elements consumers may take |
+//! | `claimed`   | [`Channel::deq`]/[`Channel::deq_n`] (fetch-and-add) | tickets handed to consumers |
+//! | `freed`     | [`Channel::deq`]/[`Claim`]'s drop, after the reads (`tfree`) | *done count* of slots free again |
 //!
 //! Ticket `t` lives in slot `t % capacity`. Reservation is one fetch-and-add per request (never a
 //! compare-and-swap loop); [`Channel::talloc_n`] reserves a run of tickets with one fetch-and-add,
 //! the host twin of the warp-aggregated reservation on the device.
+//!
+//! # Batched operations
+//!
+//! Every counter has a run form that touches it once per run instead of once per element, so that
+//! many threads sharing a channel do not all hammer its counters' cache line: [`Channel::talloc_n`]
+//! (one `reserved` add), [`Channel::enq_n`] (one `published` add for a run of writes),
+//! [`Channel::deq_n`] (one `claimed` add; the returned [`Claim`] adds its `freed` once when
+//! dropped). The control words still go through every transition per element, so the runs are
+//! exactly as checked as single operations; only the done counts move in steps of more than one,
+//! which the protocol allows because a done count is only read across a phase boundary (or, by
+//! `len`/`occupancy`, as a snapshot that is exact at a quiescent point). A run's tickets are
+//! consecutive, so its slots and control words are adjacent in memory: one thread's run stays
+//! in that thread's cache lines.
 //!
 //! # Protocol (the invariant the scheduler keeps)
 //!
@@ -167,6 +180,64 @@ pub enum ChannelError {
     NotPublished(usize),
 }
 
+/// A run of consecutive tickets claimed by [`Channel::deq_n`]: yields their elements in ticket
+/// order (`Err(NotPublished)` for a ticket whose slot was not published: a protocol violation),
+/// and adds the elements it took to the channel's `freed` done count once, when dropped. Dropping
+/// it early takes and drops the elements not yet yielded.
+#[must_use = "a claim takes its elements as it is iterated, and drops the rest when dropped"]
+pub struct Claim<'c, T> {
+    ch: &'c Channel<T>,
+    first: usize,
+    next: usize,
+    end: usize,
+    taken: usize,
+}
+
+impl<T> Claim<'_, T> {
+    /// The first claimed ticket's number.
+    pub fn first(&self) -> usize {
+        self.first
+    }
+}
+
+impl<T> Iterator for Claim<'_, T> {
+    type Item = Result<T, ChannelError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.next == self.end {
+            return None;
+        }
+        let t = self.next;
+        self.next = t.wrapping_add(1);
+        let r = self.ch.take(t);
+        if r.is_ok() {
+            self.taken += 1;
+        }
+        Some(r)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = self.end.wrapping_sub(self.next);
+        (left, Some(left))
+    }
+}
+
+impl<T> ExactSizeIterator for Claim<'_, T> {}
+
+impl<T> Drop for Claim<'_, T> {
+    fn drop(&mut self) {
+        // Take (and drop) what was not yielded, so the claim leaves no hole; counted like the rest.
+        // Errors are protocol violations already reported to whoever took the earlier elements.
+        for r in self.by_ref() {
+            drop(r);
+        }
+        if self.taken > 0 {
+            // Release: done count, after every read of the claim in program order (module docs).
+            self.ch.counters.freed.fetch_add(self.taken, Ordering::Release);
+        }
+    }
+}
+
 /// A bounded array channel: lock-free, fetch-and-add reservation, done counts. See the module docs.
 pub struct Channel<T> {
     mask: usize,
@@ -174,6 +245,16 @@ pub struct Channel<T> {
     shift: u32,
     slots: Box<[Slot<T>]>,
     control: Box<[AtomicUsize]>,
+    /// The four counters, on their own cache lines (see [`Counters`]).
+    counters: Counters,
+}
+
+/// The ticket counters and done counts, aligned to 128 bytes (two cache lines, for adjacent-line
+/// prefetchers): the read-only fields every operation reads (`mask`, `shift`, the slot and
+/// control pointers) never share a line with the counters that producers and consumers write, and
+/// neither do the counters of two channels allocated next to each other.
+#[repr(align(128))]
+struct Counters {
     reserved: AtomicUsize,
     published: AtomicUsize,
     claimed: AtomicUsize,
@@ -214,10 +295,12 @@ impl<T> Channel<T> {
             shift,
             slots: (0..cap).map(|_| Slot::new()).collect(),
             control: words.into_iter().map(AtomicUsize::new).collect(),
-            reserved: AtomicUsize::new(first),
-            published: AtomicUsize::new(first),
-            claimed: AtomicUsize::new(first),
-            freed: AtomicUsize::new(first),
+            counters: Counters {
+                reserved: AtomicUsize::new(first),
+                published: AtomicUsize::new(first),
+                claimed: AtomicUsize::new(first),
+                freed: AtomicUsize::new(first),
+            },
         }
     }
 
@@ -271,19 +354,19 @@ impl<T> Channel<T> {
         // excess (and so the distances the signed comparisons need) by threads × capacity.
         let n = n.min(cap);
         // Acquire: a done count (module docs). Constant within a producer phase.
-        let limit = self.freed.load(Ordering::Acquire).wrapping_add(cap);
+        let limit = self.counters.freed.load(Ordering::Acquire).wrapping_add(cap);
         // Relaxed: ticket counter, atomicity only. Full stays full for the phase (module docs).
-        if reached(self.reserved.load(Ordering::Relaxed), limit) {
+        if reached(self.counters.reserved.load(Ordering::Relaxed), limit) {
             return None;
         }
         // Relaxed: ticket counter, atomicity only.
-        let first = self.reserved.fetch_add(n, Ordering::Relaxed);
+        let first = self.counters.reserved.fetch_add(n, Ordering::Relaxed);
         let room = limit.wrapping_sub(first) as isize;
         let granted = if room <= 0 { 0 } else { (room as usize).min(n) };
         if granted < n {
             // The undo: give back the tickets at or past `limit` (module docs: no holes).
             // Relaxed: ticket counter, atomicity only.
-            self.reserved.fetch_sub(n - granted, Ordering::Relaxed);
+            self.counters.reserved.fetch_sub(n - granted, Ordering::Relaxed);
         }
         if granted == 0 {
             return None;
@@ -321,7 +404,54 @@ impl<T> Channel<T> {
     /// When the ticket's slot is not `RESERVED` for it: the ticket was already enqueued, or it was
     /// named past its grant with [`Channel::ticket`].
     pub fn enq(&self, ticket: Ticket, value: T) {
-        let t = ticket.0;
+        self.write(ticket.0, value);
+        // Release: done count (module docs).
+        self.counters.published.fetch_add(1, Ordering::Release);
+    }
+
+    /// Writes `n` values into the run of tickets `first..first + n` (all of one grant of
+    /// [`Channel::talloc_n`]; `value(k)` is ticket `first + k`'s element) and publishes them with
+    /// *one* `published` add: the host twin of a warp's aggregated publish. The control words go
+    /// through the same `RESERVED → WRITING → READY` transitions as [`Channel::enq`], element by
+    /// element; only the done count is batched. That is sound because consumers never read
+    /// `published` in a producer phase: it bounds claims in the *next* consumer phase, which starts
+    /// after this call returned (a phase barrier), and the one `Release` add comes after every
+    /// `READY` store of the run in program order, so a thread that acquires the count sees them all.
+    ///
+    /// If `value` panics, the elements already written are still published (a drop guard adds
+    /// them) and the rest of the run stays reserved: a protocol violation that the next consumer
+    /// phase reports as [`ChannelError::NotPublished`], never an unpublished element taken.
+    ///
+    /// # Panics
+    ///
+    /// As [`Channel::enq`], when a ticket of the run is not `RESERVED` for it (the run reaches past
+    /// its grant, or a ticket was already enqueued); the elements written before it are published.
+    pub fn enq_n(&self, first: Ticket, n: usize, mut value: impl FnMut(usize) -> T) {
+        /// Publishes the elements written so far when dropped, also on unwind.
+        struct Publish<'c, T> {
+            ch: &'c Channel<T>,
+            written: usize,
+        }
+        impl<T> Drop for Publish<'_, T> {
+            fn drop(&mut self) {
+                if self.written > 0 {
+                    // Release: done count, after every READY store of the run (see above).
+                    self.ch.counters.published.fetch_add(self.written, Ordering::Release);
+                }
+            }
+        }
+        let mut publish = Publish { ch: self, written: 0 };
+        for k in 0..n {
+            let t = first.0.wrapping_add(k);
+            let v = value(k);
+            self.write(t, v);
+            publish.written += 1;
+        }
+    }
+
+    /// `enq` without the done count: `RESERVED → WRITING` (CAS), write, `READY` (store).
+    #[inline]
+    fn write(&self, t: usize, value: T) {
         let i = t & self.mask;
         if let Err(actual) = self.transition(t, RESERVED, WRITING) {
             panic!(
@@ -336,26 +466,61 @@ impl<T> Channel<T> {
         self.slots[i].with_mut(|p| unsafe { (*p).write(value) });
         // Release: the element's bytes happen-before a consumer's Acquire CAS of READY.
         self.control[i].store(self.word(t, READY), Ordering::Release);
-        // Release: done count (module docs).
-        self.published.fetch_add(1, Ordering::Release);
     }
 
     /// Claims the oldest published element and moves it out (`deq` + `tfree`); `Ok(None)` when
     /// nothing is published. Within a consumer phase elements come out in ticket order.
     pub fn deq(&self) -> Result<Option<T>, ChannelError> {
+        match self.deq_n(1) {
+            None => Ok(None),
+            // A claim of one ticket yields exactly once; dropping it adds the one `freed`.
+            Some(mut claim) => claim.next().map_or(Ok(None), |r| r.map(Some)),
+        }
+    }
+
+    /// Claims up to `n` consecutive published elements with *one* `claimed` fetch-and-add (the
+    /// consumer-side twin of [`Channel::talloc_n`]); `None` when `n == 0` or nothing is published.
+    /// The returned [`Claim`] yields the elements in ticket order, each moved out with the same
+    /// `READY → TAKEN → EMPTY` control-word transitions as [`Channel::deq`], and adds everything it
+    /// took to the `freed` done count with *one* `Release` add when it is dropped (after every read,
+    /// in program order, so a producer that acquires the count, or the next lap's `talloc` through
+    /// the control words, sees the reads done). Dropping a claim before it is exhausted takes and
+    /// drops the elements it did not yield (like `Vec::drain`), so a claim never leaves a hole.
+    ///
+    /// Grants follow `talloc_n`'s argument with `limit = published`, which is constant within a
+    /// consumer phase: the claim counter never drops below `limit` again once it reached it, so no
+    /// ticket is claimed twice, and a partial grant gives the excess back (the undo).
+    pub fn deq_n(&self, n: usize) -> Option<Claim<'_, T>> {
+        if n == 0 {
+            return None;
+        }
+        // At most `capacity` elements are ever published and unclaimed; the clamp bounds the
+        // counter's transient excess as in `talloc_n`.
+        let n = n.min(self.capacity());
         // Acquire: a done count (module docs). Constant within a consumer phase.
-        let limit = self.published.load(Ordering::Acquire);
+        let limit = self.counters.published.load(Ordering::Acquire);
         // Relaxed: ticket counter, atomicity only. Empty stays empty for the phase (module docs).
-        if reached(self.claimed.load(Ordering::Relaxed), limit) {
-            return Ok(None);
+        if reached(self.counters.claimed.load(Ordering::Relaxed), limit) {
+            return None;
         }
         // Relaxed: ticket counter, atomicity only.
-        let t = self.claimed.fetch_add(1, Ordering::Relaxed);
-        if reached(t, limit) {
+        let first = self.counters.claimed.fetch_add(n, Ordering::Relaxed);
+        let room = limit.wrapping_sub(first) as isize;
+        let granted = if room <= 0 { 0 } else { (room as usize).min(n) };
+        if granted < n {
             // The undo (module docs: no holes). Relaxed: ticket counter, atomicity only.
-            self.claimed.fetch_sub(1, Ordering::Relaxed);
-            return Ok(None);
+            self.counters.claimed.fetch_sub(n - granted, Ordering::Relaxed);
         }
+        if granted == 0 {
+            return None;
+        }
+        Some(Claim { ch: self, first, next: first, end: first.wrapping_add(granted), taken: 0 })
+    }
+
+    /// Moves ticket `t`'s element out: `READY → TAKEN` (CAS), read, `EMPTY` of the next lap
+    /// (store). Does not touch the `freed` done count (the caller adds it).
+    #[inline]
+    fn take(&self, t: usize) -> Result<T, ChannelError> {
         if self.transition(t, READY, TAKEN).is_err() {
             return Err(ChannelError::NotPublished(t));
         }
@@ -366,17 +531,15 @@ impl<T> Channel<T> {
         let value = self.slots[i].with_mut(|p| unsafe { (*p).assume_init_read() });
         // Release: our read happens-before the next lap's producer (its Acquire CAS on this word).
         self.control[i].store(self.word(t.wrapping_add(self.capacity()), EMPTY), Ordering::Release);
-        // Release: done count (module docs).
-        self.freed.fetch_add(1, Ordering::Release);
-        Ok(Some(value))
+        Ok(value)
     }
 
     /// Elements published and not yet claimed.
     pub fn len(&self) -> usize {
         // Acquire/Relaxed: a done count and a ticket counter (module docs); the claim counter may
         // run ahead transiently by the consumers about to undo, hence the clamp.
-        let published = self.published.load(Ordering::Acquire);
-        let claimed = self.claimed.load(Ordering::Relaxed);
+        let published = self.counters.published.load(Ordering::Acquire);
+        let claimed = self.counters.claimed.load(Ordering::Relaxed);
         (published.wrapping_sub(claimed) as isize).max(0) as usize
     }
 
@@ -389,8 +552,8 @@ impl<T> Channel<T> {
     pub fn occupancy(&self) -> usize {
         // Relaxed/Acquire: a ticket counter and a done count (module docs); the ticket counter may
         // run ahead transiently by the producers about to undo, hence the clamp.
-        let reserved = self.reserved.load(Ordering::Relaxed);
-        let freed = self.freed.load(Ordering::Acquire);
+        let reserved = self.counters.reserved.load(Ordering::Relaxed);
+        let freed = self.counters.freed.load(Ordering::Acquire);
         ((reserved.wrapping_sub(freed) as isize).max(0) as usize).min(self.capacity())
     }
 }
@@ -471,6 +634,105 @@ mod tests {
         assert!(ch.talloc_n(usize::MAX).is_none());
         assert_eq!(ch.occupancy(), 4);
         assert_eq!(ch.len(), 4);
+    }
+
+    #[test]
+    fn enq_n_and_deq_n_runs() {
+        let ch = Channel::<u32>::new(8);
+        let (first, got) = ch.talloc_n(5).unwrap();
+        ch.enq_n(first, got, |k| k as u32);
+        let (first, got) = ch.talloc_n(5).unwrap();
+        assert_eq!(got, 3, "only three slots left");
+        ch.enq_n(first, got, |k| 10 + k as u32);
+        assert_eq!((ch.len(), ch.occupancy()), (8, 8));
+        let claim = ch.deq_n(3).unwrap();
+        assert_eq!((claim.first(), claim.len()), (0, 3));
+        assert_eq!(claim.map(Result::unwrap).collect::<Vec<_>>(), vec![0, 1, 2]);
+        assert_eq!((ch.len(), ch.occupancy()), (5, 5), "the claim's drop freed its three slots");
+        let claim = ch.deq_n(100).unwrap();
+        assert_eq!(claim.len(), 5, "a partial claim gets what is published");
+        assert_eq!(claim.map(Result::unwrap).collect::<Vec<_>>(), vec![3, 4, 10, 11, 12]);
+        assert!(ch.deq_n(1).is_none());
+        assert!(ch.deq_n(0).is_none());
+        assert_eq!((ch.len(), ch.occupancy()), (0, 0));
+        // The undo of the partial claim left no hole: the next lap reserves whole.
+        let (first, got) = ch.talloc_n(8).unwrap();
+        assert_eq!((first.index(), got), (8, 8));
+        ch.enq_n(first, got, |k| k as u32);
+        assert_eq!(ch.deq().unwrap(), Some(0));
+    }
+
+    #[test]
+    fn dropped_claim_takes_and_drops_the_rest() {
+        let ch = Channel::new(4);
+        let rc = std::rc::Rc::new(());
+        let (first, got) = ch.talloc_n(4).unwrap();
+        ch.enq_n(first, got, |_| rc.clone());
+        let mut claim = ch.deq_n(3).unwrap();
+        drop(claim.next().unwrap().unwrap());
+        drop(claim);
+        assert_eq!(std::rc::Rc::strong_count(&rc), 2, "three taken and dropped, one left");
+        assert_eq!((ch.len(), ch.occupancy()), (1, 1));
+        let (first, got) = ch.talloc_n(4).unwrap();
+        assert_eq!((first.index(), got), (4, 3), "the dropped claim's slots are free again");
+        ch.enq_n(first, got, |_| rc.clone());
+    }
+
+    #[test]
+    fn claim_reports_an_unpublished_ticket_and_goes_on() {
+        let ch = Channel::new(4);
+        let hole = ch.talloc().unwrap();
+        let (first, got) = ch.talloc_n(2).unwrap();
+        ch.enq_n(first, got, |k| k as u32);
+        // published = 2 but ticket 0 was never enqueued: the claim covers tickets 0 and 1.
+        let r: Vec<_> = ch.deq_n(2).unwrap().collect();
+        assert_eq!(r, vec![Err(ChannelError::NotPublished(hole.index())), Ok(0)]);
+        assert_eq!(ch.occupancy(), 2, "only the taken element was freed");
+    }
+
+    #[test]
+    fn enq_n_publishes_what_it_wrote_when_it_panics() {
+        let ch = Channel::<u32>::new(4);
+        let (first, got) = ch.talloc_n(3).unwrap();
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            ch.enq_n(first, got, |k| if k == 2 { panic!("value failed") } else { k as u32 })
+        }));
+        assert!(r.is_err());
+        assert_eq!(ch.len(), 2, "the two written elements are published");
+        let mut claim = ch.deq_n(2).unwrap();
+        assert_eq!((claim.next(), claim.next()), (Some(Ok(0)), Some(Ok(1))));
+    }
+
+    #[test]
+    #[should_panic(expected = "named past its grant")]
+    fn enq_n_past_grant_panics() {
+        let ch = Channel::new(4);
+        let (first, got) = ch.talloc_n(1).unwrap();
+        ch.enq_n(first, got + 1, |_| 1u32);
+    }
+
+    #[test]
+    fn runs_wrap_around_usize_max() {
+        for cap in [1usize, 2, 4] {
+            let ch = Channel::starting_at(cap, usize::MAX - 5);
+            let (mut next, mut expect) = (0u32, 0u32);
+            for _round in 0..8 {
+                while let Some((first, got)) = ch.talloc_n(3) {
+                    ch.enq_n(first, got, |k| next + k as u32);
+                    next += got as u32;
+                }
+                assert_eq!((ch.occupancy(), ch.len()), (cap, cap));
+                while let Some(claim) = ch.deq_n(3) {
+                    for v in claim {
+                        assert_eq!(v.unwrap(), expect);
+                        expect += 1;
+                    }
+                }
+                assert_eq!(ch.occupancy(), 0);
+            }
+            assert_eq!(next, expect);
+            assert!(next as usize > 6, "the ticket counter wrapped");
+        }
     }
 
     #[test]

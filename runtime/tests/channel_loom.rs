@@ -260,3 +260,108 @@ fn three_producers_talloc_n_then_two_consumers() {
         }
     });
 }
+
+/// The batched API the cpu backend's workers use: 2 producers each `talloc_n(3)` + one `enq_n`
+/// (one `published` add per run) on capacity 4, then 2 consumers each `deq_n(3)` (one `claimed`
+/// add per claim, one `freed` add when the claim drops): grants and claims are disjoint runs, every
+/// published element comes out exactly once, the claim undo leaves no hole, and the done counts
+/// end exact (a second lap is reserved whole from ticket 4).
+#[test]
+fn batched_enq_n_then_deq_n_exactly_once() {
+    loom::model(|| {
+        let ch = Arc::new(Channel::<u32>::new(4));
+        let produced = {
+            let ch = ch.clone();
+            phase(2, move |id| match ch.talloc_n(3) {
+                Some((first, got)) => {
+                    let vals: Vec<u32> = (0..got).map(|k| (id * 10 + k) as u32).collect();
+                    ch.enq_n(first, got, |k| vals[k]);
+                    vals
+                }
+                None => Vec::new(),
+            })
+            .concat()
+        };
+        assert_eq!(produced.len(), 4, "capacity 4: exactly four of six asked are granted");
+        assert_eq!((ch.len(), ch.occupancy()), (4, 4));
+        let consumed = {
+            let ch = ch.clone();
+            phase(2, move |_| match ch.deq_n(3) {
+                Some(claim) => claim.map(|r| r.expect("protocol kept")).collect::<Vec<_>>(),
+                None => Vec::new(),
+            })
+            .concat()
+        };
+        assert_eq!(sorted(consumed), sorted(produced));
+        assert_eq!((ch.len(), ch.occupancy()), (0, 0), "done counts exact after the batched adds");
+        assert!(ch.deq_n(1).is_none());
+        let (first, got) = ch.talloc_n(4).expect("room");
+        assert_eq!((first.index(), got), (4, 4), "second lap starts exactly at ticket 4");
+        ch.enq_n(first, got, |_| 0);
+    });
+}
+
+/// One producer publishing runs with `enq_n` while one consumer claims with `deq_n` *at the same
+/// time* (SPSC, as in `overlapping_spsc_orders_slot_accesses`), capacity 1 so the second run
+/// reuses the first one's slot: no join orders the accesses, so this checks that the batched done
+/// counts (the `published` add after the run, the `freed` add when the claim drops) still carry
+/// the Release/Acquire chains that order the slot's write, read and rewrite.
+#[test]
+fn overlapping_spsc_enq_n_deq_n_orders_slot_accesses() {
+    loom::model(|| {
+        let ch = Arc::new(Channel::<u32>::new(1));
+        let producer = {
+            let ch = ch.clone();
+            thread::spawn(move || {
+                for v in [7u32, 8] {
+                    let (first, got) = loop {
+                        if let Some(g) = ch.talloc_n(1) {
+                            break g;
+                        }
+                        thread::yield_now();
+                    };
+                    ch.enq_n(first, got, |_| v);
+                }
+            })
+        };
+        let mut got = Vec::new();
+        while got.len() < 2 {
+            match ch.deq_n(2) {
+                Some(claim) => got.extend(claim.map(|r| r.expect("in-order SPSC keeps the protocol"))),
+                None => thread::yield_now(),
+            }
+        }
+        producer.join().unwrap();
+        assert_eq!(got, vec![7, 8]);
+    });
+}
+
+/// A claim dropped before it is exhausted takes and drops the rest (no hole), racing another
+/// consumer's claim: every element (an `Arc`) is dropped exactly once and the slots are free for
+/// the next lap.
+#[test]
+fn dropped_claim_takes_the_rest() {
+    loom::model(|| {
+        let token = Arc::new(());
+        let ch = Arc::new(Channel::<Arc<()>>::new(4));
+        let (first, got) = ch.talloc_n(4).expect("room");
+        let t = token.clone();
+        ch.enq_n(first, got, |_| t.clone());
+        drop(t);
+        let kept = {
+            let ch = ch.clone();
+            phase(2, move |id| match ch.deq_n(2) {
+                // Consumer 0 looks at one element and drops the claim; consumer 1 takes all.
+                Some(mut claim) if id == 0 => claim.next().map(|r| r.expect("protocol kept")).into_iter().count(),
+                Some(claim) => claim.map(|r| r.expect("protocol kept")).count(),
+                None => 0,
+            })
+        };
+        assert_eq!(kept.iter().sum::<usize>(), 3, "one yielded + two by the other claim");
+        assert_eq!(Arc::strong_count(&token), 1, "every element dropped exactly once");
+        assert_eq!((ch.len(), ch.occupancy()), (0, 0));
+        let (first, got) = ch.talloc_n(4).expect("the dropped claim's slots are free again");
+        assert_eq!((first.index(), got), (4, 4));
+        ch.enq_n(first, got, |_| token.clone());
+    });
+}
