@@ -55,7 +55,7 @@ pub trait ErasedStore: Send + Sync {
     /// Runs up to `n` elements of one queue in parallel.
     #[doc(hidden)]
     #[allow(private_interfaces)]
-    fn dispatch(&self, sh: &Shared<'_>, level: usize, queue: usize, n: usize, min_len: usize) -> Tally;
+    fn dispatch(&self, sh: &Shared<'_>, level: usize, queue: usize, n: usize, chunk: usize) -> Tally;
     /// Returns drained segments of `level` to the pool.
     #[doc(hidden)]
     #[allow(private_interfaces)]
@@ -151,10 +151,10 @@ impl CpuBackend {
             }
             let n = len.min((cfg.level_capacity / stores[si].fanout()).max(1));
             stats.peak_channel_occupancy = stats.peak_channel_occupancy.max(stores[si].occupancy(level, queue));
-            let min_len = (n / (threads * 8)).clamp(1, 1024);
+            let chunk = chunk_len(n, threads);
             let sh = Shared { stores, ids, pool };
             let tally = catch_unwind(AssertUnwindSafe(|| {
-                self.pool.install(|| sh.stores[si].dispatch(&sh, level, queue, n, min_len))
+                self.pool.install(|| sh.stores[si].dispatch(&sh, level, queue, n, chunk))
             }))
             .map_err(|p| Error::TaskPanicked {
                 task: stores[si].name(),
@@ -200,4 +200,11 @@ fn pick_queue(stores: &[Box<dyn ErasedStore>], level: usize) -> Option<(usize, u
         })
     };
     found(true).or_else(|| found(false))
+}
+
+/// Elements per rayon job when dispatching `n` over `threads` workers: about four jobs per worker
+/// (room for stealing to even out uneven tasks), at most 1024. Each job claims its elements with
+/// one fetch-and-add and batches its spawns, so larger jobs mean fewer contended atomics.
+fn chunk_len(n: usize, threads: usize) -> usize {
+    n.div_ceil(threads.max(1) * 4).clamp(1, 1024)
 }

@@ -75,6 +75,15 @@ impl<E> Queue<E> {
 
     /// Reserves one slot, spilling into a new segment when the newest one is full.
     pub(crate) fn reserve(&self, pool: &Pool) -> Result<(&Channel<E>, Ticket), Exhausted> {
+        self.reserve_n(1, pool).map(|(seg, t, _)| (seg, t))
+    }
+
+    /// Reserves a run of up to `n` consecutive slots of one segment with one fetch-and-add
+    /// ([`Channel::talloc_n`]), spilling into a new segment when the newest one is full: returns
+    /// the segment, the run's first ticket and its length (`1..=n`, for `n >= 1`). Callers that
+    /// need `n` slots loop until they got them all (a partial run filled the old segment, so the
+    /// next call spills), and publish each run with [`Channel::enq_n`].
+    pub(crate) fn reserve_n(&self, n: usize, pool: &Pool) -> Result<(&Channel<E>, Ticket, usize), Exhausted> {
         loop {
             // Acquire: pairs with the Release store below, so the segment's construction is visible.
             let tail = self.tail.load(Ordering::Acquire);
@@ -82,8 +91,8 @@ impl<E> Queue<E> {
                 // SAFETY: `tail` points into a `Box` owned by `segments`; segments are only removed
                 // by `recycle`, which takes `&mut self`, so none is freed while `&self` is alive.
                 let seg = unsafe { &*tail };
-                if let Some(t) = seg.talloc() {
-                    return Ok((seg, t));
+                if let Some((t, got)) = seg.talloc_n(n.max(1)) {
+                    return Ok((seg, t, got));
                 }
             }
             self.grow(tail, pool)?;

@@ -17,7 +17,7 @@
 
 use super::queue::{Exhausted, Pool, Queue};
 use super::ErasedStore;
-use crate::channel::{Channel, Ticket};
+use crate::channel::{Channel, Claim};
 use crate::error::Error;
 use crate::task::{CilkTask, Place, Spawn, Step};
 use rayon::prelude::*;
@@ -153,15 +153,212 @@ impl<T: CilkTask> TaskStore<T> {
             knob: "pool_capacity",
         }
     }
+}
 
-    /// Runs one element of queue `queue` (0 = pre-spawn, k = continuation queue k - 1).
-    fn run_pre(&self, sh: &Shared<'_>, level: usize, elem: PreElem<T>, tally: &mut Tally) {
-        let mut cx = Cx::new(sh, self, level, 0);
-        let step = T::prespawn(elem.args, &mut cx);
-        self.finish(cx, step, elem.dest, tally);
+/// Elements (children and frames) a worker buffers before it flushes them into the channels with
+/// one reservation and one publish per queue. Flushes happen between tasks, never inside one.
+const FLUSH_AT: usize = 256;
+
+/// Where a buffered child's result goes: nowhere, or `off` bytes into the frame that will be
+/// element `idx` of the worker's buffer for continuation queue `q`. Resolved into a [`Dest`] at
+/// the flush, once that frame has its channel slot (and so its stable address).
+#[derive(Clone, Copy)]
+enum DestRef {
+    Discard,
+    Frame { q: usize, idx: usize, off: usize },
+}
+
+impl DestRef {
+    /// The destination pointer, given the frame-field addresses of the flushed frames
+    /// (`bases[q][idx]`).
+    fn resolve(self, bases: &[Vec<*mut u8>]) -> Dest {
+        match self {
+            DestRef::Discard => Dest::discard(),
+            // SAFETY: `bases[q][idx]` is the `frame` field of the channel slot the parent's frame
+            // was just enqueued into (stable for the channel's lifetime), and `off` comes from
+            // `offset_of!` on the parent's frame type (checked by `Place`'s witness), so the
+            // result stays inside that frame.
+            DestRef::Frame { q, idx, off } => Dest(unsafe { bases[q][idx].add(off) }),
+        }
+    }
+}
+
+/// One worker's buffered spawns of task `C`, to be pushed one level down.
+struct Children<C: CilkTask> {
+    elems: Vec<(C::Args, DestRef)>,
+}
+
+/// [`Children`] with the callee's type erased (a worker buffers spawns of every callee).
+trait ChildBuf {
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+    /// Pushes every buffered child into its pre-spawn queue at `level`: one reservation per
+    /// segment touched ([`Queue::reserve_n`]) and one publish per run ([`Channel::enq_n`]).
+    fn flush(&mut self, sh: &Shared<'_>, level: usize, bases: &[Vec<*mut u8>]) -> Result<(), Error>;
+    /// Drops the buffer (the run is failing).
+    fn clear(&mut self);
+}
+
+impl<C: CilkTask> ChildBuf for Children<C> {
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
     }
 
-    fn run_cont(&self, sh: &Shared<'_>, level: usize, queue: usize, elem: ContElem<T>, tally: &mut Tally) {
+    fn flush(&mut self, sh: &Shared<'_>, level: usize, bases: &[Vec<*mut u8>]) -> Result<(), Error> {
+        if self.elems.is_empty() {
+            return Ok(());
+        }
+        let store = sh.store::<C>();
+        let queue = &store.level(level).pre;
+        let mut left = self.elems.len();
+        let mut elems = self.elems.drain(..);
+        while left > 0 {
+            let (seg, first, got) =
+                queue.reserve_n(left, sh.pool).map_err(|Exhausted| store.exhausted(sh.pool, level))?;
+            seg.enq_n(first, got, |_| {
+                let (args, d) = elems.next().expect("one buffered child per reserved ticket");
+                PreElem { args, dest: d.resolve(bases) }
+            });
+            left -= got;
+        }
+        Ok(())
+    }
+
+    fn clear(&mut self) {
+        self.elems.clear();
+    }
+}
+
+/// One rayon job's state while it runs a claimed run of elements of task `T` at `level`: the
+/// host twin of warp aggregation. Spawns and frames are buffered here and flushed every
+/// [`FLUSH_AT`] elements (and at the end) with one `talloc_n` and one publish per queue, instead
+/// of one contended fetch-and-add per counter per element.
+///
+/// Frames are flushed before children: a child's destination points into its parent's frame, and
+/// a frame's address is its channel slot's, known once the slot is reserved. Until then a
+/// buffered child names its parent's frame by position ([`DestRef`]).
+struct Worker<'s, 'a, T: CilkTask> {
+    sh: &'s Shared<'a>,
+    store: &'s TaskStore<T>,
+    level: usize,
+    /// Frames (and deferred returns) per continuation queue, in the order they were left.
+    frames: Vec<Vec<ContElem<T>>>,
+    /// Scratch for the flush: the frame-field address of every flushed frame, per queue.
+    bases: Vec<Vec<*mut u8>>,
+    /// Buffered children per callee (usually one or two entries).
+    children: Vec<(TypeId, Box<dyn ChildBuf>)>,
+    buffered: usize,
+    tally: Tally,
+}
+
+impl<'s, 'a, T: CilkTask> Worker<'s, 'a, T> {
+    fn new(sh: &'s Shared<'a>, store: &'s TaskStore<T>, level: usize) -> Self {
+        Worker {
+            sh,
+            store,
+            level,
+            frames: (0..=T::SYNCS).map(|_| Vec::new()).collect(),
+            bases: (0..=T::SYNCS).map(|_| Vec::new()).collect(),
+            children: Vec::new(),
+            buffered: 0,
+            tally: Tally::default(),
+        }
+    }
+
+    /// Runs every element of `claim` with `run`, flushing between elements, then flushes.
+    /// Stops at the first error (the run is failing; the claim's drop drops what is left).
+    fn consume<E>(&mut self, claim: Claim<'_, E>, mut run: impl FnMut(&mut Self, E)) -> Tally {
+        for r in claim {
+            match r {
+                Ok(e) => {
+                    self.tally.ran += 1;
+                    run(self, e);
+                    if self.buffered >= FLUSH_AT {
+                        self.flush();
+                    }
+                }
+                Err(e) => {
+                    self.tally.error.get_or_insert(Error::Internal(e.to_string()));
+                }
+            }
+            if self.tally.error.is_some() {
+                break;
+            }
+        }
+        self.flush();
+        std::mem::take(&mut self.tally)
+    }
+
+    /// This job's buffer for spawns of `C`.
+    fn children<C: CilkTask>(&mut self) -> &mut Vec<(C::Args, DestRef)> {
+        let id = TypeId::of::<C>();
+        let i = match self.children.iter().position(|(x, _)| *x == id) {
+            Some(i) => i,
+            None => {
+                self.children.push((id, Box::new(Children::<C> { elems: Vec::new() })));
+                self.children.len() - 1
+            }
+        };
+        match self.children[i].1.as_any_mut().downcast_mut::<Children<C>>() {
+            Some(c) => &mut c.elems,
+            None => unreachable!("buffers are keyed by the callee's TypeId"),
+        }
+    }
+
+    /// Publishes everything buffered; on failure records the error and drops the buffers.
+    fn flush(&mut self) {
+        if self.buffered == 0 {
+            return;
+        }
+        self.buffered = 0;
+        if self.tally.error.is_none() {
+            if let Err(e) = self.try_flush() {
+                self.tally.error = Some(e);
+            }
+        }
+        if self.tally.error.is_some() {
+            self.frames.iter_mut().for_each(Vec::clear);
+            self.children.iter_mut().for_each(|(_, c)| c.clear());
+        }
+    }
+
+    fn try_flush(&mut self) -> Result<(), Error> {
+        let (sh, store, level) = (self.sh, self.store, self.level);
+        let l = store.level(level);
+        for (q, frames) in self.frames.iter_mut().enumerate() {
+            let bases = &mut self.bases[q];
+            bases.clear();
+            let mut left = frames.len();
+            let mut elems = frames.drain(..);
+            while left > 0 {
+                let (seg, first, got) =
+                    l.cont[q].reserve_n(left, sh.pool).map_err(|Exhausted| store.exhausted(sh.pool, level))?;
+                for k in 0..got {
+                    let elem = seg.slot_ptr(&seg.ticket(&first, k));
+                    // SAFETY: `elem` points to a reserved slot (valid storage for a ContElem);
+                    // `addr_of_mut!` computes the field address without reading or creating a
+                    // reference.
+                    bases.push(unsafe { std::ptr::addr_of_mut!((*elem).frame) }.cast::<u8>());
+                }
+                seg.enq_n(first, got, |_| elems.next().expect("one buffered frame per reserved ticket"));
+                left -= got;
+            }
+        }
+        for (_, c) in &mut self.children {
+            c.flush(sh, level + 1, &self.bases)?;
+        }
+        Ok(())
+    }
+
+    /// Runs a pre-spawn element.
+    fn run_pre(&mut self, elem: PreElem<T>) {
+        let mut cx = Cx { w: self, segment: 0, spawned: 0 };
+        let step = T::prespawn(elem.args, &mut cx);
+        let spawned = cx.spawned;
+        self.finish(0, spawned, step, elem.dest);
+    }
+
+    /// Runs an element of continuation queue `queue` (segment `queue + 1`).
+    fn run_cont(&mut self, queue: usize, elem: ContElem<T>) {
         if let Some(v) = elem.deferred {
             // SAFETY: `dest` was made for `T::Output` and its frame is live (module docs).
             unsafe { elem.dest.write(v) };
@@ -170,41 +367,39 @@ impl<T: CilkTask> TaskStore<T> {
         // SAFETY: `deferred == None` elements are published with an initialized frame (`finish`).
         let frame = unsafe { elem.frame.assume_init() };
         let segment = queue + 1;
-        let mut cx = Cx::new(sh, self, level, segment);
+        let mut cx = Cx { w: self, segment, spawned: 0 };
         let step = T::resume(segment, frame, &mut cx);
-        self.finish(cx, step, elem.dest, tally);
+        let spawned = cx.spawned;
+        self.finish(segment, spawned, step, elem.dest);
     }
 
-    /// Ends a segment: delivers a result, runs the next segment inline when nothing was spawned,
-    /// or publishes the frame (or deferred value) into the reserved continuation slot.
-    fn finish<'s>(&'s self, mut cx: Cx<'s, '_, T>, mut step: Step<T>, dest: Dest, tally: &mut Tally) {
+    /// Ends segment `segment` that spawned `spawned` children: delivers a result, runs the next
+    /// segment inline when nothing was spawned, or buffers the frame (or deferred value) for
+    /// continuation queue `segment`, where the children's destinations point.
+    fn finish(&mut self, mut segment: usize, mut spawned: usize, mut step: Step<T>, dest: Dest) {
         loop {
-            tally.max_fanout = tally.max_fanout.max(cx.spawned);
-            if let Some(e) = cx.error.take() {
-                tally.error.get_or_insert(e);
+            self.tally.max_fanout = self.tally.max_fanout.max(spawned);
+            self.tally.produced += spawned;
+            if spawned > 0 {
+                self.tally.produced += 1;
+                let elem = match step {
+                    Step::Return(v) => ContElem { frame: MaybeUninit::uninit(), deferred: Some(v), dest },
+                    Step::Sync(frame) => ContElem { frame: MaybeUninit::new(frame), deferred: None, dest },
+                };
+                self.frames[segment].push(elem);
+                self.buffered += 1;
                 return;
             }
-            tally.produced += cx.spawned;
-            let slot = cx.slot.take();
-            match (step, slot) {
-                (Step::Return(v), None) => {
-                    // SAFETY: `dest` was made for `T::Output` and its frame is live (module docs).
-                    unsafe { dest.write(v) };
-                }
-                (Step::Sync(frame), None) => {
+            match step {
+                // SAFETY: `dest` was made for `T::Output` and its frame is live (module docs).
+                Step::Return(v) => unsafe { dest.write(v) },
+                Step::Sync(frame) => {
                     // Nothing outstanding: the next segment can run at once, here.
-                    let segment = cx.segment + 1;
-                    cx = Cx::new(cx.sh, self, cx.level, segment);
+                    segment += 1;
+                    let mut cx = Cx { w: self, segment, spawned: 0 };
                     step = T::resume(segment, frame, &mut cx);
+                    spawned = cx.spawned;
                     continue;
-                }
-                (Step::Return(v), Some((seg, t))) => {
-                    tally.produced += 1;
-                    seg.enq(t, ContElem { frame: MaybeUninit::uninit(), deferred: Some(v), dest });
-                }
-                (Step::Sync(frame), Some((seg, t))) => {
-                    tally.produced += 1;
-                    seg.enq(t, ContElem { frame: MaybeUninit::new(frame), deferred: None, dest });
                 }
             }
             return;
@@ -213,58 +408,23 @@ impl<T: CilkTask> TaskStore<T> {
 }
 
 /// The sub-kernels' view of the scheduler while one segment of one task runs.
-struct Cx<'s, 'a, T: CilkTask> {
-    sh: &'s Shared<'a>,
-    store: &'s TaskStore<T>,
-    level: usize,
+struct Cx<'w, 's, 'a, T: CilkTask> {
+    w: &'w mut Worker<'s, 'a, T>,
     segment: usize,
     spawned: usize,
-    slot: Option<(&'s Channel<ContElem<T>>, Ticket)>,
-    error: Option<Error>,
 }
 
-impl<'s, 'a, T: CilkTask> Cx<'s, 'a, T> {
-    fn new(sh: &'s Shared<'a>, store: &'s TaskStore<T>, level: usize, segment: usize) -> Self {
-        Cx { sh, store, level, segment, spawned: 0, slot: None, error: None }
-    }
-
-    /// The frame slot of the next segment, reserved at the first spawn.
-    fn frame_base(&mut self) -> Option<*mut u8> {
-        if self.slot.is_none() {
-            let q = &self.store.level(self.level).cont[self.segment];
-            match q.reserve(self.sh.pool) {
-                Ok(s) => self.slot = Some(s),
-                Err(Exhausted) => {
-                    self.error.get_or_insert(self.store.exhausted(self.sh.pool, self.level));
-                    return None;
-                }
-            }
-        }
-        let (seg, t) = self.slot.as_ref()?;
-        let elem = seg.slot_ptr(t);
-        // SAFETY: `elem` points to a reserved slot (valid, unaliased storage for a ContElem);
-        // `addr_of_mut!` computes the field address without reading or creating a reference.
-        Some(unsafe { std::ptr::addr_of_mut!((*elem).frame) }.cast::<u8>())
-    }
-}
-
-impl<T: CilkTask> Spawn<T> for Cx<'_, '_, T> {
+impl<T: CilkTask> Spawn<T> for Cx<'_, '_, '_, T> {
     fn spawn<C: CilkTask>(&mut self, args: C::Args, place: Place<T::Frame, C::Output>) {
-        if self.error.is_some() {
-            return; // the run is failing; the error is reported
-        }
         self.spawned += 1;
-        let Some(base) = self.frame_base() else { return };
         let dest = match place.offset() {
-            // SAFETY: `offset` comes from `offset_of!` on `T::Frame` (checked by `Place`'s witness)
-            // so it stays inside the frame.
-            Some(off) => Dest(unsafe { base.add(off) }),
-            None => Dest::discard(),
+            // The frame this segment leaves behind becomes the next element of its queue's buffer
+            // (`finish`; no flush runs inside a task).
+            Some(off) => DestRef::Frame { q: self.segment, idx: self.w.frames[self.segment].len(), off },
+            None => DestRef::Discard,
         };
-        let child_level = self.level + 1;
-        if let Err(e) = self.sh.store::<C>().push(self.sh.pool, child_level, PreElem { args, dest }) {
-            self.error.get_or_insert(e);
-        }
+        self.w.children::<C>().push((args, dest));
+        self.w.buffered += 1;
     }
 }
 
@@ -308,11 +468,13 @@ impl<T: CilkTask> ErasedStore for TaskStore<T> {
         }
     }
 
-    fn dispatch(&self, sh: &Shared<'_>, level: usize, queue: usize, n: usize, min_len: usize) -> Tally {
+    fn dispatch(&self, sh: &Shared<'_>, level: usize, queue: usize, n: usize, chunk: usize) -> Tally {
         let l = self.level(level);
         let tally = match queue {
-            0 => drain(l.pre.plan(n), min_len, |e, tally| self.run_pre(sh, level, e, tally)),
-            q => drain(l.cont[q - 1].plan(n), min_len, |e, tally| self.run_cont(sh, level, q - 1, e, tally)),
+            0 => drain(l.pre.plan(n), chunk, |claim| Worker::new(sh, self, level).consume(claim, Worker::run_pre)),
+            q => drain(l.cont[q - 1].plan(n), chunk, |claim| {
+                Worker::new(sh, self, level).consume(claim, |w, e| w.run_cont(q - 1, e))
+            }),
         };
         self.observed_fanout.fetch_max(tally.max_fanout, Ordering::Relaxed);
         tally
@@ -337,31 +499,25 @@ impl<T: CilkTask> ErasedStore for TaskStore<T> {
     }
 }
 
-/// Consumes every planned element in parallel (one `deq` each), running `run` on it.
-fn drain<E: Send>(plan: Vec<(&Channel<E>, usize)>, min_len: usize, run: impl Fn(E, &mut Tally) + Sync) -> Tally {
-    plan.into_par_iter()
-        .map(|(seg, count)| {
-            (0..count)
-                .into_par_iter()
-                .with_min_len(min_len)
-                .fold(Tally::default, |mut tally, _| {
-                    match seg.deq() {
-                        Ok(Some(e)) => {
-                            tally.ran += 1;
-                            run(e, &mut tally);
-                        }
-                        // The plan counted published elements at a quiescent point, and nothing
-                        // else consumes this queue during the dispatch.
-                        Ok(None) => {
-                            tally.error.get_or_insert(Error::Internal("a planned channel element was missing".into()));
-                        }
-                        Err(e) => {
-                            tally.error.get_or_insert(Error::Internal(e.to_string()));
-                        }
-                    }
-                    tally
-                })
-                .reduce(Tally::default, Tally::merge)
+/// Consumes every planned element in parallel: the plan is cut into pieces of at most `chunk`
+/// elements, one rayon job each, and each job claims its whole piece with one `claimed`
+/// fetch-and-add ([`Channel::deq_n`]) and frees it with one `freed` add.
+fn drain<E: Send>(plan: Vec<(&Channel<E>, usize)>, chunk: usize, run: impl Fn(Claim<'_, E>) -> Tally + Sync) -> Tally {
+    let chunk = chunk.max(1);
+    let pieces: Vec<(&Channel<E>, usize)> = plan
+        .into_iter()
+        .flat_map(|(seg, count)| (0..count).step_by(chunk).map(move |start| (seg, chunk.min(count - start))))
+        .collect();
+    pieces
+        .into_par_iter()
+        .map(|(seg, n)| match seg.deq_n(n) {
+            Some(claim) if claim.len() == n => run(claim),
+            // The plan counted published elements at a quiescent point, and nothing else
+            // consumes this queue during the dispatch. (A short claim drops what it took.)
+            _ => Tally {
+                error: Some(Error::Internal("a planned channel element was missing".into())),
+                ..Tally::default()
+            },
         })
         .reduce(Tally::default, Tally::merge)
 }
