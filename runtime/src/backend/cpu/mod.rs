@@ -100,7 +100,11 @@ impl CpuBackend {
         let mut stores: Vec<Box<dyn ErasedStore>> = reg.entries().iter().map(|e| (e.cpu_store)(&sc)).collect();
         let ids: Vec<_> = reg.entries().iter().map(|e| e.id).collect();
         let pool = Pool::new(self.config.pool_capacity);
-        let result = self.schedule::<T>(call, &mut stores, &ids, &pool);
+        // The whole scheduler loop runs on a pool worker: each dispatch is then a parallel iterator
+        // forked from inside the pool (idle workers steal its pieces), not a job injected from
+        // outside with the caller blocking on a latch, which cost a cross-thread wake-up and a
+        // condvar round trip per dispatch.
+        let result = self.pool.install(|| self.schedule::<T>(call, &mut stores, &ids, &pool));
         for s in &mut stores {
             s.release(&pool);
         }
@@ -153,14 +157,8 @@ impl CpuBackend {
             stats.peak_channel_occupancy = stats.peak_channel_occupancy.max(stores[si].occupancy(level, queue));
             let chunk = chunk_len(n, threads);
             let sh = Shared { stores, ids, pool };
-            let tally = catch_unwind(AssertUnwindSafe(|| {
-                self.pool.install(|| sh.stores[si].dispatch(&sh, level, queue, n, chunk))
-            }))
-            .map_err(|p| Error::TaskPanicked {
-                task: stores[si].name(),
-                level,
-                message: panic_message(&*p),
-            })?;
+            let tally = catch_unwind(AssertUnwindSafe(|| sh.stores[si].dispatch(&sh, level, queue, n, chunk)))
+                .map_err(|p| Error::TaskPanicked { task: stores[si].name(), level, message: panic_message(&*p) })?;
             if let Some(e) = tally.error {
                 return Err(e);
             }
