@@ -79,6 +79,10 @@ pub struct Config {
     pub device_spill_capacity: usize,
     /// Deepest recursion level allowed (`GPU_CILK_MAX_DEPTH`).
     pub max_depth: usize,
+    /// Bytes of the heap that task-scoped temporaries (`alloc!`) come from, per run on the cpu
+    /// backend and per runtime on the device (`GPU_CILK_TEMP_HEAP_BYTES`). Made only when a
+    /// program uses `alloc!`.
+    pub temp_heap_bytes: usize,
     /// Longest a run may take; `None` = no limit (`GPU_CILK_TIMEOUT_MS`).
     pub timeout: Option<Duration>,
 }
@@ -94,6 +98,7 @@ impl Default for Config {
             device_level_capacity: 1 << 23,
             device_spill_capacity: 1 << 28,
             max_depth: 1 << 16,
+            temp_heap_bytes: 1 << 26,
             timeout: None,
         }
     }
@@ -136,6 +141,9 @@ impl Config {
         }
         if let Some(v) = num("GPU_CILK_MAX_DEPTH")? {
             c.max_depth = v;
+        }
+        if let Some(v) = num("GPU_CILK_TEMP_HEAP_BYTES")? {
+            c.temp_heap_bytes = v;
         }
         if let Some(v) = num("GPU_CILK_TIMEOUT_MS")? {
             c.timeout = Some(Duration::from_millis(v as u64));
@@ -189,6 +197,12 @@ impl Config {
     /// Sets the deepest recursion level allowed.
     pub fn max_depth(mut self, n: usize) -> Self {
         self.max_depth = n;
+        self
+    }
+
+    /// Sets the size of the temporary heap (`alloc!`) in bytes.
+    pub fn temp_heap_bytes(mut self, bytes: usize) -> Self {
+        self.temp_heap_bytes = bytes;
         self
     }
 

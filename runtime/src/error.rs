@@ -56,6 +56,27 @@ pub enum Error {
         knob: &'static str,
     },
 
+    /// A task's `alloc!` found no room in the temporary heap.
+    #[error(
+        "task `{task}` could not allocate a temporary of {elements} elements ({bytes} bytes) at recursion \
+         level {level}: the {heap} of {capacity} bytes is exhausted; raise it with \
+         Config::temp_heap_bytes (or GPU_CILK_TEMP_HEAP_BYTES)"
+    )]
+    TempHeapExhausted {
+        /// Which heap ("temporary heap", "device temporary heap").
+        heap: &'static str,
+        /// The `#[gpu_cilk]` function whose `alloc!` failed.
+        task: &'static str,
+        /// Its recursion level.
+        level: usize,
+        /// The requested length in elements.
+        elements: u64,
+        /// The requested size in bytes, as the backend stores the elements.
+        bytes: u64,
+        /// The heap's size in bytes.
+        capacity: u64,
+    },
+
     /// The recursion went deeper than the configured limit.
     #[error("task `{task}` recursed deeper than the limit of {limit} levels (Config::max_depth)")]
     DepthExceeded {

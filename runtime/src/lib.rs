@@ -8,6 +8,7 @@
 //! - [`task`]: the contract with generated code ([`CilkTask`], [`Step`], [`Place`], [`Spawn`]).
 //! - [`channel`]: the array channel of Orr et al. (Rust twin of `kernels/channel.cuh`).
 //! - [`backend`]: `serial`, `cpu` (channel stacks + levelized scheduler on rayon), `cuda`.
+//! - [`temp`]: task-scoped temporaries (`alloc!`): [`Temp`] and its host storage.
 //! - [`runtime`], [`config`], [`stats`], [`error`]: the public face.
 #![deny(missing_docs)]
 
@@ -19,6 +20,7 @@ pub mod error;
 pub mod runtime;
 pub mod stats;
 pub mod task;
+pub mod temp;
 pub mod ticket_queue;
 
 pub use config::{BackendKind, Config};
@@ -26,3 +28,4 @@ pub use error::{Error, Result};
 pub use runtime::{Report, Runtime};
 pub use stats::{Stats, TaskStats};
 pub use task::{Call, CilkTask, CudaFragment, DeviceFn, Place, Registry, Spawn, Step};
+pub use temp::{Scalar, Temp, TempScope};

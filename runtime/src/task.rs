@@ -22,6 +22,8 @@ use std::any::TypeId;
 use std::fmt;
 use std::marker::PhantomData;
 
+use crate::temp::{Scalar, Temp};
+
 /// One `#[gpu_cilk]` function, as the schedulers see it. Implemented by generated code on the
 /// marker type `<function>::Task`; there is no reason to implement it by hand except in tests.
 pub trait CilkTask: Sized + Send + Sync + 'static {
@@ -119,6 +121,20 @@ pub trait Spawn<T: CilkTask> {
     /// Spawns `C` with `args`; its result goes to `place` in the frame that the current segment
     /// will leave behind (the frame given to [`Step::Sync`], or the implicit one of a `return`).
     fn spawn<C: CilkTask>(&mut self, args: C::Args, place: Place<T::Frame, C::Output>);
+
+    /// `alloc!(E, len)`: `len` zeroed elements that live until the task ends, or `None` when the
+    /// backend's temporary heap cannot hold them (the scheduler then fails the run with an error
+    /// naming the task and the size; the segment returns at once). The default draws from the
+    /// process-wide serial pool and never fails.
+    fn alloc_temp<E: Scalar>(&mut self, len: usize) -> Option<Temp<E>> {
+        Some(crate::temp::serial_alloc(len))
+    }
+
+    /// Frees a temporary made by [`alloc_temp`](Spawn::alloc_temp) when its task ends (emitted
+    /// before every return of a task that allocates; its children are done by then).
+    fn free_temp<E: Scalar>(&mut self, t: Temp<E>) {
+        crate::temp::serial_free(t)
+    }
 }
 
 /// Where in a frame of type `F` a child's result of type `O` goes: a byte offset, or nowhere.

@@ -54,6 +54,11 @@ impl Offset {
     pub fn get(self) -> u64 {
         self.0
     }
+
+    /// The offset `bytes` (for handing a piece back to [`XHeap::free`]).
+    pub(crate) fn from_bytes(bytes: u64) -> Self {
+        Offset(bytes)
+    }
 }
 
 /// Why a [`XHeap::free`] or [`XHeap::new`] was refused.

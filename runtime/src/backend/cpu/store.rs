@@ -82,6 +82,8 @@ pub(crate) struct Shared<'a> {
     pub(crate) stores: &'a [Box<dyn ErasedStore>],
     pub(crate) ids: &'a [TypeId],
     pub(crate) pool: &'a Pool,
+    /// The run's heap of task-scoped temporaries (`alloc!`).
+    pub(crate) temps: &'a crate::temp::RunHeap,
 }
 
 impl Shared<'_> {
@@ -431,6 +433,25 @@ impl<T: CilkTask> Spawn<T> for Cx<'_, '_, '_, T> {
         };
         self.w.children::<C>().push((args, dest));
         self.w.buffered += 1;
+    }
+
+    fn alloc_temp<E: crate::temp::Scalar>(&mut self, len: usize) -> Option<crate::temp::Temp<E>> {
+        let t = self.w.sh.temps.alloc(len);
+        if t.is_none() {
+            self.w.tally.error.get_or_insert(Error::TempHeapExhausted {
+                heap: "temporary heap",
+                task: T::NAME,
+                level: self.w.level,
+                elements: len as u64,
+                bytes: (len as u64).saturating_mul(8),
+                capacity: self.w.sh.temps.capacity() as u64,
+            });
+        }
+        t
+    }
+
+    fn free_temp<E: crate::temp::Scalar>(&mut self, t: crate::temp::Temp<E>) {
+        self.w.sh.temps.free(t);
     }
 }
 
