@@ -32,7 +32,7 @@
 
 pub use gpu_cilk_macros::{device, gpu_cilk};
 pub use gpu_cilk_runtime as runtime;
-pub use gpu_cilk_runtime::{BackendKind, Config, Error, Report, Runtime, Stats};
+pub use gpu_cilk_runtime::{BackendKind, Config, Error, Report, Runtime, Stats, Temp};
 
 /// Spawns a child task inside a `#[gpu_cilk]` function: `let x = spawn!(f(a, b));`.
 ///
@@ -56,8 +56,21 @@ macro_rules! sync {
     };
 }
 
+/// Allocates a task-scoped temporary inside a `#[gpu_cilk]` function: `let t = alloc!(f32, n);`
+/// gives `n` zeroed elements (a [`Temp<f32>`](runtime::Temp)) that live until the task returns
+/// and that children may receive as an argument. See "Task-scoped temporaries" in `docs/dsl.md`.
+///
+/// Only meaningful inside a `#[gpu_cilk]` function, whose compiler rewrites it; anywhere else it
+/// is a compile error.
+#[macro_export]
+macro_rules! alloc {
+    ($($t:tt)*) => {
+        ::core::compile_error!("`alloc!` can only be used inside a `#[gpu_cilk]` function")
+    };
+}
+
 /// Everything an annotated program needs: `use gpu_cilk::prelude::*;`.
 pub mod prelude {
-    pub use crate::{gpu_cilk, spawn, sync};
-    pub use gpu_cilk_runtime::{BackendKind, Config, Error, Report, Runtime, Stats};
+    pub use crate::{alloc, gpu_cilk, spawn, sync};
+    pub use gpu_cilk_runtime::{BackendKind, Config, Error, Report, Runtime, Stats, Temp};
 }

@@ -6,7 +6,8 @@
 //! The assembly (which the runtime's program builder must reproduce byte for byte):
 //! 1. `#define GC_QBASE_<name> <base>` per registered task, in registry order, bases the
 //!    cumulative `SYNCS + 2`;
-//! 2. `kernels/include/gpu_cilk/runtime.cuh`;
+//! 2. `kernels/include/gpu_cilk/runtime.cuh`, `xmalloc.cuh` and `temp.cuh` (the device heap of
+//!    task-scoped temporaries, `alloc!`);
 //! 3. every task's `decls`, then every task's `types` (registry order);
 //! 4. every device function reachable from the tasks' `helpers` (depth-first, in list order,
 //!    each once by name; cycles are normal: a recursive task's serial form names itself):
@@ -23,6 +24,8 @@ use gpu_cilk::runtime::{CilkTask, DeviceFn, Registry};
 mod fib_workload;
 #[path = "../examples/workloads/queens.rs"]
 mod queens_workload;
+#[path = "support/temps.rs"]
+mod temps;
 
 // ---- fixtures (the shapes of tests/compile_subset.rs and tests/support/random_tree.rs)
 
@@ -227,6 +230,8 @@ pub fn rnode(seed: u64, depth: u32) -> u64 {
 // ---- assembly
 
 const RUNTIME_CUH: &str = include_str!("../kernels/include/gpu_cilk/runtime.cuh");
+const XMALLOC_CUH: &str = include_str!("../kernels/include/gpu_cilk/xmalloc.cuh");
+const TEMP_CUH: &str = include_str!("../kernels/include/gpu_cilk/temp.cuh");
 
 fn collect_helpers(list: &[&'static DeviceFn], seen: &mut Vec<&'static DeviceFn>) {
     for &h in list {
@@ -248,6 +253,10 @@ fn assemble<T: CilkTask>() -> String {
         base += e.syncs + 2;
     }
     src.push_str(RUNTIME_CUH);
+    src.push('\n');
+    src.push_str(XMALLOC_CUH);
+    src.push('\n');
+    src.push_str(TEMP_CUH);
     src.push('\n');
     let frags: Vec<_> = reg
         .entries()
@@ -287,6 +296,10 @@ fn programs() -> Vec<(&'static str, String)> {
         ("early", assemble::<early::Task>()),
         ("mixed", assemble::<mixed::Task>()),
         ("rnode", assemble::<rnode::Task>()),
+        ("scatter_sum", assemble::<temps::scatter_sum::Task>()),
+        ("tree_root", assemble::<temps::tree_root::Task>()),
+        ("two_rounds", assemble::<temps::two_rounds::Task>()),
+        ("waves", assemble::<temps::waves::Task>()),
     ]
 }
 

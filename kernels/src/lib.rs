@@ -23,6 +23,10 @@ pub const XMALLOC_CUH: &str = include_str!("../include/gpu_cilk/xmalloc.cuh");
 /// interfaces, close. Include it as `"gpu_cilk/ticket_queue.cuh"`.
 pub const TICKET_QUEUE_CUH: &str = include_str!("../include/gpu_cilk/ticket_queue.cuh");
 
+/// `gpu_cilk/temp.cuh`: task-scoped temporaries (`alloc!`): `gc_temp<T>`, `gc_alloc_temp`,
+/// `gc_free_temp` and the heap's init kernel. Assembled after `runtime.cuh` and `xmalloc.cuh`.
+pub const TEMP_CUH: &str = include_str!("../include/gpu_cilk/temp.cuh");
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -40,6 +40,41 @@ pub fn function(item: &ItemFn, mode: Mode, errors: &mut Errors) {
     let mut c = Checker { errors, mode };
     c.signature(&item.sig);
     c.stmts(&item.block.stmts, Place::Top, true);
+    temp_shadows(item, errors);
+}
+
+/// A temporary's name may be bound only once in the whole function (the emitters rewrite `t[i]`
+/// on temporaries by name).
+fn temp_shadows(item: &ItemFn, errors: &mut Errors) {
+    let temps = parse::temp_names(item);
+    if temps.is_empty() {
+        return;
+    }
+    struct Binders(Vec<syn::Ident>);
+    impl<'ast> syn::visit::Visit<'ast> for Binders {
+        fn visit_pat_ident(&mut self, p: &'ast syn::PatIdent) {
+            self.0.push(p.ident.clone());
+            syn::visit::visit_pat_ident(self, p);
+        }
+    }
+    let mut b = Binders(Vec::new());
+    for arg in &item.sig.inputs {
+        if let FnArg::Typed(pt) = arg {
+            syn::visit::Visit::visit_pat(&mut b, &pt.pat);
+        }
+    }
+    syn::visit::Visit::visit_block(&mut b, &item.block);
+    for t in &temps {
+        let mut seen = 0;
+        for id in &b.0 {
+            if id == t {
+                seen += 1;
+                if seen == 2 {
+                    errors.push(error::temp_shadowed(id));
+                }
+            }
+        }
+    }
 }
 
 struct Checker<'a> {
@@ -89,8 +124,15 @@ fn method_allowed(name: &str) -> bool {
 const SCALARS: &[&str] =
     &["i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32", "u64", "u128", "usize", "f32", "f64", "bool"];
 
-/// Checks a type of the subset: a scalar, or a fixed-size array of subset types.
+/// Checks a type of the subset: a scalar, a fixed-size array of subset types, or a temporary
+/// `Temp<T>` of a scalar `T`.
 pub fn check_type(ty: &Type) -> Result<(), syn::Error> {
+    if let Some(elem) = parse::temp_type_elem(ty) {
+        return match parse::temp_elem_name(elem) {
+            Some(_) => Ok(()),
+            None => Err(error::ALLOC_ELEM.on(elem)),
+        };
+    }
     match ty {
         Type::Path(p) if p.qself.is_none() => {
             let seg = p.path.segments.last();
@@ -166,6 +208,7 @@ impl Checker<'_> {
             match &**ty {
                 Type::Tuple(t) if t.elems.is_empty() => {}
                 Type::Array(_) if self.mode == Mode::Task => self.err(error::RETURN_ARRAY.on(ty)),
+                other if parse::temp_type_elem(other).is_some() => self.err(error::RETURN_TEMP.on(ty)),
                 other => self.ty(other),
             }
         }
@@ -196,6 +239,22 @@ impl Checker<'_> {
                     if let Some((_, div)) = &init.diverge {
                         self.err(error::LET_ELSE.on(div));
                     }
+                    if let Some(mac) = parse::as_alloc(&init.expr) {
+                        if self.mode == Mode::Device {
+                            return self.err(error::ALLOC_IN_DEVICE.on(mac));
+                        }
+                        if place != Place::Top {
+                            return self.err(error::ALLOC_POSITION.on(mac));
+                        }
+                        if let Some((_, true, _)) = parse::let_binding(&local.pat) {
+                            self.err(error::ALLOC_MUT.on(&local.pat));
+                        }
+                        match parse::alloc_args(mac) {
+                            Ok((_, len)) => self.expr(&len, place),
+                            Err(e) => self.err(e),
+                        }
+                        return;
+                    }
                     match parse::as_spawn(&init.expr) {
                         Some(mac) => self.spawn(mac, place, spawnable),
                         None => self.expr(&init.expr, place),
@@ -212,7 +271,17 @@ impl Checker<'_> {
         match macro_kind(mac) {
             Some(MacroKind::Spawn) => self.spawn(mac, place, spawnable),
             Some(MacroKind::Sync) => self.sync(mac, place),
+            Some(MacroKind::Alloc) => self.alloc_elsewhere(mac),
             None => self.err(error::other_macro(mac)),
+        }
+    }
+
+    /// `alloc!` anywhere but the initializer of a top-level `let`.
+    fn alloc_elsewhere(&mut self, mac: &syn::Macro) {
+        if self.mode == Mode::Device {
+            self.err(error::ALLOC_IN_DEVICE.on(mac));
+        } else {
+            self.err(error::ALLOC_POSITION.on(mac));
         }
     }
 
@@ -439,6 +508,7 @@ impl Checker<'_> {
                 Some(MacroKind::Spawn) => self.spawn(&m.mac, place, false),
                 Some(MacroKind::Sync) if self.mode == Mode::Device => self.err(error::SYNC_IN_DEVICE.on(&m.mac)),
                 Some(MacroKind::Sync) => self.err(error::SYNC_IN_EXPR.on(&m.mac)),
+                Some(MacroKind::Alloc) => self.alloc_elsewhere(&m.mac),
                 None => self.err(error::other_macro(&m.mac)),
             },
             Expr::Closure(c) => self.err(error::CLOSURE.on(c)),

@@ -440,3 +440,64 @@ pub fn method_not_allowed(method: &syn::Ident) -> syn::Error {
         "supported methods: min, max, clamp, abs, abs_diff, pow, signum, wrapping_*, saturating_*, count_ones, count_zeros, leading_zeros, trailing_zeros, rotate_left/right, is_power_of_two, rem_euclid, div_euclid, sqrt, powi, powf, exp, ln, log2, sin, cos, tan, floor, ceil, round, trunc, mul_add, len; otherwise write a `#[gpu_cilk::device]` helper",
     )
 }
+
+// ---- Task-scoped temporaries (`alloc!`).
+
+/// `alloc!` anywhere but `let t = alloc!(T, n);` at the top level of a task body.
+pub const ALLOC_POSITION: Msg = Msg {
+    text: "`alloc!` must initialize a `let` directly in the body of a `#[gpu_cilk]` function",
+    hint: "write `let t = alloc!(f32, n);` as a statement of the function body (not in a loop, branch, block or expression)",
+};
+
+/// `alloc!` with the wrong number of arguments.
+pub const ALLOC_ARGS: Msg = Msg {
+    text: "`alloc!` takes an element type and a length",
+    hint: "write `alloc!(f32, n)` (`n` a `usize` expression)",
+};
+
+/// `alloc!(T, n)` with a `T` that is not an integer or float scalar.
+pub const ALLOC_ELEM: Msg = Msg {
+    text: "the element type of a temporary must be an integer or float scalar",
+    hint: "use one of u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, f32, f64",
+};
+
+/// `let mut t = alloc!(..)`.
+pub const ALLOC_MUT: Msg = Msg {
+    text: "a temporary cannot be bound with `let mut`",
+    hint: "write `let t = alloc!(..);` (its elements are still writable: `t[i] = v`)",
+};
+
+/// `alloc!` in a `#[gpu_cilk::device]` helper.
+pub const ALLOC_IN_DEVICE: Msg = Msg {
+    text: "`alloc!` cannot be used in a `#[gpu_cilk::device]` helper",
+    hint: "allocate in the calling task and pass the `Temp` as an argument",
+};
+
+/// `-> Temp<T>`.
+pub const RETURN_TEMP: Msg = Msg {
+    text: "a temporary cannot be returned: it is freed when its task ends",
+    hint: "return a scalar; pass the `Temp` to children that write into it instead",
+};
+
+/// A name bound twice when one of the bindings is a temporary.
+pub fn temp_shadowed(name: &syn::Ident) -> syn::Error {
+    custom(
+        name,
+        &format!("`{name}` names a temporary (`alloc!` or a `Temp` parameter) and cannot be declared again"),
+        "give the other binding a different name",
+    )
+}
+
+/// `return` that may leave children running while the task's temporaries are freed.
+pub fn temp_return_outstanding(span: Span, names: &[String]) -> syn::Error {
+    custom_at(
+        span,
+        &format!(
+            "this return may leave children running while the temporar{} {} {} freed",
+            if names.len() == 1 { "y" } else { "ies" },
+            names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", "),
+            if names.len() == 1 { "is" } else { "are" },
+        ),
+        "a task that allocates frees its temporaries when it returns, so every return after a `spawn!` in the same segment must come after a `sync!()`; move the return after a `sync!();`",
+    )
+}

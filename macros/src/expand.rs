@@ -40,17 +40,118 @@ pub fn expand_task(task: &Task, item: &ItemFn) -> TokenStream {
 /// expression becomes `unreachable!()`.
 pub fn serial_fn(item: &ItemFn) -> ItemFn {
     let mut out = item.clone();
-    Serialize.visit_block_mut(&mut out.block);
+    let mut ser = Serialize { allocs: false };
+    ser.visit_block_mut(&mut out.block);
+    let names: Vec<String> = parse::temp_names(item).iter().map(ToString::to_string).collect();
+    if !names.is_empty() {
+        TempIndex { names }.visit_block_mut(&mut out.block);
+    }
+    if ser.allocs {
+        let scope = temp_scope_ident();
+        out.block.stmts.insert(0, syn::parse_quote!(let #scope = ::gpu_cilk::runtime::TempScope::new();));
+    }
     out
 }
 
-struct Serialize;
+/// The serial function's `TempScope` guard (hygienic: user code cannot name it).
+fn temp_scope_ident() -> syn::Ident {
+    syn::Ident::new("__temps", Span::mixed_site())
+}
+
+/// Rewrites indexing of temporaries (by name): `t[i]` → `t.get(i)`, `t[i] = v` → `t.set(i, v)`,
+/// `t[i] op= v` → `t.set(i, t.get(i) op v)` (the index evaluated once).
+struct TempIndex {
+    names: Vec<String>,
+}
+
+impl TempIndex {
+    fn temp_base(&self, e: &Expr) -> Option<syn::Ident> {
+        match e {
+            Expr::Path(p) => parse::single_ident(p).filter(|n| self.names.iter().any(|t| n == t)),
+            Expr::Paren(p) => self.temp_base(&p.expr),
+            Expr::Group(g) => self.temp_base(&g.expr),
+            _ => None,
+        }
+    }
+}
+
+fn compound_to_binary(op: &syn::BinOp) -> Option<TokenStream> {
+    use syn::BinOp as B;
+    Some(match op {
+        B::AddAssign(_) => quote!(+),
+        B::SubAssign(_) => quote!(-),
+        B::MulAssign(_) => quote!(*),
+        B::DivAssign(_) => quote!(/),
+        B::RemAssign(_) => quote!(%),
+        B::BitXorAssign(_) => quote!(^),
+        B::BitAndAssign(_) => quote!(&),
+        B::BitOrAssign(_) => quote!(|),
+        B::ShlAssign(_) => quote!(<<),
+        B::ShrAssign(_) => quote!(>>),
+        _ => return None,
+    })
+}
+
+impl VisitMut for TempIndex {
+    fn visit_expr_mut(&mut self, e: &mut Expr) {
+        // Stores first (their left side must not become a `get`), then everything below.
+        match e {
+            Expr::Assign(a) => match &mut *a.left {
+                Expr::Index(ix) if self.temp_base(&ix.expr).is_some() => {
+                    self.visit_expr_mut(&mut ix.index);
+                    self.visit_expr_mut(&mut a.right);
+                }
+                _ => syn::visit_mut::visit_expr_mut(self, e),
+            },
+            Expr::Binary(b) if compound_to_binary(&b.op).is_some() => match &mut *b.left {
+                Expr::Index(ix) if self.temp_base(&ix.expr).is_some() => {
+                    self.visit_expr_mut(&mut ix.index);
+                    self.visit_expr_mut(&mut b.right);
+                }
+                _ => syn::visit_mut::visit_expr_mut(self, e),
+            },
+            _ => syn::visit_mut::visit_expr_mut(self, e),
+        }
+        let span = syn::spanned::Spanned::span(&*e);
+        let new: Option<Expr> = match &*e {
+            Expr::Assign(a) => match &*a.left {
+                Expr::Index(ix) => self.temp_base(&ix.expr).map(|t| {
+                    let (i, v) = (&ix.index, &a.right);
+                    syn::parse_quote_spanned!(span=> #t.set(#i, #v))
+                }),
+                _ => None,
+            },
+            Expr::Binary(b) => match (&*b.left, compound_to_binary(&b.op)) {
+                (Expr::Index(ix), Some(op)) => self.temp_base(&ix.expr).map(|t| {
+                    let (i, v) = (&ix.index, &b.right);
+                    let k = syn::Ident::new("__i", Span::mixed_site());
+                    syn::parse_quote_spanned!(span=> { let #k: usize = #i; #t.set(#k, #t.get(#k) #op #v) })
+                }),
+                _ => None,
+            },
+            Expr::Index(ix) => self.temp_base(&ix.expr).map(|t| {
+                let i = &ix.index;
+                syn::parse_quote_spanned!(span=> #t.get(#i))
+            }),
+            _ => None,
+        };
+        if let Some(n) = new {
+            *e = n;
+        }
+    }
+
+    fn visit_expr_closure_mut(&mut self, _: &mut syn::ExprClosure) {}
+}
+
+struct Serialize {
+    allocs: bool,
+}
 
 impl Serialize {
     fn call_of(mac: &syn::Macro) -> Expr {
         match mac.parse_body::<Expr>() {
             Ok(mut e) => {
-                Serialize.visit_expr_mut(&mut e);
+                Serialize { allocs: false }.visit_expr_mut(&mut e);
                 e
             }
             Err(_) => syn::parse_quote_spanned!(mac.delimiter.span().join()=> ::core::unreachable!()),
@@ -69,6 +170,10 @@ impl VisitMut for Serialize {
             };
             match kind {
                 Some((MacroKind::Sync, _)) => continue,
+                Some((MacroKind::Alloc, mac)) => {
+                    let span = mac.delimiter.span().join();
+                    b.stmts.push(syn::parse_quote_spanned!(span=> ::core::unreachable!();));
+                }
                 Some((MacroKind::Spawn, mac)) => {
                     let call = Self::call_of(&mac);
                     b.stmts.push(syn::Stmt::Expr(call, Some(Default::default())));
@@ -81,11 +186,32 @@ impl VisitMut for Serialize {
         }
     }
 
+    fn visit_local_mut(&mut self, l: &mut syn::Local) {
+        if let Some(init) = &mut l.init {
+            if let Some(mac) = parse::as_alloc(&init.expr) {
+                if let Ok((ty, mut len)) = parse::alloc_args(mac) {
+                    self.visit_expr_mut(&mut len);
+                    let span = mac.delimiter.span().join();
+                    self.allocs = true;
+                    let scope = temp_scope_ident();
+                    *init.expr = syn::parse_quote_spanned!(span=> #scope.alloc::<#ty>(#len));
+                    return;
+                }
+            }
+        }
+        syn::visit_mut::visit_local_mut(self, l);
+    }
+
     fn visit_expr_mut(&mut self, e: &mut Expr) {
         if let Expr::Macro(m) = e {
             match parse::macro_kind(&m.mac) {
                 Some(MacroKind::Spawn) => *e = Self::call_of(&m.mac),
                 Some(MacroKind::Sync) => *e = syn::parse_quote!(()),
+                // Only as a `let` initializer (`visit_local_mut`); anywhere else it was rejected.
+                Some(MacroKind::Alloc) => {
+                    let span = m.mac.delimiter.span().join();
+                    *e = syn::parse_quote_spanned!(span=> ::core::unreachable!());
+                }
                 None => {}
             }
             return;
@@ -94,10 +220,13 @@ impl VisitMut for Serialize {
     }
 }
 
-/// Rewrites `return e` into `return Step::Return(e)` inside user expressions.
-struct Returns;
+/// Rewrites `return e` into `return Step::Return(e)` inside user expressions; `frees` (the
+/// task's live temporaries) run after `e` is evaluated.
+struct Returns<'a> {
+    frees: &'a TokenStream,
+}
 
-impl VisitMut for Returns {
+impl VisitMut for Returns<'_> {
     fn visit_expr_mut(&mut self, e: &mut Expr) {
         syn::visit_mut::visit_expr_mut(self, e);
         if let Expr::Return(r) = e {
@@ -106,17 +235,20 @@ impl VisitMut for Returns {
                 Some(v) => quote!(#v),
                 None => quote!(()),
             };
-            r.expr = Some(Box::new(syn::parse_quote_spanned!(span=> ::gpu_cilk::runtime::Step::Return(#value))));
+            r.expr = Some(Box::new(step_return(span, value, self.frees)));
         }
     }
 
     fn visit_expr_closure_mut(&mut self, _: &mut syn::ExprClosure) {}
 }
 
-fn returns(e: &Expr) -> Expr {
-    let mut e = e.clone();
-    Returns.visit_expr_mut(&mut e);
-    e
+/// `Step::Return(value)`, or `{ let v = value; <frees> Step::Return(v) }` when temporaries are live.
+fn step_return(span: Span, value: TokenStream, frees: &TokenStream) -> Expr {
+    if frees.is_empty() {
+        return syn::parse_quote_spanned!(span=> ::gpu_cilk::runtime::Step::Return(#value));
+    }
+    let v = syn::Ident::new("__value", Span::mixed_site());
+    syn::parse_quote_spanned!(span=> { let #v = #value; #frees ::gpu_cilk::runtime::Step::Return(#v) })
 }
 
 /// A callee path as seen from inside the generated module (`self::g` → `super::g`,
@@ -141,9 +273,31 @@ struct Emitter<'t> {
     f: syn::Ident,
     reg: syn::Ident,
     spawner: syn::Ident,
+    /// Names indexed as temporaries (`Temp` parameters and `alloc!` locals).
+    temp_names: Vec<String>,
+    /// The temporaries allocated by this task that are in scope at the statement being emitted.
+    live: std::cell::RefCell<Vec<syn::Ident>>,
 }
 
 impl<'t> Emitter<'t> {
+    /// A user expression with temporaries' indexing rewritten and `return`s made task returns.
+    fn rw(&self, e: &Expr) -> Expr {
+        let mut e = e.clone();
+        if !self.temp_names.is_empty() {
+            TempIndex { names: self.temp_names.clone() }.visit_expr_mut(&mut e);
+        }
+        let frees = self.frees();
+        Returns { frees: &frees }.visit_expr_mut(&mut e);
+        e
+    }
+
+    /// `__cx.free_temp(t);` for every live temporary.
+    fn frees(&self) -> TokenStream {
+        let cx = &self.cx;
+        let live = self.live.borrow();
+        quote!(#(#cx.free_temp(#live);)*)
+    }
+
     fn new(task: &'t Task) -> Self {
         let id = |s: &str| syn::Ident::new(s, Span::mixed_site());
         Emitter {
@@ -155,6 +309,14 @@ impl<'t> Emitter<'t> {
             f: id("__f"),
             reg: id("__reg"),
             spawner: id("__S"),
+            temp_names: task
+                .params
+                .iter()
+                .filter(|p| parse::temp_type_elem(&p.ty).is_some())
+                .map(|p| p.name.to_string())
+                .chain(task.frame.iter().filter(|f| f.temp).map(|f| f.name.to_string()))
+                .collect(),
+            live: std::cell::RefCell::new(Vec::new()),
         }
     }
 
@@ -355,6 +517,8 @@ impl<'t> Emitter<'t> {
             let rest = if seg.restores.len() < t.frame.len() { quote!(..) } else { quote!() };
             quote!(let Frame { #(#binds,)* #rest } = #frame_id;)
         };
+        *self.live.borrow_mut() =
+            t.frame.iter().filter(|f| f.temp && f.segment < seg.index).map(|f| f.name.clone()).collect();
         let body = self.stmts(&seg.body);
         let end = match &seg.end {
             End::Sync => {
@@ -370,10 +534,14 @@ impl<'t> Emitter<'t> {
                 quote!(::gpu_cilk::runtime::Step::Sync(Frame { #(#inits),* }))
             }
             End::Tail(e) => {
-                let e = returns(e);
-                quote!(::gpu_cilk::runtime::Step::Return(#e))
+                let e = self.rw(e);
+                let r = step_return(Span::mixed_site(), quote!(#e), &self.frees());
+                quote!(#r)
             }
-            End::FallOff if t.output.is_none() => quote!(::gpu_cilk::runtime::Step::Return(())),
+            End::FallOff if t.output.is_none() => {
+                let r = step_return(Span::mixed_site(), quote!(()), &self.frees());
+                quote!(#r)
+            }
             End::FallOff => quote!(),
         };
         quote! {
@@ -393,8 +561,25 @@ impl<'t> Emitter<'t> {
                 let n = &l.name;
                 let m = l.mutable.then(|| quote!(mut));
                 let ty = l.ty.as_ref().map(|t| quote!(: #t));
+                if let Some(a) = &l.alloc {
+                    let (cx, elem, len) = (&self.cx, &a.elem, self.rw(&a.len));
+                    let v = syn::Ident::new("__temp", Span::mixed_site());
+                    let alloc = format_ident!("alloc_temp", span = a.span);
+                    // On failure the scheduler records the error (naming the task and the size) and
+                    // fails the run; the segment just ends.
+                    let out = quote! {
+                        let #m #n #ty = match #cx.#alloc::<#elem>(#len) {
+                            ::core::option::Option::Some(#v) => #v,
+                            ::core::option::Option::None => {
+                                return ::gpu_cilk::runtime::Step::Return(::core::default::Default::default())
+                            }
+                        };
+                    };
+                    self.live.borrow_mut().push(n.clone());
+                    return out;
+                }
                 let init = l.init.as_ref().map(|e| {
-                    let e = returns(e);
+                    let e = self.rw(e);
                     quote!(= #e)
                 });
                 quote!(let #m #n #ty #init;)
@@ -402,7 +587,7 @@ impl<'t> Emitter<'t> {
             Stmt::Spawn(site) => self.spawn(site),
             Stmt::If(i) => self.if_stmt(i),
             Stmt::While { cond, body } => {
-                let cond = returns(cond);
+                let cond = self.rw(cond);
                 let body = self.stmts(body);
                 quote!(while #cond { #body })
             }
@@ -418,15 +603,16 @@ impl<'t> Emitter<'t> {
             Stmt::Return(e) => {
                 let v = match e {
                     Some(e) => {
-                        let e = returns(e);
+                        let e = self.rw(e);
                         quote!(#e)
                     }
                     None => quote!(()),
                 };
-                quote!(return ::gpu_cilk::runtime::Step::Return(#v);)
+                let r = step_return(Span::mixed_site(), v, &self.frees());
+                quote!(return #r;)
             }
             Stmt::Expr { expr, semi } => {
-                let e = returns(expr);
+                let e = self.rw(expr);
                 let semi = semi.then(|| quote!(;));
                 quote!(#e #semi)
             }
@@ -437,7 +623,7 @@ impl<'t> Emitter<'t> {
     }
 
     fn if_stmt(&self, i: &If) -> TokenStream {
-        let cond = returns(&i.cond);
+        let cond = self.rw(&i.cond);
         let then = self.stmts(&i.then);
         let els = match &i.els {
             None => quote!(),
@@ -456,8 +642,8 @@ impl<'t> Emitter<'t> {
     fn for_stmt(&self, f: &For) -> TokenStream {
         let var = &f.var;
         let m = f.mutable.then(|| quote!(mut));
-        let start = returns(&f.start);
-        let end = returns(&f.end);
+        let start = self.rw(&f.start);
+        let end = self.rw(&f.end);
         let op = if f.inclusive { quote!(..=) } else { quote!(..) };
         let body = self.stmts(&f.body);
         quote!(for #m #var in #start #op #end { #body })
@@ -468,7 +654,7 @@ impl<'t> Emitter<'t> {
         let f = &self.f;
         let callee = self.task.callees.get(site.callee).map(|c| module_relative(&c.path));
         let callee = callee.unwrap_or_else(|| module_relative(&site.path));
-        let args = site.args.iter().map(returns);
+        let args = site.args.iter().map(|a| self.rw(a));
         let (decl, place) = match &site.dest {
             Dest::Discard => (quote!(), quote!(::gpu_cilk::runtime::Place::discard())),
             Dest::Local { name, decl } => {
@@ -496,7 +682,7 @@ impl<'t> Emitter<'t> {
                 )
             }
             Dest::Element { array, index } => {
-                let index = returns(index);
+                let index = self.rw(index);
                 (
                     quote!(),
                     quote!(::gpu_cilk::runtime::Place::element(

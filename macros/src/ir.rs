@@ -109,6 +109,8 @@ pub struct FrameField {
     pub origin: FieldOrigin,
     /// Some spawn writes into it (the whole field, or an element of it).
     pub spawn_dest: bool,
+    /// A temporary made by `alloc!` in this task (freed at every return).
+    pub temp: bool,
 }
 
 /// The type of a frame field.
@@ -226,6 +228,19 @@ pub struct Let {
     pub init: Option<Expr>,
     /// Set by `lower`: this top-level local is a frame field.
     pub frame: bool,
+    /// `let t = alloc!(T, len);` (then `init` is `None` and `ty` is `Temp<T>`).
+    pub alloc: Option<Box<Alloc>>,
+}
+
+/// `alloc!(elem, len)`: a task-scoped temporary, freed when the task returns.
+#[derive(Debug, Clone)]
+pub struct Alloc {
+    /// The element type (a scalar of `parse::TEMP_SCALARS`).
+    pub elem: Type,
+    /// The length (a `usize` expression).
+    pub len: Expr,
+    /// The span of the `alloc!` invocation.
+    pub span: Span,
 }
 
 /// `if cond { then } [else ..]`
@@ -392,7 +407,13 @@ impl Dumper {
                     ty,
                     f.segment,
                     f.origin,
-                    if f.spawn_dest { ", spawn dest" } else { "" }
+                    if f.spawn_dest {
+                        ", spawn dest"
+                    } else if f.temp {
+                        ", temp"
+                    } else {
+                        ""
+                    }
                 ),
             );
         }
@@ -422,6 +443,10 @@ impl Dumper {
                 let init = l.init.as_ref().map(|e| format!(" = {}", tok(e))).unwrap_or_default();
                 let frame = if l.frame { "  [frame]" } else { "" };
                 let m = if l.mutable { "mut " } else { "" };
+                let init = match &l.alloc {
+                    Some(a) => format!(" = alloc({}, {})", tok(&a.elem), tok(&a.len)),
+                    None => init,
+                };
                 self.line(depth, format_args!("let {m}{}{ty}{init}{frame}", l.name));
             }
             Stmt::Spawn(site) => {

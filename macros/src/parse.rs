@@ -7,7 +7,7 @@
 //! rather than a panic.
 
 use crate::error;
-use crate::ir::{Dest, For, Function, If, Let, LetDecl, Param, SpawnSite, Stmt};
+use crate::ir::{Alloc, Dest, For, Function, If, Let, LetDecl, Param, SpawnSite, Stmt};
 use proc_macro2::Span;
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
@@ -20,6 +20,8 @@ pub enum MacroKind {
     Spawn,
     /// `sync!(..)`
     Sync,
+    /// `alloc!(..)`
+    Alloc,
 }
 
 /// `spawn!`, `gpu_cilk::spawn!`, `::gpu_cilk::prelude::spawn!`, ... (any path ending in `spawn`
@@ -33,6 +35,8 @@ pub fn macro_kind(mac: &Macro) -> Option<MacroKind> {
         Some(MacroKind::Spawn)
     } else if last.ident == "sync" {
         Some(MacroKind::Sync)
+    } else if last.ident == "alloc" {
+        Some(MacroKind::Alloc)
     } else {
         None
     }
@@ -45,6 +49,101 @@ pub fn as_spawn(expr: &Expr) -> Option<&Macro> {
         Expr::Group(g) => as_spawn(&g.expr),
         _ => None,
     }
+}
+
+/// The `alloc!` invoked by `expr`, if `expr` is one.
+pub fn as_alloc(expr: &Expr) -> Option<&Macro> {
+    match expr {
+        Expr::Macro(m) if macro_kind(&m.mac) == Some(MacroKind::Alloc) => Some(&m.mac),
+        Expr::Group(g) => as_alloc(&g.expr),
+        _ => None,
+    }
+}
+
+/// The element types `alloc!` accepts (the runtime's `Scalar`).
+pub const TEMP_SCALARS: &[&str] =
+    &["u8", "u16", "u32", "u64", "usize", "i8", "i16", "i32", "i64", "isize", "f32", "f64"];
+
+/// `alloc!(T, len)`: the element type (checked against [`TEMP_SCALARS`]) and the length.
+pub fn alloc_args(mac: &Macro) -> syn::Result<(Type, Expr)> {
+    struct Args(Type, Expr);
+    impl syn::parse::Parse for Args {
+        fn parse(input: syn::parse::ParseStream<'_>) -> syn::Result<Self> {
+            let ty: Type = input.parse()?;
+            input.parse::<Token![,]>()?;
+            let len: Expr = input.parse()?;
+            if input.peek(Token![,]) {
+                input.parse::<Token![,]>()?;
+            }
+            if !input.is_empty() {
+                return Err(input.error("extra"));
+            }
+            Ok(Args(ty, len))
+        }
+    }
+    let Args(ty, len) = mac.parse_body::<Args>().map_err(|_| error::ALLOC_ARGS.on(mac))?;
+    if temp_elem_name(&ty).is_none() {
+        return Err(error::ALLOC_ELEM.on(&ty));
+    }
+    Ok((ty, len))
+}
+
+/// `f32` for the type `f32` when it is a [`TEMP_SCALARS`] type.
+pub fn temp_elem_name(ty: &Type) -> Option<String> {
+    match ty {
+        Type::Path(p) if p.qself.is_none() && p.path.leading_colon.is_none() && p.path.segments.len() == 1 => {
+            let seg = &p.path.segments[0];
+            let n = seg.ident.to_string();
+            (seg.arguments.is_none() && TEMP_SCALARS.contains(&n.as_str())).then_some(n)
+        }
+        Type::Paren(p) => temp_elem_name(&p.elem),
+        Type::Group(g) => temp_elem_name(&g.elem),
+        _ => None,
+    }
+}
+
+/// For `Temp<T>` (any path ending in `Temp` with one type argument): `Some(T)`.
+pub fn temp_type_elem(ty: &Type) -> Option<&Type> {
+    match ty {
+        Type::Path(p) if p.qself.is_none() => {
+            let seg = p.path.segments.last()?;
+            if seg.ident != "Temp" {
+                return None;
+            }
+            match &seg.arguments {
+                syn::PathArguments::AngleBracketed(a) if a.args.len() == 1 => match a.args.first() {
+                    Some(syn::GenericArgument::Type(t)) => Some(t),
+                    _ => None,
+                },
+                _ => None,
+            }
+        }
+        Type::Paren(p) => temp_type_elem(&p.elem),
+        Type::Group(g) => temp_type_elem(&g.elem),
+        _ => None,
+    }
+}
+
+/// The names of an item's temporaries: `Temp<T>` parameters and `let t = alloc!(..)` bindings.
+pub fn temp_names(item: &ItemFn) -> Vec<syn::Ident> {
+    let mut out = Vec::new();
+    for arg in &item.sig.inputs {
+        if let FnArg::Typed(pt) = arg {
+            if let (Pat::Ident(pi), Some(_)) = (&*pt.pat, temp_type_elem(&pt.ty)) {
+                out.push(pi.ident.clone());
+            }
+        }
+    }
+    for s in &item.block.stmts {
+        if let syn::Stmt::Local(l) = s {
+            if let (Some((name, _, _)), Some(init)) = (let_binding(&l.pat), &l.init) {
+                if as_alloc(&init.expr).is_some() {
+                    out.push(name);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The `sync!` invoked by `expr`, if `expr` is one.
@@ -213,11 +312,18 @@ fn stmt(s: &syn::Stmt) -> syn::Result<Stmt> {
             if let Some(mac) = init.and_then(as_spawn) {
                 return spawn_site(mac, Dest::Local { name, decl: Some(LetDecl { mutable, ty }) });
             }
-            Ok(Stmt::Let(Let { name, mutable, ty, init: init.cloned(), frame: false }))
+            if let Some(mac) = init.and_then(as_alloc) {
+                let (elem, len) = alloc_args(mac)?;
+                let ty = Some(syn::parse_quote!(::gpu_cilk::runtime::Temp<#elem>));
+                let alloc = Some(Box::new(Alloc { elem, len, span: mac_span(mac) }));
+                return Ok(Stmt::Let(Let { name, mutable, ty, init: None, frame: false, alloc }));
+            }
+            Ok(Stmt::Let(Let { name, mutable, ty, init: init.cloned(), frame: false, alloc: None }))
         }
         syn::Stmt::Macro(m) => match macro_kind(&m.mac) {
             Some(MacroKind::Spawn) => spawn_site(&m.mac, Dest::Discard),
             Some(MacroKind::Sync) => Ok(Stmt::Sync(mac_span(&m.mac))),
+            Some(MacroKind::Alloc) => Err(error::ALLOC_POSITION.on(&m.mac)),
             None => Err(error::other_macro(&m.mac)),
         },
         syn::Stmt::Item(item) => Err(error::ITEM_IN_BODY.on(item)),

@@ -372,3 +372,74 @@ fn cuda_is_deterministic() {
     let b = cuda(queens());
     assert_eq!(a, b);
 }
+
+/// The Strassen pattern: a temporary filled by children, combined after the sync.
+fn scatter_sum() -> TokenStream {
+    quote! {
+        fn scatter_sum(k: u32, seed: u64) -> u64 {
+            let t = alloc!(u64, k as usize);
+            if k == 0 {
+                return 0;
+            }
+            for i in 0..k as usize {
+                spawn!(fill(t, i, seed + i as u64));
+            }
+            sync!();
+            let mut s: u64 = 0;
+            for i in 0..t.len() {
+                s += t[i];
+            }
+            t[0] += s;
+            t[0]
+        }
+    }
+}
+
+#[test]
+fn alloc_expansion() {
+    insta::assert_snapshot!(expand(quote!(), scatter_sum()));
+}
+
+#[test]
+fn alloc_ir() {
+    insta::assert_snapshot!(ir::dump(&lowered(scatter_sum())));
+}
+
+#[test]
+fn alloc_cuda() {
+    insta::assert_snapshot!(cuda(scatter_sum()));
+}
+
+#[test]
+fn a_return_that_may_leave_children_running_with_a_live_temporary_is_rejected() {
+    let errs = |tokens: TokenStream| -> Vec<String> {
+        let item: syn::ItemFn = syn::parse2(tokens).expect("parses");
+        match crate::compile_task(&item) {
+            Ok(_) => Vec::new(),
+            Err(e) => e.into_iter().map(|e| e.to_string().lines().next().unwrap_or_default().to_string()).collect(),
+        }
+    };
+    // After a spawn in the same segment, with a temporary live: rejected (return and tail).
+    let m = errs(quote! {
+        fn f(n: u32) -> u64 {
+            let t = alloc!(u64, 4);
+            spawn!(g(t));
+            if n > 3 { return 1; }
+            2
+        }
+    });
+    assert_eq!(m.len(), 2, "{m:#?}");
+    assert!(m[0].starts_with("this return may leave children running while the temporary `t` is freed"));
+    // Before the spawn, or after a sync: fine.
+    assert!(errs(quote! {
+        fn f(n: u32) -> u64 {
+            let t = alloc!(u64, 4);
+            if n > 3 { return 1; }
+            spawn!(g(t));
+            sync!();
+            if n > 4 { return 2; }
+            t[0]
+        }
+    })
+    .is_empty());
+}

@@ -73,6 +73,8 @@ enum Ty {
     Prim(String),
     Unit,
     Array(Box<Ty>, String),
+    /// A task-scoped temporary `Temp<T>` (`gc_temp<T>`).
+    Temp(Box<Ty>),
     /// A C++ type spelled out (`fib_ret`, `decltype(x)`).
     Named(String),
 }
@@ -85,6 +87,7 @@ impl Ty {
             Ty::Prim(p) => format!("gc_{p}"),
             Ty::Unit => "gc_unit".into(),
             Ty::Array(e, n) => format!("gc_array<{}, {n}>", e.cxx()),
+            Ty::Temp(e) => format!("gc_temp<{}>", e.cxx()),
             Ty::Named(s) => s.clone(),
         }
     }
@@ -104,6 +107,9 @@ fn prim(s: &str) -> Ty {
 }
 
 fn ty_of_type(t: &Type) -> Ty {
+    if let Some(elem) = crate::parse::temp_type_elem(t) {
+        return Ty::Temp(Box::new(ty_of_type(elem)));
+    }
     match t {
         Type::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => {
             let id = p.path.segments[0].ident.to_string();
@@ -258,6 +264,8 @@ struct W<'t> {
     used: BTreeSet<String>,
     unsupported: Vec<String>,
     tmp: usize,
+    /// C++ names of the temporaries this task allocated that are in scope (freed at returns).
+    temps: Vec<String>,
 }
 
 impl<'t> W<'t> {
@@ -276,6 +284,7 @@ impl<'t> W<'t> {
             used: BTreeSet::new(),
             unsupported: Vec::new(),
             tmp: 0,
+            temps: Vec::new(),
         }
     }
 
@@ -378,7 +387,7 @@ impl<'t> W<'t> {
                 _ => self.ty_of(&b.left).or_else(|| self.ty_of(&b.right)),
             },
             Expr::Index(i) => match self.ty_of(&i.expr) {
-                Some(Ty::Array(e, _)) => Some(*e),
+                Some(Ty::Array(e, _)) | Some(Ty::Temp(e)) => Some(*e),
                 _ => None,
             },
             Expr::MethodCall(m) => {
@@ -386,6 +395,7 @@ impl<'t> W<'t> {
                 match name.as_str() {
                     "count_ones" | "count_zeros" | "leading_zeros" | "trailing_zeros" => Some(prim("u32")),
                     "is_power_of_two" | "is_nan" => Some(prim("bool")),
+                    "len" => Some(prim("usize")),
                     _ => self.ty_of(&m.receiver).or_else(|| m.args.first().and_then(|a| self.ty_of(a))),
                 }
             }
@@ -640,6 +650,9 @@ impl<'t> W<'t> {
         let name = m.to_string();
         let t = self.ty_of(recv).or_else(|| args.first().and_then(|a| self.ty_of(a)));
         let r = self.expr(recv, t.as_ref());
+        if name == "len" && matches!(self.ty_of(recv), Some(Ty::Temp(_))) {
+            return format!("{r}.len()");
+        }
         let arg = |w: &mut Self, i: usize, t: Option<&Ty>| args.get(i).map(|a| w.expr(a, t)).unwrap_or_default();
         let same = |w: &mut Self, f: &str| {
             let a = arg(w, 0, t.as_ref());
@@ -760,6 +773,29 @@ impl<'t> W<'t> {
 
     fn stmt(&mut self, s: &Stmt, rest: &[Stmt], tail: Option<&Expr>) {
         match s {
+            Stmt::Let(l) if l.alloc.is_some() => {
+                let Some(a) = &l.alloc else { return };
+                let elem = ty_of_type(&a.elem);
+                let len = self.expr(&a.len, Some(&prim("usize")));
+                let len = strip_usize_cast(&len);
+                let site = self.site(a.span);
+                let ty = Ty::Temp(Box::new(elem.clone()));
+                let name = self.declare(&l.name, Some(ty.clone()));
+                self.line(&format!(
+                    "{} {name} = gc_alloc_temp<{}>(cx, (gc_u64)({len}), {site});",
+                    ty.cxx(),
+                    elem.cxx()
+                ));
+                // An exhausted heap has raised a fault (the run fails); end the segment now.
+                let fail = match self.mode {
+                    Mode::Segment => "{ *ret = Ret(); return false; }".to_string(),
+                    Mode::Device => {
+                        format!("return {}();", self.ret.as_ref().map_or("gc_unit".to_string(), Ty::cxx))
+                    }
+                };
+                self.line(&format!("if ({name}.ptr == nullptr) {fail}"));
+                self.temps.push(name);
+            }
             Stmt::Let(l) => {
                 let mut ty = l.ty.as_ref().map(ty_of_type).or_else(|| l.init.as_ref().and_then(|e| self.ty_of(e)));
                 if ty.is_none() {
@@ -877,12 +913,29 @@ impl<'t> W<'t> {
             }
             (None, _) => "gc_unit{}".into(),
         };
+        let frees: Vec<String> = self.temps.iter().map(|t| format!("gc_free_temp(cx, {t});")).collect();
         match self.mode {
             Mode::Segment => {
                 self.line(&format!("*ret = {v};"));
+                for f in &frees {
+                    self.line(f);
+                }
                 self.line("return false;");
             }
-            Mode::Device => self.line(&format!("return {v};")),
+            Mode::Device if frees.is_empty() => self.line(&format!("return {v};")),
+            Mode::Device => {
+                let rv = self.fresh("rv");
+                let t = self.ret.as_ref().map_or("gc_unit".to_string(), Ty::cxx);
+                self.line("{");
+                self.depth += 1;
+                self.line(&format!("{t} {rv} = {v};"));
+                for f in &frees {
+                    self.line(f);
+                }
+                self.line(&format!("return {rv};"));
+                self.depth -= 1;
+                self.line("}");
+            }
         }
     }
 
@@ -1336,6 +1389,7 @@ pub fn task_fragment(task: &Task) -> Fragment {
         w.line(&format!("{} {n} = a.{};", t.cxx(), mangle(&p.name.to_string())));
     }
     if let Some(seg) = task.segments.first() {
+        w.temps.clear();
         segment_body(&mut w, task, seg);
     }
     w.depth = 0;
@@ -1351,11 +1405,15 @@ pub fn task_fragment(task: &Task) -> Fragment {
         w.depth = 3;
         w.scopes = vec![Vec::new()];
         w.used.clear();
+        w.temps.clear();
         for &i in &seg.restores {
             if let Some(fl) = task.frame.get(i) {
                 let t = field_ty(task, &fl.ty);
                 let n = w.declare(&fl.name, Some(t.clone()));
                 w.line(&format!("{} {n} = f.{};", t.cxx(), mangle(&fl.name.to_string())));
+                if fl.temp {
+                    w.temps.push(n);
+                }
             }
         }
         segment_body(&mut w, task, seg);

@@ -51,6 +51,7 @@ enum gc_fault_code : gc_u32 {
   GC_FAULT_CHANNEL_FULL = 4, // a spawn or frame found no room (the scheduler under-estimated)
   GC_FAULT_SHIFT = 5,        // shift amount >= bit width (debug-build Rust panics; release masks)
   GC_FAULT_SPILL_POOL = 6,   // the spill pool is exhausted (detail: its bytes)
+  GC_FAULT_TEMP_POOL = 7,    // alloc! found no room in the temporary heap (detail: size << 56 | n)
 };
 
 struct gc_fault {
@@ -74,6 +75,8 @@ struct gc_chan {           // one (task, queue, level) channel, as the host laid
   gc_ctl* ctl;
 };
 
+struct gc_xheap;            // xmalloc.cuh: the device temporary heap (alloc!)
+
 struct gc_launch {
   const gc_chan* table;    // [level * nq + queue]
   gc_u32 nq;               // queues per level (all tasks)
@@ -87,6 +90,7 @@ struct gc_launch {
   gc_u64* spill_used;      // bytes of the pool in use (host resets it after moving records)
   gc_u64 spill_capacity;   // bytes in the pool
   gc_u64 spill_stride;     // 8-byte header + the largest pre-spawn element, 8-aligned
+  gc_xheap* temps;         // the temporary heap (temp.cuh), null when no task uses alloc!
 };
 
 // A spilled pre-spawn element: where it belongs, then its bytes.

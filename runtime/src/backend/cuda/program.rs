@@ -55,6 +55,12 @@ pub fn assemble(reg: &Registry) -> Result<AssembledProgram> {
     }
     src.push_str(gpu_cilk_kernels::RUNTIME_CUH);
     src.push('\n');
+    // The device heap of task-scoped temporaries (`alloc!`): always assembled, used only by
+    // programs whose tasks allocate (see `uses_temps`).
+    src.push_str(gpu_cilk_kernels::XMALLOC_CUH);
+    src.push('\n');
+    src.push_str(gpu_cilk_kernels::TEMP_CUH);
+    src.push('\n');
     for t in &tasks {
         src.push_str(t.fragment.decls);
         src.push('\n');

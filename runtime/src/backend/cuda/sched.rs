@@ -92,9 +92,28 @@ struct GcLaunch {
     spill_used: u64,
     spill_capacity: u64,
     spill_stride: u64,
+    /// The temporary heap (`gc_xheap*`, `alloc!`), 0 when no task allocates.
+    temps: u64,
 }
 // SAFETY: repr(C) integers, mirrors `struct gc_launch`.
 unsafe impl DeviceCopy for GcLaunch {}
+
+/// `struct gc_temp_heap_params` (temp.cuh).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct GcTempHeapInit {
+    heap: u64,
+    region: u64,
+    bytes: u64,
+}
+// SAFETY: repr(C) integers (device addresses and a size), mirrors `gc_temp_heap_params`.
+unsafe impl DeviceCopy for GcTempHeapInit {}
+
+/// The device temporary heap of `alloc!`: the `gc_xheap` struct and its region.
+struct TempHeap {
+    heap: DeviceBuffer<u8>,
+    region: DeviceBuffer<u8>,
+}
 
 /// `struct gc_regrow_params`.
 #[repr(C)]
@@ -197,6 +216,8 @@ pub(crate) struct GpuState {
     spawned: Vec<(u64, u64)>,
     /// `gc_<task>_q<k>` per task and queue, looked up once.
     kernels: Vec<Vec<Kernel<GcLaunch>>>,
+    /// The temporary heap, made when some task of the program uses `alloc!`.
+    temps: Option<TempHeap>,
 }
 
 impl GpuState {
@@ -220,7 +241,20 @@ impl GpuState {
         }
         // 8-byte header + the largest pre-spawn element (they are 8-aligned: they end in a pointer).
         let spill_stride = 8 + sizes.iter().map(|s| s.0).max().unwrap_or(8).next_multiple_of(8);
+        let temps = if asm.tasks.iter().any(|t| t.fragment.defs.contains("gc_alloc_temp<")) {
+            let bytes = config.temp_heap_bytes.max(1 << 16);
+            let th = TempHeap { heap: dev.alloc_zeroed::<u8>(1024)?, region: dev.alloc_zeroed::<u8>(bytes)? };
+            let p = GcTempHeapInit { heap: th.heap.ptr().addr(), region: th.region.ptr().addr(), bytes: bytes as u64 };
+            // SAFETY: `gc_temp_heap_init(gc_temp_heap_params)` (temp.cuh) initializes the 960-byte
+            // `gc_xheap` at `heap` over the `bytes` bytes at `region`; both buffers are that large.
+            let k = unsafe { program.kernel::<GcTempHeapInit>("gc_temp_heap_init")? };
+            k.launch(LaunchDims::cover(1 << 16, 256), &p)?;
+            Some(th)
+        } else {
+            None
+        };
         Ok(GpuState {
+            temps,
             sizes,
             nq,
             max_capacity: (config.device_level_capacity.max(1) as u64).next_power_of_two(),
@@ -478,6 +512,14 @@ impl<'a> GpuRun<'a> {
                 capacity: (f.detail / self.st.spill_stride) as usize,
                 knob: "device_spill_capacity",
             },
+            7 => Error::TempHeapExhausted {
+                heap: "device temporary heap",
+                task: name,
+                level: f.level as usize,
+                elements: f.detail & ((1 << 56) - 1),
+                bytes: (f.detail & ((1 << 56) - 1)).saturating_mul(f.detail >> 56),
+                capacity: self.st.temps.as_ref().map_or(0, |t| t.region.len() as u64),
+            },
             4 => Error::Internal(format!(
                 "a frame of `{name}` at level {} found its continuation channel ({} slots) full",
                 f.level, f.detail
@@ -572,6 +614,7 @@ impl<'a> GpuRun<'a> {
                 spill_used: self.st.ctl.ptr().offset(1).addr(),
                 spill_capacity: self.st.spill.len() as u64,
                 spill_stride: self.st.spill_stride,
+                temps: self.st.temps.as_ref().map_or(0, |t| t.heap.ptr().addr()),
             };
             // The kernel reads `count` elements from ticket `first` of a channel the host filled,
             // and writes only into allocated channels of the table (reservations are checked

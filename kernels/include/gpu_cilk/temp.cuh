@@ -1,0 +1,54 @@
+// gpu_cilk/temp.cuh — task-scoped temporaries (`let t = alloc!(f32, n);` in a #[gpu_cilk] task).
+// Needs runtime.cuh (gc_cx, gc_raise, gc_launch::temps) and xmalloc.cuh (gc_xmalloc/gc_xfree)
+// before it; the cuda backend assembles them in that order.
+//
+// gc_temp<T> is the device form of the Rust handle `gpu_cilk::runtime::Temp<T>` (#[repr(C)]
+// { ptr, len }, 16 bytes): `n` elements of T, zeroed by gc_alloc_temp, from the runtime's device
+// temporary heap (gc_launch::temps, one gc_xheap per GpuState, Config::temp_heap_bytes). The task
+// that allocates frees it before each of its returns (the compiler rejects returns that could leave
+// children running while a temporary is live). An index past the end raises GC_FAULT_INDEX; an
+// exhausted heap raises GC_FAULT_TEMP_POOL (detail: element size << 56 | count) and the segment
+// returns.
+
+__device__ gc_u64 gc_temp_sink[2];  // what a faulting access reads/writes instead (the run fails)
+
+template <typename T> struct gc_temp {
+  T* ptr;
+  gc_u64 n;
+  __device__ T& at(const gc_cx& cx, gc_u64 i, gc_u32 site) const {
+    if (i >= n) { gc_raise(cx.L, GC_FAULT_INDEX, site, i); return *reinterpret_cast<T*>(gc_temp_sink); }
+    return ptr[i];
+  }
+  __device__ gc_usize len() const { return n; }
+};
+
+template <typename T> __device__ inline gc_temp<T> gc_alloc_temp(const gc_cx& cx, gc_u64 n, gc_u32 site) {
+  gc_temp<T> t;
+  t.ptr = nullptr;
+  t.n = 0;
+  const bool fits = n <= (~0ull >> 4) / (gc_u64)sizeof(T);
+  void* p = (cx.L->temps != nullptr && fits) ? gc_xmalloc(cx.L->temps, n * (gc_u64)sizeof(T)) : nullptr;
+  if (p == nullptr) {
+    // detail: the element size in the top byte, the element count below it.
+    gc_raise(cx.L, GC_FAULT_TEMP_POOL, site, ((gc_u64)sizeof(T) << 56) | (n & ((1ull << 56) - 1)));
+    return t;
+  }
+  t.ptr = reinterpret_cast<T*>(p);
+  t.n = n;
+  for (gc_u64 i = 0; i < n; ++i) t.ptr[i] = (T)0;
+  return t;
+}
+
+template <typename T> __device__ inline void gc_free_temp(const gc_cx& cx, gc_temp<T> t) {
+  if (t.ptr != nullptr) gc_xfree(cx.L->temps, t.ptr);
+}
+
+// Run once per device heap (any grid shape), before the first launch that allocates.
+struct gc_temp_heap_params {
+  gc_xheap* heap;          // a 960-byte buffer (sizeof(gc_xheap))
+  void* region;            // `bytes` bytes of device memory
+  gc_u64 bytes;
+};
+extern "C" __global__ void gc_temp_heap_init(gc_temp_heap_params p) {
+  gc_xheap_init(p.heap, p.region, p.bytes, 0u, 0u);
+}

@@ -1,0 +1,84 @@
+//! Task-scoped temporaries (`alloc!`): the same answers on every backend as the serial oracle,
+//! a tree of temporaries, and an exhausted temporary heap reported as an error naming the task
+//! and the size. The cuda backend runs where a GPU is usable; `GPU_CILK_REQUIRE_GPU=1` makes a
+//! missing GPU a failure instead of a skip.
+
+#[path = "support/temps.rs"]
+mod temps;
+
+use gpu_cilk::prelude::*;
+use temps::{scatter_sum, tree_root, two_rounds, waves};
+
+fn runtimes() -> Vec<Runtime> {
+    let base = Config::default().temp_heap_bytes(1 << 22);
+    let mut rts = vec![
+        Runtime::with_config(base.clone().backend(BackendKind::Serial)).unwrap(),
+        Runtime::with_config(base.clone().backend(BackendKind::Cpu)).unwrap(),
+        Runtime::with_config(base.clone().backend(BackendKind::Cpu).threads(3).level_capacity(5).segment_capacity(2))
+            .unwrap(),
+    ];
+    match Runtime::with_config(base.clone().backend(BackendKind::Cuda)) {
+        Ok(rt) => {
+            rts.push(rt);
+            rts.push(Runtime::with_config(base.backend(BackendKind::Cuda).device_level_capacity(64)).unwrap());
+        }
+        Err(e) if std::env::var_os("GPU_CILK_REQUIRE_GPU").is_some() => panic!("GPU required: {e}"),
+        Err(e) => eprintln!("temps tests skip the cuda backend: {e}"),
+    }
+    rts
+}
+
+#[test]
+fn children_write_into_the_parents_temporary() {
+    for rt in runtimes() {
+        for (k, seed) in [(0u32, 1u64), (1, 2), (7, 3), (64, 4), (300, 5)] {
+            let expected = scatter_sum(k, seed);
+            assert_eq!(rt.run(scatter_sum::task(k, seed)).unwrap(), expected, "k={k} on {:?}", rt.config());
+        }
+    }
+}
+
+#[test]
+fn a_tree_of_temporaries_equals_serial() {
+    for rt in runtimes() {
+        for (d, w) in [(0u32, 3u32), (1, 4), (3, 3), (5, 2), (2, 9)] {
+            let expected = tree_root(d, w);
+            assert_eq!(rt.run(tree_root::task(d, w)).unwrap(), expected, "tree({d}, {w}) on {:?}", rt.config());
+        }
+    }
+}
+
+#[test]
+fn temporaries_live_across_two_syncs() {
+    for rt in runtimes() {
+        let expected = two_rounds(100);
+        assert_eq!(expected, (0..100).map(|i| (i as f32 + 0.5) * 0.5).sum::<f32>());
+        assert_eq!(rt.run(two_rounds::task(100)).unwrap().to_bits(), expected.to_bits(), "on {:?}", rt.config());
+    }
+}
+
+#[test]
+fn temporaries_are_freed_when_their_task_ends() {
+    // Each `big(5000, _)` takes 40 KB: three in a row fit a 64 KiB heap only if each is freed.
+    let rt = Runtime::with_config(Config::default().backend(BackendKind::Cpu).temp_heap_bytes(1 << 16)).unwrap();
+    for _ in 0..3 {
+        assert_eq!(rt.run(waves::task(5000)).unwrap(), waves(5000));
+    }
+    // The same with every backend's own heap size.
+    for rt in runtimes() {
+        assert_eq!(rt.run(waves::task(5000)).unwrap(), waves(5000), "on {:?}", rt.config());
+    }
+}
+
+#[test]
+fn an_exhausted_temporary_heap_names_the_task_and_the_size() {
+    let rt = Runtime::with_config(Config::default().backend(BackendKind::Cpu).temp_heap_bytes(1 << 12)).unwrap();
+    match rt.run(scatter_sum::task(100_000, 1)) {
+        Err(e @ gpu_cilk::Error::TempHeapExhausted { .. }) => {
+            let msg = e.to_string();
+            assert!(msg.contains("`scatter_sum`") && msg.contains("100000 elements"), "{msg}");
+            assert!(msg.contains("temp_heap_bytes"), "{msg}");
+        }
+        other => panic!("expected TempHeapExhausted, got {other:?}"),
+    }
+}

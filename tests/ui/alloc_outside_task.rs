@@ -1,0 +1,5 @@
+use gpu_cilk::prelude::*;
+
+fn main() {
+    let t = alloc!(f32, 4);
+}
