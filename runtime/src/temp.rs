@@ -10,15 +10,17 @@
 //! scheduler (the same edge that orders a child's result before the continuation).
 //!
 //! Where the words live:
-//! - cpu backend: one [`XHeap`](crate::alloc::XHeap) per run (`Config::temp_heap_bytes`), created
-//!   at the first `alloc!` of the run and dropped when the run ends; a task's temporaries are
-//!   returned to it when the task finishes. Exhaustion is [`Error::TempHeapExhausted`](crate::Error).
+//! - cpu backend: one [`XHeap`](crate::alloc::XHeap) per run (`Config::temp_heap_bytes`), taken
+//!   at the first `alloc!` of the run and handed back for later runs when it ends (arenas are
+//!   reused, never deallocated); a task's temporaries are returned to it when the task finishes.
+//!   Exhaustion is [`Error::TempHeapExhausted`](crate::Error).
 //! - serial function (and any [`Spawn`](crate::Spawn) implementation that keeps the default
 //!   methods): a process-wide pool of leaked, reused blocks ([`TempScope`]): never unmapped, so
 //!   a handle can never dangle.
 //!
-//! Handles are only made by the runtime ([`Temp::from_raw`] is `unsafe`); generated code cannot
-//! let one escape its run (task outputs are scalars), so the storage outlives every handle.
+//! Handles are only made by the runtime ([`Temp::from_raw`] is `unsafe`), always over storage that
+//! is never deallocated (leaked serial blocks, reused run arenas), so a handle can never dangle,
+//! even one that outlived its task: using it then is a logic error, never undefined behavior.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -169,16 +171,28 @@ impl<T: Scalar> Temp<T> {
 }
 
 /// The host pool of the serial function: blocks of `2^k` words, leaked once and reused forever.
-static SERIAL_POOL: Mutex<BTreeMap<usize, Vec<usize>>> = Mutex::new(BTreeMap::new());
+struct SerialPool {
+    /// Free blocks by size class (words).
+    free: BTreeMap<usize, Vec<usize>>,
+    /// Blocks handed out and not yet returned: address → size class. Only these are accepted back,
+    /// so a foreign or double free can never put memory that is not ours into the pool.
+    live: BTreeMap<usize, usize>,
+}
+
+static SERIAL_POOL: Mutex<SerialPool> = Mutex::new(SerialPool { free: BTreeMap::new(), live: BTreeMap::new() });
+
+fn serial_pool() -> std::sync::MutexGuard<'static, SerialPool> {
+    SERIAL_POOL.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 fn class_words(len: usize) -> usize {
     len.max(1).next_power_of_two()
 }
 
 /// `len` zeroed words from the process-wide pool (never freed to the system, so never dangling).
-pub fn serial_alloc<T: Scalar>(len: usize) -> Temp<T> {
+pub(crate) fn serial_alloc<T: Scalar>(len: usize) -> Temp<T> {
     let words = class_words(len);
-    let reused = SERIAL_POOL.lock().unwrap_or_else(|p| p.into_inner()).get_mut(&words).and_then(Vec::pop);
+    let reused = serial_pool().free.get_mut(&words).and_then(Vec::pop);
     let addr = match reused {
         Some(a) => a,
         None => {
@@ -186,6 +200,7 @@ pub fn serial_alloc<T: Scalar>(len: usize) -> Temp<T> {
             block.as_ptr() as usize
         }
     };
+    serial_pool().live.insert(addr, words);
     let ptr = NonNull::new(addr as *mut AtomicU64).unwrap_or(NonNull::dangling());
     // SAFETY: `addr` is a leaked (never freed) block of `words >= len` atomic words.
     let t = unsafe { Temp::from_raw(ptr, len) };
@@ -195,13 +210,13 @@ pub fn serial_alloc<T: Scalar>(len: usize) -> Temp<T> {
     t
 }
 
-/// Returns a block of [`serial_alloc`] to the pool.
-pub fn serial_free<T: Scalar>(t: Temp<T>) {
-    if t.len == 0 && t.ptr == NonNull::dangling() {
-        return;
+/// Returns a block of [`serial_alloc`] to the pool (anything else, or a second free, is ignored).
+pub(crate) fn serial_free<T: Scalar>(t: Temp<T>) {
+    let addr = t.ptr.as_ptr() as usize;
+    let mut pool = serial_pool();
+    if let Some(words) = pool.live.remove(&addr) {
+        pool.free.entry(words).or_default().push(addr);
     }
-    let words = class_words(t.len());
-    SERIAL_POOL.lock().unwrap_or_else(|p| p.into_inner()).entry(words).or_default().push(t.ptr.as_ptr() as usize);
 }
 
 /// The temporaries of one call of a serial function: `alloc!` allocates through it and it frees
@@ -235,10 +250,16 @@ impl Drop for TempScope {
     }
 }
 
-/// The temporaries of one cpu run: an [`XHeap`] of `bytes`, made at the first `alloc!`.
+/// Heaps of finished cpu runs, by size, for later runs. A run heap's arena is never deallocated:
+/// a handle that outlived its run (only a hand-written `CilkTask` could return one) still points
+/// to valid atomic words (reading another run's data is a logic error, not undefined behavior).
+static IDLE_HEAPS: Mutex<Vec<(usize, Box<XHeap>)>> = Mutex::new(Vec::new());
+
+/// The temporaries of one cpu run: an [`XHeap`] of `bytes`, taken at the first `alloc!` (a heap
+/// of a finished run of the same size, or a new one) and handed back for reuse when the run ends.
 pub(crate) struct RunHeap {
     bytes: usize,
-    heap: std::sync::OnceLock<Option<XHeap>>,
+    heap: std::sync::OnceLock<Option<Box<XHeap>>>,
 }
 
 impl RunHeap {
@@ -249,10 +270,15 @@ impl RunHeap {
     fn heap(&self) -> Option<&XHeap> {
         self.heap
             .get_or_init(|| {
+                let mut idle = IDLE_HEAPS.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some(i) = idle.iter().position(|(b, _)| *b == self.bytes) {
+                    return Some(idle.swap_remove(i).1);
+                }
+                drop(idle);
                 let shift = if self.bytes < 1 << 22 { 12 } else { 16 };
-                XHeap::new(XHeapConfig::new(self.bytes).page_shift(shift)).ok()
+                XHeap::new(XHeapConfig::new(self.bytes).page_shift(shift)).ok().map(Box::new)
             })
-            .as_ref()
+            .as_deref()
     }
 
     /// The configured size in bytes.
@@ -279,10 +305,24 @@ impl RunHeap {
 
     /// Returns `t` to the heap (a handle it did not make is ignored).
     pub(crate) fn free<T: Scalar>(&self, t: Temp<T>) {
-        let Some(heap) = self.heap.get().and_then(Option::as_ref) else { return };
+        let Some(heap) = self.heap.get().and_then(Option::as_deref) else { return };
         let Some(base) = heap.word(Offset::from_bytes(0), 0) else { return };
         let off = (t.ptr.as_ptr() as usize).wrapping_sub(base as *const AtomicU64 as usize);
         let _ = heap.free(Offset::from_bytes(off as u64));
+    }
+}
+
+impl Drop for RunHeap {
+    fn drop(&mut self) {
+        if let Some(Some(mut heap)) = self.heap.take() {
+            if heap.stats().live_blocks == 0 {
+                heap.trim(); // free superblocks back to pages, so large requests fit again
+                IDLE_HEAPS.lock().unwrap_or_else(|p| p.into_inner()).push((self.bytes, heap));
+            } else {
+                // A failed run left pieces allocated: keep the arena alive but out of use.
+                Box::leak(heap);
+            }
+        }
     }
 }
 
@@ -300,6 +340,21 @@ mod tests {
         b.set(0, -3);
         assert_eq!((a.get(1), b.get(0), a.len()), (-1.5, -3, 3));
         assert_eq!(std::mem::size_of::<Temp<f64>>(), 16);
+    }
+
+    #[test]
+    fn foreign_and_double_frees_are_ignored() {
+        let words: &'static [AtomicU64] = Box::leak(vec![AtomicU64::new(7)].into_boxed_slice());
+        // SAFETY: one leaked word.
+        let foreign = unsafe { Temp::<u64>::from_raw(NonNull::from(&words[0]), 1) };
+        serial_free(foreign);
+        serial_free(Temp::<u64>::default());
+        let t = serial_alloc::<u64>(1);
+        assert_ne!(t.as_ptr(), foreign.as_ptr());
+        serial_free(t);
+        serial_free(t);
+        let (a, b) = (serial_alloc::<u64>(1), serial_alloc::<u64>(1));
+        assert_ne!(a.as_ptr(), b.as_ptr(), "a double free must not hand one block out twice");
     }
 
     #[test]
