@@ -100,12 +100,11 @@ impl CpuBackend {
         let mut stores: Vec<Box<dyn ErasedStore>> = reg.entries().iter().map(|e| (e.cpu_store)(&sc)).collect();
         let ids: Vec<_> = reg.entries().iter().map(|e| e.id).collect();
         let pool = Pool::new(self.config.pool_capacity);
-        let temps = crate::temp::RunHeap::new(self.config.temp_heap_bytes);
         // The whole scheduler loop runs on a pool worker: each dispatch is then a parallel iterator
         // forked from inside the pool (idle workers steal its pieces), not a job injected from
         // outside with the caller blocking on a latch, which cost a cross-thread wake-up and a
         // condvar round trip per dispatch.
-        let result = self.pool.install(|| self.schedule::<T>(call, &mut stores, &ids, &pool, &temps));
+        let result = self.pool.install(|| self.schedule::<T>(call, &mut stores, &ids, &pool));
         for s in &mut stores {
             s.release(&pool);
         }
@@ -118,7 +117,6 @@ impl CpuBackend {
         stores: &mut [Box<dyn ErasedStore>],
         ids: &[std::any::TypeId],
         pool: &Pool,
-        temps: &crate::temp::RunHeap,
     ) -> Result<Report<T::Output>> {
         let start = Instant::now();
         let cfg = &self.config;
@@ -158,7 +156,7 @@ impl CpuBackend {
             let n = len.min((cfg.level_capacity / stores[si].fanout()).max(1));
             stats.peak_channel_occupancy = stats.peak_channel_occupancy.max(stores[si].occupancy(level, queue));
             let chunk = chunk_len(n, threads);
-            let sh = Shared { stores, ids, pool, temps };
+            let sh = Shared { stores, ids, pool };
             let tally = catch_unwind(AssertUnwindSafe(|| sh.stores[si].dispatch(&sh, level, queue, n, chunk)))
                 .map_err(|p| Error::TaskPanicked { task: stores[si].name(), level, message: panic_message(&*p) })?;
             if let Some(e) = tally.error {
@@ -203,8 +201,13 @@ fn pick_queue(stores: &[Box<dyn ErasedStore>], level: usize) -> Option<(usize, u
 }
 
 /// Elements per rayon job when dispatching `n` over `threads` workers: about four jobs per worker
-/// (room for stealing to even out uneven tasks), at most 1024. Each job claims its elements with
-/// one fetch-and-add and batches its spawns, so larger jobs mean fewer contended atomics.
+/// (room for stealing to even out uneven tasks), at least [`MIN_CHUNK`] and at most 1024. Each job
+/// claims its elements with one fetch-and-add and batches its spawns, so larger jobs mean fewer
+/// contended atomics.
 fn chunk_len(n: usize, threads: usize) -> usize {
-    n.div_ceil(threads.max(1) * 4).clamp(1, 1024)
+    n.div_ceil(threads.max(1) * 4).clamp(MIN_CHUNK, 1024)
 }
+
+/// The smallest rayon job: a stolen job costs about as much as tens of small tasks, so small
+/// dispatches (the top levels, the narrow levels of irregular trees) run on fewer workers.
+const MIN_CHUNK: usize = 16;
