@@ -100,11 +100,12 @@ impl CpuBackend {
         let mut stores: Vec<Box<dyn ErasedStore>> = reg.entries().iter().map(|e| (e.cpu_store)(&sc)).collect();
         let ids: Vec<_> = reg.entries().iter().map(|e| e.id).collect();
         let pool = Pool::new(self.config.pool_capacity);
+        let temps = crate::temp::RunHeap::new(self.config.temp_heap_bytes);
         // The whole scheduler loop runs on a pool worker: each dispatch is then a parallel iterator
         // forked from inside the pool (idle workers steal its pieces), not a job injected from
         // outside with the caller blocking on a latch, which cost a cross-thread wake-up and a
         // condvar round trip per dispatch.
-        let result = self.pool.install(|| self.schedule::<T>(call, &mut stores, &ids, &pool));
+        let result = self.pool.install(|| self.schedule::<T>(call, &mut stores, &ids, &pool, &temps));
         for s in &mut stores {
             s.release(&pool);
         }
@@ -117,6 +118,7 @@ impl CpuBackend {
         stores: &mut [Box<dyn ErasedStore>],
         ids: &[std::any::TypeId],
         pool: &Pool,
+        temps: &crate::temp::RunHeap,
     ) -> Result<Report<T::Output>> {
         let start = Instant::now();
         let cfg = &self.config;
@@ -156,7 +158,7 @@ impl CpuBackend {
             let n = len.min((cfg.level_capacity / stores[si].fanout()).max(1));
             stats.peak_channel_occupancy = stats.peak_channel_occupancy.max(stores[si].occupancy(level, queue));
             let chunk = chunk_len(n, threads);
-            let sh = Shared { stores, ids, pool };
+            let sh = Shared { stores, ids, pool, temps };
             let tally = catch_unwind(AssertUnwindSafe(|| sh.stores[si].dispatch(&sh, level, queue, n, chunk)))
                 .map_err(|p| Error::TaskPanicked { task: stores[si].name(), level, message: panic_message(&*p) })?;
             if let Some(e) = tally.error {
