@@ -5,6 +5,10 @@
 use gpu_cilk::prelude::*;
 use std::time::Duration;
 
+#[path = "support/backends.rs"]
+mod backends;
+use backends::cuda;
+
 /// Reads `a[i]` of a four-element array: out of bounds for `i >= 4`.
 #[gpu_cilk]
 pub fn pick(i: u32) -> u32 {
@@ -31,17 +35,6 @@ pub fn spin(n: u32) -> u32 {
         }
     }
     k
-}
-
-fn cuda(cfg: Config) -> Option<Runtime> {
-    match Runtime::with_config(cfg.backend(BackendKind::Cuda)) {
-        Ok(rt) => Some(rt),
-        Err(e) if std::env::var_os("GPU_CILK_REQUIRE_GPU").is_some() => panic!("GPU required: {e}"),
-        Err(e) => {
-            eprintln!("skipping the cuda backend: {e}");
-            None
-        }
-    }
 }
 
 #[test]

@@ -4,6 +4,8 @@
 //! device channels). `GPU_CILK_REQUIRE_GPU=1` (set by scripts/gpu-check.sh) makes a missing GPU a
 //! failure instead of a skip.
 
+#[path = "support/backends.rs"]
+mod backends;
 #[path = "../examples/workloads/fib.rs"]
 mod fib_workload;
 #[path = "../examples/workloads/queens.rs"]
@@ -16,25 +18,8 @@ use gpu_cilk::prelude::*;
 use queens_workload::{queens, queens_bits, KNOWN};
 use random_tree::rnode;
 
-/// Every backend this machine has, plus small-capacity configurations.
 fn runtimes() -> Vec<Runtime> {
-    let base = Config::default();
-    let mut rts = vec![
-        Runtime::with_config(base.clone().backend(BackendKind::Serial)).unwrap(),
-        Runtime::with_config(base.clone().backend(BackendKind::Cpu)).unwrap(),
-        Runtime::with_config(base.clone().backend(BackendKind::Cpu).threads(3).level_capacity(5).segment_capacity(2))
-            .unwrap(),
-    ];
-    match Runtime::with_config(base.clone().backend(BackendKind::Cuda)) {
-        Ok(rt) => {
-            rts.push(rt);
-            // Small device channels: many chunks per level, rings that wrap around.
-            rts.push(Runtime::with_config(base.backend(BackendKind::Cuda).device_level_capacity(64)).unwrap());
-        }
-        Err(e) if std::env::var_os("GPU_CILK_REQUIRE_GPU").is_some() => panic!("GPU required: {e}"),
-        Err(e) => eprintln!("differential tests skip the cuda backend: {e}"),
-    }
-    rts
+    backends::all(Config::default())
 }
 
 #[test]
@@ -88,12 +73,7 @@ fn randomized_task_trees_equal_serial() {
 #[test]
 fn an_exhausted_device_spill_pool_is_an_error_not_a_hang() {
     // One-element channels: the root's second child must spill, and the pool holds no record.
-    let cfg = Config::default().backend(BackendKind::Cuda).device_level_capacity(1).device_spill_capacity(8);
-    let rt = match Runtime::with_config(cfg) {
-        Ok(rt) => rt,
-        Err(e) if std::env::var_os("GPU_CILK_REQUIRE_GPU").is_some() => panic!("GPU required: {e}"),
-        Err(e) => return eprintln!("skipping: {e}"),
-    };
+    let Some(rt) = backends::cuda(Config::default().device_level_capacity(1).device_spill_capacity(8)) else { return };
     match rt.run(fib::task(20)) {
         Err(gpu_cilk::Error::PoolExhausted { task, .. }) => assert_eq!(task, "fib"),
         other => panic!("expected PoolExhausted, got {other:?}"),

@@ -3,6 +3,8 @@
 //! and the size. The cuda backend runs where a GPU is usable; `GPU_CILK_REQUIRE_GPU=1` makes a
 //! missing GPU a failure instead of a skip.
 
+#[path = "support/backends.rs"]
+mod backends;
 #[path = "support/temps.rs"]
 mod temps;
 
@@ -10,22 +12,7 @@ use gpu_cilk::prelude::*;
 use temps::{scatter_sum, tree_root, two_rounds, waves};
 
 fn runtimes() -> Vec<Runtime> {
-    let base = Config::default().temp_heap_bytes(1 << 22);
-    let mut rts = vec![
-        Runtime::with_config(base.clone().backend(BackendKind::Serial)).unwrap(),
-        Runtime::with_config(base.clone().backend(BackendKind::Cpu)).unwrap(),
-        Runtime::with_config(base.clone().backend(BackendKind::Cpu).threads(3).level_capacity(5).segment_capacity(2))
-            .unwrap(),
-    ];
-    match Runtime::with_config(base.clone().backend(BackendKind::Cuda)) {
-        Ok(rt) => {
-            rts.push(rt);
-            rts.push(Runtime::with_config(base.backend(BackendKind::Cuda).device_level_capacity(64)).unwrap());
-        }
-        Err(e) if std::env::var_os("GPU_CILK_REQUIRE_GPU").is_some() => panic!("GPU required: {e}"),
-        Err(e) => eprintln!("temps tests skip the cuda backend: {e}"),
-    }
-    rts
+    backends::all(Config::default().temp_heap_bytes(1 << 22))
 }
 
 #[test]

@@ -1,0 +1,159 @@
+//! Task shapes the subset promises beyond the example workloads: spawns in a loop into array
+//! elements plus a discarded spawn of another task and two syncs (`wide`), mutual recursion
+//! between three tasks across modules with a device helper (`ping`/`pong`/`pang`), a unit task
+//! with discarded spawns (`walk`), early returns with children outstanding (`early`), locals
+//! across two syncs and plain calls of other tasks (`mixed`). Shared by `compile_subset.rs`
+//! (every backend against the serial functions) and `nvrtc_compile.rs` (CUDA compilation).
+
+#![allow(dead_code)]
+
+use gpu_cilk::prelude::*;
+
+#[path = "../../examples/workloads/fib.rs"]
+mod fib_workload;
+pub use fib_workload::*;
+
+#[gpu_cilk]
+pub fn wide(d: u32, k: u32) -> u64 {
+    if d == 0 {
+        return 1;
+    }
+    let mut parts: [u64; 8] = [0; 8];
+    let mut i = 0;
+    while i < k {
+        parts[i as usize] = spawn!(wide(d - 1, k));
+        i += 1;
+    }
+    spawn!(fib(3));
+    sync!();
+    let mut s: u64 = 1;
+    for j in 0..k as usize {
+        s += parts[j];
+    }
+    let extra = spawn!(fib(d));
+    sync!();
+    s + extra
+}
+
+// ---- three mutually recursive tasks, one of them in another module ----
+
+#[gpu_cilk]
+pub fn ping(n: u32) -> u64 {
+    if n == 0 {
+        return 1;
+    }
+    let a = spawn!(pong(n - 1));
+    let b = spawn!(other::pang(n - 1));
+    sync!();
+    a + 2 * b + weight(n)
+}
+
+#[gpu_cilk]
+pub fn pong(n: u32) -> u64 {
+    if n == 0 {
+        return 2;
+    }
+    let mut acc: u64 = n as u64;
+    let p = spawn!(ping(n - 1));
+    sync!();
+    acc += p;
+    let q = spawn!(other::pang(n / 2));
+    sync!();
+    acc * 3 + q
+}
+
+pub mod other {
+    use super::*;
+
+    #[gpu_cilk]
+    pub fn pang(n: u32) -> u64 {
+        if n < 2 {
+            return 5;
+        }
+        let x = spawn!(super::ping(n - 1));
+        sync!();
+        x % 1000 + 7
+    }
+}
+
+#[gpu_cilk::device]
+pub fn weight(n: u32) -> u64 {
+    let mut w: u64 = 0;
+    for i in 0..=n {
+        w = w.wrapping_add((i as u64).pow(2));
+    }
+    w.min(1000)
+}
+
+// ---- a unit task with discarded spawns ----
+
+#[gpu_cilk]
+pub fn walk(depth: u32, width: u32) {
+    if depth == 0 {
+        return;
+    }
+    for _i in 0..width {
+        spawn!(walk(depth - 1, width));
+    }
+    spawn!(leaf(depth));
+    sync!();
+    spawn!(leaf(depth + 100));
+}
+
+#[gpu_cilk]
+pub fn leaf(x: u32) -> u32 {
+    x.count_ones()
+}
+
+// ---- early returns with children outstanding (implicit sync) ----
+
+#[gpu_cilk]
+pub fn early(n: u32) -> u64 {
+    if n < 3 {
+        return n as u64;
+    }
+    let mut parts: [u64; 3] = [0; 3];
+    parts[0] = spawn!(early(n - 1));
+    if n % 2 == 0 {
+        // Returns while the child above is still running: the value does not depend on it.
+        return 10 * n as u64;
+    }
+    parts[1] = spawn!(early(n - 2));
+    spawn!(fib(n));
+    let mut k: u32 = 0;
+    while k < n {
+        if k == 4 {
+            return 1000 + k as u64; // inside a loop, with children outstanding
+        }
+        k += 1;
+    }
+    sync!();
+    parts[0] + parts[1] + parts[2]
+}
+
+// ---- a segment-local that lives across two syncs, a call (not a spawn) to a task, else-if ----
+
+#[gpu_cilk]
+pub fn mixed(n: u32) -> i64 {
+    let base: i64 = n as i64 - 3;
+    let mut sign = 1i64;
+    if n == 0 {
+        sign = -1;
+    } else if n == 1 {
+        sign = 2;
+    } else {
+        sign += 1;
+    }
+    let direct = fib(n.min(10)) as i64; // a plain serial call, not a spawn
+    let a = spawn!(mixed_leaf(n));
+    sync!();
+    let b: i64 = a * sign;
+    let c = spawn!(mixed_leaf(n + 1));
+    sync!();
+    base + b + c + direct
+}
+
+#[gpu_cilk]
+pub fn mixed_leaf(n: u32) -> i64 {
+    (n as i64) * 2 - 5
+}
