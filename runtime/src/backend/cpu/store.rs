@@ -9,11 +9,13 @@
 //!
 //! A child writes its `Output` through a raw [`Dest`] pointer into its parent's frame, which sits
 //! in a reserved slot of a continuation queue (stable address, see [`crate::channel::Channel::slot_ptr`]).
-//! The parent reserves that slot at its first spawn and publishes the frame when the segment ends,
-//! before any child runs (children run in a later dispatch). The levelized scheduler runs the
-//! frame's continuation only once every level below is empty, i.e. every child has finished and
-//! written its result; the dispatch barrier between the two (rayon's join, then the next dispatch's
-//! job injection) orders the children's writes before the continuation's read.
+//! The worker running the parent buffers its spawns and its frame ([`Worker`]) and, at the next
+//! flush, reserves and publishes the frame's slot first, then pushes the children with
+//! destinations into it, all before any child runs (children run in a later dispatch). The
+//! levelized scheduler runs the frame's continuation only once every level below is empty, i.e.
+//! every child has finished and written its result; the dispatch barrier between the two (the
+//! parallel iterator's join, then the next dispatch's fork) orders the children's writes before
+//! the continuation's read.
 
 use super::queue::{Exhausted, Pool, Queue};
 use super::ErasedStore;
