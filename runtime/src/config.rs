@@ -92,8 +92,8 @@ impl Default for Config {
         Config {
             backend: BackendKind::Auto,
             threads: 0,
-            level_capacity: 1 << 12,
-            segment_capacity: 1 << 12,
+            level_capacity: 1 << 14,
+            segment_capacity: 1 << 14,
             pool_capacity: 1 << 26,
             device_level_capacity: 1 << 23,
             device_spill_capacity: 1 << 28,
