@@ -763,6 +763,13 @@ impl<'t> W<'t> {
         }
     }
 
+    /// `gc_progress();` as the first statement of a loop body (see runtime.cuh).
+    fn progress_line(&mut self) {
+        self.depth += 1;
+        self.line("gc_progress();");
+        self.depth -= 1;
+    }
+
     fn block(&mut self, stmts: &[Stmt]) {
         self.depth += 1;
         self.push();
@@ -827,11 +834,14 @@ impl<'t> W<'t> {
             Stmt::While { cond, body } => {
                 let c = self.expr(cond, None);
                 self.line(&format!("while ({c}) {{"));
+                // Rust loops may run forever; C++ may assume a loop without side effects ends.
+                self.progress_line();
                 self.block(body);
                 self.line("}");
             }
             Stmt::Loop { body } => {
                 self.line("for (;;) {");
+                self.progress_line();
                 self.block(body);
                 self.line("}");
             }

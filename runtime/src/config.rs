@@ -96,7 +96,7 @@ impl Default for Config {
             segment_capacity: 1 << 14,
             pool_capacity: 1 << 26,
             device_level_capacity: 1 << 23,
-            device_spill_capacity: 1 << 28,
+            device_spill_capacity: 1 << 30,
             max_depth: 1 << 16,
             temp_heap_bytes: 1 << 26,
             timeout: None,

@@ -212,8 +212,9 @@ pub(crate) struct GpuState {
     fanout: Vec<u64>,
     /// Whether `fanout` is the compiler's static bound (else it is observed).
     static_fanout: Vec<bool>,
-    /// Children spawned and tasks run per task (all runs): the mean fan-out of dynamic tasks.
-    spawned: Vec<(u64, u64)>,
+    /// Children spawned and tasks run per task and level (all runs): the mean fan-out of dynamic
+    /// tasks, which varies with depth (queens: many children near the root, few near the leaves).
+    spawned: Vec<Vec<(u64, u64)>>,
     /// `gc_<task>_q<k>` per task and queue, looked up once.
     kernels: Vec<Vec<Kernel<GcLaunch>>>,
     /// The temporary heap, made when some task of the program uses `alloc!`.
@@ -272,7 +273,7 @@ impl GpuState {
             levels: 0,
             fanout: asm.tasks.iter().map(|t| t.fanout.map_or(0, |f| f as u64)).collect(),
             static_fanout: asm.tasks.iter().map(|t| t.fanout.is_some()).collect(),
-            spawned: vec![(0, 0); n],
+            spawned: vec![Vec::new(); n],
             kernels: asm
                 .tasks
                 .iter()
@@ -408,17 +409,18 @@ impl<'a> GpuRun<'a> {
         }
         Ok(())
     }
-    /// Children to plan per task when sizing a chunk: the compiler's bound when it has one;
-    /// otherwise, since a spawn that finds no room spills instead of failing, the mean fan-out
-    /// seen so far with 50% headroom (the largest seen before any task has run), so wide levels
-    /// of a dynamic task are not cut into needlessly small chunks by one large fan-out.
-    fn plan_fanout(&self, ti: usize) -> u64 {
+    /// Children to plan per task when sizing a chunk at `level`: the compiler's bound when it has
+    /// one; otherwise, since a spawn that finds no room spills instead of failing, the mean
+    /// fan-out seen at this level with 50% headroom once 1024 tasks of it have run (the largest
+    /// seen anywhere before that), so wide levels of a dynamic task are not cut into needlessly
+    /// small chunks by one large fan-out near the root.
+    fn plan_fanout(&self, ti: usize, level: usize) -> u64 {
         let max = self.st.fanout[ti].max(1);
         if self.st.static_fanout[ti] {
             return max;
         }
-        match self.st.spawned[ti] {
-            (children, tasks) if tasks >= 1024 => (children * 3 / (2 * tasks)).clamp(1, max),
+        match self.st.spawned[ti].get(level) {
+            Some(&(children, tasks)) if tasks >= 1024 => (children * 3 / (2 * tasks)).clamp(1, max),
             _ => max,
         }
     }
@@ -579,8 +581,13 @@ impl<'a> GpuRun<'a> {
             let Some(level) = (0..=hint).rev().find(|&l| (0..nq).any(|q| self.pending(l, q) > 0)) else { break };
             let (ti, local_q, gq) = self.pick(level).ok_or_else(|| Error::Internal("no queue to run".into()))?;
             self.ensure_levels(level + 2)?;
-            let fanout = self.plan_fanout(ti);
+            // Continuations plan for the largest fan-out: their statistics are not kept.
+            let fanout = if local_q == 0 { self.plan_fanout(ti, level) } else { self.st.fanout[ti].max(1) };
             let mut n = self.pending(level, gq).min((self.st.max_capacity / fanout).max(1));
+            // Even at the largest fan-out seen, the children must fit in a full channel plus the
+            // spill pool, so a planning error costs a spill, never the run.
+            let spill_records = self.st.spill.len() as u64 / self.st.spill_stride;
+            n = n.min(((self.st.max_capacity + spill_records) / self.st.fanout[ti].max(1)).max(1));
             // Children: every pre-spawn channel one level down is empty (deepest level first).
             for t in 0..self.asm.tasks.len() {
                 let q = self.asm.tasks[t].qbase as usize;
@@ -631,9 +638,15 @@ impl<'a> GpuRun<'a> {
             let seen = self.st.host_ctl[CTL0 + idx].max_fanout as u64;
             self.st.fanout[ti] = self.st.fanout[ti].max(seen);
             let children = self.children_at(level + 1) - children_before;
-            let (c, t) = &mut self.st.spawned[ti];
-            *c += children;
-            *t += n;
+            if local_q == 0 {
+                // Only pre-spawn launches feed the per-level mean fan-out.
+                let per_level = &mut self.st.spawned[ti];
+                if per_level.len() <= level {
+                    per_level.resize(level + 1, (0, 0));
+                }
+                per_level[level].0 += children;
+                per_level[level].1 += n;
+            }
             stats.dispatches += 1;
             let ts = &mut stats.tasks[ti];
             let per = if local_q == 0 { &mut ts.tasks_per_level } else { &mut ts.continuations_per_level };
