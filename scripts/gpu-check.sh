@@ -33,8 +33,8 @@ if command -v compute-sanitizer >/dev/null; then
     step "sanitizer-$tool-queens" compute-sanitizer --tool "$tool" --error-exitcode 1 "$here/queens" 6 --backend cuda
   done
 fi
-if [ -x "$here/gpu_suite" ]; then
-  STEP_TIMEOUT=${BENCH_TIMEOUT:-400} step bench "$here/gpu_suite" --out "$out" --only "${BENCH_ONLY:-fib,queens,channel,alloc}" ${BENCH_ARGS:-}
+if [ -x "$here/gpu_suite" ] && [ -z "${SKIP_BENCH:-}" ]; then
+  STEP_TIMEOUT=${BENCH_TIMEOUT:-400} step bench "$here/gpu_suite" --out "$out" --only "${BENCH_ONLY:-fib,queens,channel,alloc,queue}" ${BENCH_ARGS:-}
 fi
 echo
 echo "== summary ($(cat "$out/device.txt"))"
