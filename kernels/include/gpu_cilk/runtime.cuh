@@ -122,7 +122,8 @@ __device__ inline void gc_raise(const gc_launch* L, gc_u32 code, gc_u32 site, gc
 // terminates (and delete it); Rust does not (`loop {}` runs forever). An empty volatile asm is a
 // side effect that costs no instruction.
 __device__ __forceinline__ void gc_progress() { asm volatile(""); }
- Integer arithmetic wraps as in a Rust release build: computed in the unsigned
+
+// Integer arithmetic wraps as in a Rust release build: computed in the unsigned
 // type of the same width, so C++'s signed-overflow UB and integer promotion never apply.
 template <typename T> struct gc_uns { typedef T t; };
 template <> struct gc_uns<gc_i8> { typedef gc_u8 t; };
