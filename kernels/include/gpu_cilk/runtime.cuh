@@ -119,9 +119,9 @@ __device__ inline void gc_raise(const gc_launch* L, gc_u32 code, gc_u32 site, gc
 // Rust semantics.
 
 // In every `while` and `loop` body: C++ lets a compiler assume that a loop without side effects
-// terminates (and delete it); Rust does not (`loop {}` runs forever). An empty volatile asm is a
-// side effect that costs no instruction.
-__device__ __forceinline__ void gc_progress() { asm volatile(""); }
+// terminates (and delete it); Rust does not (`loop {}` runs forever). A volatile asm with a memory
+// clobber is a side effect the optimizer must keep; it emits no instruction.
+__device__ __forceinline__ void gc_progress() { asm volatile("" ::: "memory"); }
 
 // Integer arithmetic wraps as in a Rust release build: computed in the unsigned
 // type of the same width, so C++'s signed-overflow UB and integer promotion never apply.
