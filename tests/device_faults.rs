@@ -102,4 +102,3 @@ fn a_kernel_that_never_finishes_times_out() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("TIMED OUT"), "child said: {text}\n{}", String::from_utf8_lossy(&out.stderr));
 }
-
