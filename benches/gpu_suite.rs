@@ -122,6 +122,10 @@ struct Args {
     /// Queue benchmark: the same for the contended-CAS baseline (slow: keep it small).
     #[arg(long, default_value_t = 2)]
     queue_cas_items: u32,
+    /// Queue benchmark: operations per thread for the non-waiting ticket-queue interface, whose
+    /// busy retries make it slow under contention (27-54 s per run at full occupancy with 32).
+    #[arg(long, default_value_t = 2)]
+    queue_try_items: u32,
     /// Queue benchmark: capacity of both queues (a power of two; the paper used 65,536).
     #[arg(long, default_value_t = 65_536)]
     queue_capacity: u64,
@@ -1186,7 +1190,7 @@ fn bench_queue(args: &Args, device: Result<&CudaDevice, &gpu_cilk::Error>) -> Ve
                 let impls: [(&str, u32, u32); 4] = [
                     ("ticket, warp-aggregated", 0, args.queue_items),
                     ("ticket, per-lane FAA", 1, args.queue_items),
-                    ("ticket, non-waiting", 2, args.queue_items),
+                    ("ticket, non-waiting", 2, args.queue_try_items),
                     ("CAS array queue", 0, args.queue_cas_items),
                 ];
                 for (name, mode, items) in impls {
