@@ -1,4 +1,5 @@
-//! The cuda backend: gpu-cilk's CUDA plumbing, and the backend the GPU scheduler will run on.
+//! The cuda backend: the CUDA plumbing (driver, NVRTC, PTX cache, memory, kernels), the program
+//! assembly and the host-driven levelized scheduler that runs generated kernels on the GPU.
 //!
 //! Built on `cudarc` with dynamic loading, so it compiles and links on machines without CUDA;
 //! `libcuda` and `libnvrtc` are found at run time, and when either is missing, or there is no
@@ -12,8 +13,10 @@
 //! - [`device`]: [`CudaDevice`]: open a device, its info, memory, copies, timed synchronization.
 //! - [`memory`]: [`DeviceBuffer`], [`DevicePtr`], the [`DeviceCopy`] element contract.
 //! - [`module`]: [`Program`] (a loaded module) and [`Kernel`] (launch with a parameter struct).
+//! - [`program`]: one CUDA program from the task fragments reachable from a root.
+//! - `sched`: the levelized scheduler over device channel stacks (launches, read-back, spills).
 //!
-//! The internal API the GPU scheduler (and the benchmarks) build on:
+//! The internal API the scheduler (and the benchmarks and GPU tests) build on:
 //!
 //! ```no_run
 //! use gpu_cilk_runtime::backend::cuda::{CudaDevice, DeviceCopy, DevicePtr, LaunchDims, ProgramSource};
