@@ -10,7 +10,7 @@
 //! scheduler (the same edge that orders a child's result before the continuation).
 //!
 //! Where the words live:
-//! - cpu backend: one [`XHeap`](crate::alloc::XHeap) per run (`Config::temp_heap_bytes`), taken
+//! - cpu backend: one [`XHeap`] per run (`Config::temp_heap_bytes`), taken
 //!   at the first `alloc!` of the run and handed back for later runs when it ends (arenas are
 //!   reused, never deallocated); a task's temporaries are returned to it when the task finishes.
 //!   Exhaustion is [`Error::TempHeapExhausted`](crate::Error).
