@@ -8,7 +8,10 @@
 //! back to their initial values and, after trim, one allocation of the whole heap succeeds.
 
 use gpu_cilk_runtime::backend::cuda::{CudaDevice, DeviceBuffer, DeviceCopy, DevicePtr, LaunchDims, ProgramSource};
-use gpu_cilk_runtime::Config;
+
+#[path = "support/gpu.rs"]
+mod gpu;
+use gpu::open_device;
 
 const TEST_CU: &str = include_str!("../../kernels/tests/xmalloc_test.cu");
 const XMALLOC_CUH: &str = include_str!("../../kernels/include/gpu_cilk/xmalloc.cuh");
@@ -24,19 +27,6 @@ const QCAP: usize = 3;
 const CARVES: usize = 14;
 const GATE_WAITS: usize = 15;
 const SB_COUNT: usize = 16;
-
-fn device(test: &str) -> Option<CudaDevice> {
-    match CudaDevice::open(&Config::default()) {
-        Ok(d) => Some(d),
-        Err(e) => {
-            if std::env::var("GPU_CILK_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-                panic!("GPU_CILK_REQUIRE_GPU=1 but no CUDA device opened: {e}");
-            }
-            eprintln!("SKIPPED {test}: {e}");
-            None
-        }
-    }
-}
 
 /// Mirrors `struct XmParams` of xmalloc_test.cu.
 #[repr(C)]
@@ -173,7 +163,7 @@ impl Setup {
 
 #[test]
 fn random_sizes_no_overlap_all_returned() {
-    let Some(dev) = device("random_sizes_no_overlap_all_returned") else { return };
+    let Some(dev) = open_device("random_sizes_no_overlap_all_returned") else { return };
     let mut s = Setup::new(dev, 512 << 20, 16, 100_000, 64 << 10);
     for seed in 1..=3 {
         let (ok, nulls) = s.round(seed, 32);
@@ -189,7 +179,7 @@ fn random_sizes_no_overlap_all_returned() {
 
 #[test]
 fn simd_widths() {
-    let Some(dev) = device("simd_widths") else { return };
+    let Some(dev) = open_device("simd_widths") else { return };
     // 64 MiB (~959 pages of 64 KiB after 4 MiB of queues), 2048 warps: one lane a warp needs
     // ~2048 blocks of <= 512 B, a full warp ~10 KiB (segments of 4 KiB class blocks).
     let mut s = Setup::new(dev, 64 << 20, 16, 65_536, 8 << 10);
@@ -209,7 +199,7 @@ fn simd_widths() {
 
 #[test]
 fn small_pages_and_exhaustion() {
-    let Some(dev) = device("small_pages_and_exhaustion") else { return };
+    let Some(dev) = open_device("small_pages_and_exhaustion") else { return };
     // 2 MiB of 4 KiB pages for 100k threads: many nulls, never a fault or a corrupt word.
     let mut s = Setup::new(dev, 2 << 20, 12, 100_000, 32 << 10);
     let (ok, nulls) = s.round(7, 32);
@@ -221,7 +211,7 @@ fn small_pages_and_exhaustion() {
 
 #[test]
 fn concurrent_alloc_free_cycles() {
-    let Some(dev) = device("concurrent_alloc_free_cycles") else { return };
+    let Some(dev) = open_device("concurrent_alloc_free_cycles") else { return };
     let mut s = Setup::new(dev, 16 << 20, 14, 200_000, 16 << 10);
     s.p.rounds = 8;
     s.dev.zero(&mut s.counters).unwrap();

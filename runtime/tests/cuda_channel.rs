@@ -32,6 +32,10 @@ use gpu_cilk_runtime::backend::cuda::{
 };
 use gpu_cilk_runtime::{Config, Error};
 
+#[path = "support/gpu.rs"]
+mod gpu;
+use gpu::{open_device, require_gpu};
+
 const TEST_CU: &str = include_str!("../../kernels/tests/channel_test.cu");
 
 /// 64 blocks × 256 threads: the full grid of the stress rounds.
@@ -43,10 +47,6 @@ const DRAIN: u32 = u32::MAX;
 const GC_CH_EMPTY: u64 = 0;
 const GC_CH_READY: u64 = 3;
 const GC_CH_STATE_BITS: u32 = 3;
-
-fn require_gpu() -> bool {
-    std::env::var("GPU_CILK_REQUIRE_GPU").is_ok_and(|v| v == "1")
-}
 
 fn source() -> ProgramSource {
     ProgramSource::new("channel_test", TEST_CU).header("gpu_cilk/channel.cuh", gpu_cilk_kernels::CHANNEL_CUH)
@@ -190,16 +190,7 @@ struct Fx {
 }
 
 fn fixture(test: &str) -> Option<Fx> {
-    let dev = match CudaDevice::open(&Config::default()) {
-        Ok(d) => d,
-        Err(e) => {
-            if require_gpu() {
-                panic!("GPU_CILK_REQUIRE_GPU=1 but no CUDA device opened: {e}");
-            }
-            eprintln!("SKIPPED {test}: {e}");
-            return None;
-        }
-    };
+    let dev = open_device(test)?;
     let program = dev.load_program(&source()).unwrap_or_else(|e| panic!("compiling channel_test.cu: {e}"));
     // SAFETY (all six): each kernel takes exactly one parameter struct by value, mirrored above
     // (sizes checked against the PTX by `kernels_compile_with_the_mirrored_parameter_layouts`),

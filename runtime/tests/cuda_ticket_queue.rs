@@ -27,16 +27,16 @@
 use gpu_cilk_runtime::backend::cuda::{
     compile, Arch, CudaDevice, DeviceBuffer, DeviceCopy, DevicePtr, Kernel, LaunchDims, Program, ProgramSource,
 };
-use gpu_cilk_runtime::{Config, Error};
+use gpu_cilk_runtime::Error;
+
+#[path = "support/gpu.rs"]
+mod gpu;
+use gpu::{open_device, require_gpu};
 
 const TEST_CU: &str = include_str!("../../kernels/tests/ticket_queue_test.cu");
 const GRID: LaunchDims = LaunchDims::linear(16, 128);
 const GRID_THREADS: u64 = 16 * 128;
 const MODES: [(u32, &str); 4] = [(0, "warp-aggregated"), (1, "per-lane"), (2, "non-waiting"), (3, "mixed")];
-
-fn require_gpu() -> bool {
-    std::env::var("GPU_CILK_REQUIRE_GPU").is_ok_and(|v| v == "1")
-}
 
 fn source() -> ProgramSource {
     ProgramSource::new("ticket_queue_test", TEST_CU)
@@ -94,16 +94,7 @@ struct Fx {
 }
 
 fn fixture(test: &str) -> Option<Fx> {
-    let dev = match CudaDevice::open(&Config::default()) {
-        Ok(d) => d,
-        Err(e) => {
-            if require_gpu() {
-                panic!("GPU_CILK_REQUIRE_GPU=1 but no CUDA device opened: {e}");
-            }
-            eprintln!("SKIPPED {test}: {e}");
-            return None;
-        }
-    };
+    let dev = open_device(test)?;
     let program = dev.load_program(&source()).expect("ticket_queue_test.cu compiles and loads");
     // SAFETY: every kernel takes one `TqTestParams` (sizes checked against the PTX by
     // `kernels_compile_with_the_mirrored_parameter_layouts`) and touches only the queue (384-byte
