@@ -30,7 +30,7 @@
 use gpu_cilk_runtime::backend::cuda::{
     compile, Arch, CudaDevice, DeviceBuffer, DeviceCopy, DevicePtr, Kernel, LaunchDims, Program, ProgramSource,
 };
-use gpu_cilk_runtime::{Config, Error};
+use gpu_cilk_runtime::Error;
 
 #[path = "support/gpu.rs"]
 mod gpu;
