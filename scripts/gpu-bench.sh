@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The benchmark suite (benches/gpu_suite.rs) from a prebuilt binary, for the GPU machine.
+# The benchmark suite (benches/gpu_suite/, bench target `gpu_suite`) from a prebuilt binary, for the GPU machine.
 #
 #   scripts/gpu-bench.sh --build DIR          # anywhere (no CUDA needed): release build -> DIR/gpu_suite
 #   scripts/gpu-bench.sh DIR [ARGS...]        # GPU machine: runs DIR/gpu_suite (or DIR if it is the binary)

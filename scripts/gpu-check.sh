@@ -3,28 +3,45 @@
 #   scripts/stage-gpu.sh            # here: build and copy binaries into .carry/
 #   bash .carry/gpu-check.sh [OUT]  # there: run tests, examples, compute-sanitizer; summary last
 # Needs the NVIDIA driver and NVRTC (CUDA 12 or 13); /usr/local/cuda/lib64 is put on the path.
+# OUT gets gpu-check.log (every step's output, in order), summary.txt, device.txt and bench/
+# (the suite's results.csv and results.json); each step's own log goes to $GPU_CHECK_STEPS
+# (default OUT/steps). The PTX cache is $GPU_CILK_CACHE_DIR (default a folder under /tmp).
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 out="${1:-${OUT:-/tmp/gpu-check}}"
-mkdir -p "$out"
+steps="${GPU_CHECK_STEPS:-$out/steps}"
+mkdir -p "$out" "$steps"
+: > "$out/gpu-check.log"
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PATH="/usr/local/cuda/bin:$PATH"
-export GPU_CILK_REQUIRE_GPU=1 GPU_CILK_CACHE_DIR="$out/ptx-cache"
+# GPU tests are #[ignore]d (see runtime/tests/support/gate.rs): --include-ignored runs them, and
+# there a missing GPU is a failure. NVRTC is required too.
+export GPU_CILK_REQUIRE_NVRTC=1 GPU_CILK_CACHE_DIR="${GPU_CILK_CACHE_DIR:-/tmp/gpu-cilk-ptx-cache}"
 summary=()
 step() { # name, command...
   local name="$1"; shift
   local t0; t0=$(date +%s%N)
-  timeout "${STEP_TIMEOUT:-120}" "$@" >"$out/$name.log" 2>&1
+  timeout "${STEP_TIMEOUT:-120}" "$@" >"$steps/$name.log" 2>&1
   local rc=$?
   local ms=$(( ($(date +%s%N) - t0) / 1000000 ))
   summary+=("$(printf '%-34s %-5s %8d ms' "$name" "$([ $rc = 0 ] && echo ok || echo "FAIL($rc)")" "$ms")")
-  echo "== $name (rc=$rc)"; tail -n 25 "$out/$name.log"
+  { echo "=== $name: $* (rc=$rc, $ms ms)"; cat "$steps/$name.log"; } >> "$out/gpu-check.log"
+  echo "== $name (rc=$rc)"; tail -n 25 "$steps/$name.log"
 }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/device.txt"
+# One line per test binary: libtest's own counts (passed / failed / ignored) and the tests that
+# printed SKIPPED (an NVRTC test without NVRTC), so nothing skipped can read as passed.
+tests=()
 for t in "$here"/tests/*; do
-  step "test-$(basename "$t")" "$t" --test-threads=1
+  name="test-$(basename "$t")"
+  step "$name" "$t" --include-ignored --test-threads=1
+  counts=$(grep -E '^test result:' "$steps/$name.log" | tail -1 | sed -E 's/.*ok\. |.*FAILED\. //; s/; [0-9]+ measured.*//')
+  skipped=$(grep -c '^SKIPPED' "$steps/$name.log")
+  tests+=("$(printf '%-34s %s; %s skipped' "$name" "${counts:-no result line}" "$skipped")")
 done
 for n in 10 20 25 30 32 35; do step "fib-$n-cuda" "$here/fib" "$n" --backend cuda --reps 5; done
+# Deep, narrow trees: one spawn per level (time per level, and the frames it keeps).
+for n in 10000 1000000; do step "chain-$n-cuda" "$here/chain" "$n" --backend cuda --reps 3; done
 for n in 8 10 12 14 15; do step "queens-$n-cuda" "$here/queens" "$n" --backend cuda --reps 3; done
 for n in 10 12 14 15; do step "queens-bits-$n-cuda" "$here/queens" "$n" --variant bitmask --backend cuda --reps 3; done
 if command -v compute-sanitizer >/dev/null; then
@@ -34,8 +51,14 @@ if command -v compute-sanitizer >/dev/null; then
   done
 fi
 if [ -x "$here/gpu_suite" ] && [ -z "${SKIP_BENCH:-}" ]; then
-  STEP_TIMEOUT=${BENCH_TIMEOUT:-400} step bench "$here/gpu_suite" --out "$out" --only "${BENCH_ONLY:-fib,queens,channel,alloc,queue}" ${BENCH_ARGS:-}
+  STEP_TIMEOUT=${BENCH_TIMEOUT:-400} step bench "$here/gpu_suite" --out "$out/bench" --only "${BENCH_ONLY:-fib,queens,channel,alloc,queue}" ${BENCH_ARGS:-}
+fi
+# The cpu backend (stealing and levels) against serial and rayon join on this host's cores.
+if [ -x "$here/cpu_bench" ] && [ -z "${SKIP_BENCH:-}" ]; then
+  STEP_TIMEOUT=${CPU_BENCH_TIMEOUT:-600} step cpu-bench "$here/cpu_bench" ${CPU_BENCH_ARGS:---fib 35,40 --queens 15 --chain 1000000 --reps 5}
 fi
 echo
 echo "== summary ($(cat "$out/device.txt"))"
 printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
+echo "== test counts"
+printf '%s\n' "${tests[@]}" | tee -a "$out/summary.txt"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Loom model checks of the array channel (runtime/tests/channel_loom.rs) and of the fetch-and-add
-# ticket queue (runtime/tests/ticket_queue_loom.rs).
+# Loom model checks of the array channel (runtime/tests/channel_loom.rs), of the fetch-and-add
+# ticket queue (runtime/tests/ticket_queue_loom.rs, its counted interface included), of the
+# stealing scheduler's join counter (runtime/tests/join_loom.rs) and of the batched heap
+# (runtime/tests/heap_loom.rs).
 #
 # LOOM_MAX_PREEMPTIONS=2: loom explores every interleaving with at most two forced preemptions
 # per execution (CHESS-style preemption bounding). Almost all concurrency bugs found in practice
@@ -14,6 +16,14 @@
 # The ticket queue's 5 models (capacity 2, 2-3 threads, blocking calls spinning with yield_now)
 # take well under a second on 2 cores (0.02 s at bound 2, 0.08 s at bound 3).
 #
+# The join counter's 5 models (1-3 children racing the owner's seal, the all_done shortcut, a
+# reset counter reused) are small: well under a second at bound 2.
+#
+# The heap's 9 models (k = 1 or 2, prefilled sequentially, two threads racing a few operations,
+# each history run through the checker of runtime/tests/support/heap_history.rs) take about
+# 0.6 s at bound 2 and 4 s at bound 3 on 2 cores; a three-thread model costs minutes, so there
+# is none.
+#
 # Runs only the loom targets, so other modules' unit tests are never built under loom.
 # Usage: scripts/loom.sh [extra cargo test args, e.g. a test name filter]
 set -euo pipefail
@@ -21,4 +31,5 @@ cd "$(dirname "$0")/.."
 export RUSTFLAGS="${RUSTFLAGS:-} --cfg loom"
 export LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target/loom}"
-exec cargo test -p gpu-cilk-runtime --release --test channel_loom --test ticket_queue_loom "$@"
+exec cargo test -p gpu-cilk-runtime --release --test channel_loom --test ticket_queue_loom --test join_loom \
+  --test heap_loom "$@"

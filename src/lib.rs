@@ -32,7 +32,7 @@
 
 pub use gpu_cilk_macros::{device, gpu_cilk};
 pub use gpu_cilk_runtime as runtime;
-pub use gpu_cilk_runtime::{BackendKind, Config, Error, Report, Runtime, Stats, Temp};
+pub use gpu_cilk_runtime::{BackendKind, Config, Error, Report, Runtime, SchedulerKind, Stats, Temp};
 
 /// Spawns a child task inside a `#[gpu_cilk]` function: `let x = spawn!(f(a, b));`.
 ///
@@ -72,5 +72,5 @@ macro_rules! alloc {
 /// Everything an annotated program needs: `use gpu_cilk::prelude::*;`.
 pub mod prelude {
     pub use crate::{alloc, gpu_cilk, spawn, sync};
-    pub use gpu_cilk_runtime::{BackendKind, Config, Error, Report, Runtime, Stats, Temp};
+    pub use gpu_cilk_runtime::{BackendKind, Config, Error, Report, Runtime, SchedulerKind, Stats, Temp};
 }

@@ -1,8 +1,9 @@
 //! The real `#[gpu_cilk]` macro on the shapes the subset promises (the example workloads and
 //! `tests/support/fixtures.rs`): straight-line spawns, spawns in loops into array elements,
 //! mutual recursion between three tasks, a unit task with discarded spawns, early returns with
-//! children outstanding (implicit sync), device helpers and plain calls. Each runs on every
-//! backend this machine has and must equal the plain serial function the macro keeps.
+//! children outstanding (implicit sync), device helpers and plain calls. Each must equal the plain
+//! serial function the macro keeps on the host backends and, in `#[ignore]`d GPU tests (run with
+//! `--include-ignored` on a GPU machine), on cuda.
 
 use gpu_cilk::prelude::*;
 
@@ -17,13 +18,8 @@ mod queens_workload;
 use fixtures::*;
 use queens_workload::queens;
 
-fn runtimes() -> Vec<Runtime> {
-    backends::all(Config::default())
-}
-
-#[test]
-fn fib_matches_serial() {
-    for rt in runtimes() {
+fn fib_matches_serial(rts: &[Runtime]) {
+    for rt in rts {
         for n in [0u32, 1, 2, 7, 15] {
             assert_eq!(rt.run(fib::task(n)).expect("runs"), fib(n), "fib({n}) on {:?}", rt.config());
         }
@@ -31,9 +27,19 @@ fn fib_matches_serial() {
 }
 
 #[test]
-fn queens_matches_serial_and_known_counts() {
+fn fib_matches_serial_on_the_host_backends() {
+    fib_matches_serial(&backends::host(Config::default()));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
+fn fib_matches_serial_on_cuda() {
+    fib_matches_serial(&backends::cuda_all(Config::default()));
+}
+
+fn queens_matches_serial_and_known_counts(rts: &[Runtime]) {
     let known = [1u64, 1, 0, 0, 2, 10, 4, 40];
-    for rt in runtimes() {
+    for rt in rts {
         for n in 1..=7u32 {
             let got = rt.run(queens::task(n, 0, [0; 16])).expect("runs");
             assert_eq!(got, queens(n, 0, [0; 16]), "queens({n}) on {:?}", rt.config());
@@ -43,8 +49,18 @@ fn queens_matches_serial_and_known_counts() {
 }
 
 #[test]
-fn wide_matches_serial() {
-    for rt in runtimes() {
+fn queens_matches_serial_and_known_counts_on_the_host_backends() {
+    queens_matches_serial_and_known_counts(&backends::host(Config::default()));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
+fn queens_matches_serial_and_known_counts_on_cuda() {
+    queens_matches_serial_and_known_counts(&backends::cuda_all(Config::default()));
+}
+
+fn wide_matches_serial(rts: &[Runtime]) {
+    for rt in rts {
         for (d, k) in [(0, 3), (1, 1), (3, 3), (2, 8)] {
             assert_eq!(rt.run(wide::task(d, k)).expect("runs"), wide(d, k), "wide({d},{k}) on {:?}", rt.config());
         }
@@ -52,8 +68,18 @@ fn wide_matches_serial() {
 }
 
 #[test]
-fn mutual_recursion_matches_serial() {
-    for rt in runtimes() {
+fn wide_matches_serial_on_the_host_backends() {
+    wide_matches_serial(&backends::host(Config::default()));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
+fn wide_matches_serial_on_cuda() {
+    wide_matches_serial(&backends::cuda_all(Config::default()));
+}
+
+fn mutual_recursion_matches_serial(rts: &[Runtime]) {
+    for rt in rts {
         for n in [0u32, 1, 4, 9] {
             assert_eq!(rt.run(ping::task(n)).expect("runs"), ping(n), "ping({n}) on {:?}", rt.config());
             assert_eq!(rt.run(pong::task(n)).expect("runs"), pong(n), "pong({n})");
@@ -63,16 +89,36 @@ fn mutual_recursion_matches_serial() {
 }
 
 #[test]
-fn unit_task_with_discarded_spawns_runs() {
-    for rt in runtimes() {
+fn mutual_recursion_matches_serial_on_the_host_backends() {
+    mutual_recursion_matches_serial(&backends::host(Config::default()));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
+fn mutual_recursion_matches_serial_on_cuda() {
+    mutual_recursion_matches_serial(&backends::cuda_all(Config::default()));
+}
+
+fn unit_task_with_discarded_spawns_runs(rts: &[Runtime]) {
+    for rt in rts {
         rt.run(walk::task(4, 3)).expect("runs");
         walk(4, 3);
     }
 }
 
 #[test]
-fn early_returns_with_outstanding_children_match_serial() {
-    for rt in runtimes() {
+fn unit_task_with_discarded_spawns_runs_on_the_host_backends() {
+    unit_task_with_discarded_spawns_runs(&backends::host(Config::default()));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
+fn unit_task_with_discarded_spawns_runs_on_cuda() {
+    unit_task_with_discarded_spawns_runs(&backends::cuda_all(Config::default()));
+}
+
+fn early_returns_with_outstanding_children_match_serial(rts: &[Runtime]) {
+    for rt in rts {
         for n in 0..12u32 {
             assert_eq!(rt.run(early::task(n)).expect("runs"), early(n), "early({n}) on {:?}", rt.config());
         }
@@ -80,12 +126,33 @@ fn early_returns_with_outstanding_children_match_serial() {
 }
 
 #[test]
-fn locals_across_two_syncs_match_serial() {
-    for rt in runtimes() {
+fn early_returns_with_outstanding_children_match_serial_on_the_host_backends() {
+    early_returns_with_outstanding_children_match_serial(&backends::host(Config::default()));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
+fn early_returns_with_outstanding_children_match_serial_on_cuda() {
+    early_returns_with_outstanding_children_match_serial(&backends::cuda_all(Config::default()));
+}
+
+fn locals_across_two_syncs_match_serial(rts: &[Runtime]) {
+    for rt in rts {
         for n in 0..6u32 {
             assert_eq!(rt.run(mixed::task(n)).expect("runs"), mixed(n), "mixed({n}) on {:?}", rt.config());
         }
     }
+}
+
+#[test]
+fn locals_across_two_syncs_match_serial_on_the_host_backends() {
+    locals_across_two_syncs_match_serial(&backends::host(Config::default()));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
+fn locals_across_two_syncs_match_serial_on_cuda() {
+    locals_across_two_syncs_match_serial(&backends::cuda_all(Config::default()));
 }
 
 #[test]
@@ -101,4 +168,23 @@ fn generated_constants_describe_the_shape() {
     assert_eq!(<leaf::Task as CilkTask>::SYNCS, 0);
     let names: Vec<&str> = gpu_cilk::runtime::Registry::of::<ping::Task>().entries().iter().map(|e| e.name).collect();
     assert_eq!(names, ["ping", "pong", "pang"]);
+}
+
+/// Tasks without parameters, as root and as children, with and without outputs (issue 8 point 1).
+fn parameterless_tasks_run(rts: &[Runtime]) {
+    for rt in rts {
+        assert_eq!(rt.run(no_params::task()).expect("runs"), no_params(), "on {:?}", rt.config());
+        rt.run(nothing::task()).expect("runs");
+    }
+}
+
+#[test]
+fn parameterless_tasks_run_on_the_host_backends() {
+    parameterless_tasks_run(&backends::host(Config::default()));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
+fn parameterless_tasks_run_on_cuda() {
+    parameterless_tasks_run(&backends::cuda_all(Config::default()));
 }

@@ -1,6 +1,7 @@
 //! Faults in task bodies come back as errors naming the function and the source location, on
 //! every backend, and a task that never finishes is stopped by `Config::timeout` on the GPU —
-//! never a crash or a hang. GPU cases skip without a GPU unless `GPU_CILK_REQUIRE_GPU=1`.
+//! never a crash or a hang. GPU cases are `#[ignore]`d: run them with `--include-ignored` on a GPU
+//! machine (see `support/gate.rs`).
 
 use gpu_cilk::prelude::*;
 use std::time::Duration;
@@ -22,6 +23,17 @@ pub fn ratio(i: u32, d: u32) -> u32 {
     let x = spawn!(pick(i));
     sync!();
     x / d
+}
+
+/// A chain of `n` single spawns.
+#[gpu_cilk]
+pub fn deep(n: u32) -> u32 {
+    if n == 0 {
+        return 0;
+    }
+    let r = spawn!(deep(n - 1));
+    sync!();
+    r + 1
 }
 
 /// Never returns: it keeps writing memory (a task temporary), so no compiler may remove the loop.
@@ -56,46 +68,75 @@ fn index_out_of_bounds_is_an_error_on_host_backends() {
     }
 }
 
-#[test]
-fn device_faults_name_the_function_and_location() {
-    let Some(rt) = cuda(Config::default()) else { return };
+/// A fault in a task body is a `DeviceFault` naming the function, the Rust location and the
+/// level, and the runtime stays usable, whichever device scheduler ran it.
+fn device_faults_name_the_function_and_location(rt: &Runtime) {
     assert_eq!(rt.run(ratio::task(2, 3)).unwrap(), 10);
     match rt.run(ratio::task(9, 1)) {
         Err(Error::DeviceFault { task, location, message, level }) => {
-            assert_eq!(task, "pick");
+            assert_eq!(task, "pick", "on {:?}", rt.config());
             assert_eq!(level, 1);
             assert!(location.contains("device_faults.rs:"), "{location}");
             assert!(message.contains("index out of bounds"), "{message}");
         }
-        other => panic!("expected DeviceFault, got {other:?}"),
+        other => panic!("expected DeviceFault on {:?}, got {other:?}", rt.config()),
     }
     match rt.run(ratio::task(1, 0)) {
         Err(Error::DeviceFault { task, message, .. }) => {
             assert_eq!(task, "ratio");
             assert!(message.contains("divide by zero"), "{message}");
         }
-        other => panic!("expected DeviceFault, got {other:?}"),
+        other => panic!("expected DeviceFault on {:?}, got {other:?}", rt.config()),
     }
     // The runtime is still usable after a fault.
     assert_eq!(rt.run(ratio::task(3, 4)).unwrap(), 10);
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
+fn device_faults_name_the_function_and_location_on_cuda() {
+    for rt in backends::cuda_all(Config::default()) {
+        device_faults_name_the_function_and_location(&rt);
+    }
+}
+
+#[test]
+fn device_faults_name_the_function_and_location_on_the_simulation() {
+    for rt in backends::sim(Config::default()) {
+        device_faults_name_the_function_and_location(&rt);
+    }
+}
+
+/// A recursion deeper than `Config::max_depth` stops the run with `DepthExceeded`, on the
+/// persistent device scheduler too (which has no per-level storage: the limit is the config's).
+#[test]
+fn max_depth_is_enforced_on_the_simulation() {
+    for rt in backends::sim(Config::default().max_depth(50)) {
+        match rt.run(deep::task(100)) {
+            Err(Error::DepthExceeded { task, limit }) => {
+                assert_eq!((task, limit), ("deep", 50), "on {:?}", rt.config());
+            }
+            other => panic!("expected DepthExceeded on {:?}, got {other:?}", rt.config()),
+        }
+        assert_eq!(rt.run(deep::task(30)).unwrap(), 30);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
 fn a_kernel_that_never_finishes_times_out() {
     // The stuck kernel keeps the device busy, so it runs in a child process of this test binary.
     if std::env::var_os("GPU_CILK_TIMEOUT_CHILD").is_some() {
-        let Some(rt) = cuda(Config::default().timeout(Some(Duration::from_millis(1500)))) else { return };
+        let rt = cuda(Config::default().timeout(Some(Duration::from_millis(1500))));
         match rt.run(spin::task(7)) {
             Err(Error::Timeout(t)) => println!("TIMED OUT after {t:?}"),
             other => panic!("expected Timeout, got {other:?}"),
         }
         std::process::exit(0); // do not wait for the stuck kernel at teardown
     }
-    if cuda(Config::default()).is_none() {
-        return;
-    }
+    let _ = cuda(Config::default());
     let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "a_kernel_that_never_finishes_times_out", "--nocapture"])
+        .args(["--include-ignored", "--exact", "a_kernel_that_never_finishes_times_out", "--nocapture"])
         .env("GPU_CILK_TIMEOUT_CHILD", "1")
         .output()
         .unwrap();

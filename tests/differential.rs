@@ -1,8 +1,8 @@
 //! Differential tests: the examples' own task functions and randomized task trees give the same
 //! answer on every backend as the serial oracle (the plain Rust function): serial, cpu (also with
-//! capacities so small that every level spills) and, where a GPU is usable, cuda (also with tiny
-//! device channels). `GPU_CILK_REQUIRE_GPU=1` (set by scripts/gpu-check.sh) makes a missing GPU a
-//! failure instead of a skip.
+//! capacities so small that every level spills) and cuda (also with tiny device channels). Each
+//! check is one function run by a host test and by a GPU test (`#[ignore]`d: run with
+//! `--include-ignored` on a GPU machine; see `support/gate.rs`).
 
 #[path = "support/backends.rs"]
 mod backends;
@@ -18,22 +18,24 @@ use gpu_cilk::prelude::*;
 use queens_workload::{queens, queens_bits, KNOWN};
 use random_tree::rnode;
 
-fn runtimes() -> Vec<Runtime> {
-    backends::all(Config::default())
+fn host() -> Vec<Runtime> {
+    backends::host(Config::default())
 }
 
-#[test]
-fn fib_equals_serial_on_every_backend() {
-    for rt in runtimes() {
+fn cuda() -> Vec<Runtime> {
+    backends::cuda_all(Config::default())
+}
+
+fn fib_equals_serial(rts: &[Runtime]) {
+    for rt in rts {
         for n in [0u32, 1, 2, 3, 10, 17, 22] {
             assert_eq!(rt.run(fib::task(n)).unwrap(), fib(n), "fib({n}) on {:?}", rt.config());
         }
     }
 }
 
-#[test]
-fn queens_equals_known_counts_on_every_backend() {
-    for rt in runtimes() {
+fn queens_equal_known_counts(rts: &[Runtime]) {
+    for rt in rts {
         for n in 1..=8u32 {
             let k = KNOWN[n as usize];
             assert_eq!(rt.run(queens::task(n, 0, [0; 16])).unwrap(), k, "queens({n}) on {:?}", rt.config());
@@ -42,24 +44,11 @@ fn queens_equals_known_counts_on_every_backend() {
     }
 }
 
-#[test]
-fn cpu_stats_count_every_task() {
-    let rt = Runtime::with_config(Config::default().backend(BackendKind::Cpu)).unwrap();
-    let r = rt.run_with_stats(fib::task(15)).unwrap();
-    assert_eq!(r.value, 610);
-    // fib(n) makes 2 fib(n+1) - 1 calls; every one is a task.
-    assert_eq!(r.stats.total_tasks(), 2 * 987 - 1);
-    assert_eq!(r.stats.levels, 15);
-    assert!(r.stats.peak_occupancy > 0 && r.stats.peak_occupancy < r.stats.total_tasks() as usize);
-}
-
-#[test]
-fn randomized_task_trees_equal_serial() {
-    let rts = runtimes();
+fn random_trees_equal_serial(rts: &[Runtime]) {
     for seed in 0..150u64 {
         let depth = (seed % 6) as u32;
         let expected = rnode(seed, depth);
-        for rt in &rts {
+        for rt in rts {
             assert_eq!(
                 rt.run(rnode::task(seed, depth)).unwrap(),
                 expected,
@@ -71,9 +60,79 @@ fn randomized_task_trees_equal_serial() {
 }
 
 #[test]
+fn fib_equals_serial_on_the_host_backends() {
+    fib_equals_serial(&host());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
+fn fib_equals_serial_on_cuda() {
+    fib_equals_serial(&cuda());
+}
+
+#[test]
+fn queens_equal_known_counts_on_the_host_backends() {
+    queens_equal_known_counts(&host());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
+fn queens_equal_known_counts_on_cuda() {
+    queens_equal_known_counts(&cuda());
+}
+
+#[test]
+fn randomized_task_trees_equal_serial_on_the_host_backends() {
+    random_trees_equal_serial(&host());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
+fn randomized_task_trees_equal_serial_on_cuda() {
+    random_trees_equal_serial(&cuda());
+}
+
+#[test]
+fn cpu_stats_count_every_task() {
+    let levels = Config::default().backend(BackendKind::Cpu).scheduler(SchedulerKind::Levels);
+    // On the stealing scheduler with every spawn a task, every call is counted the same way.
+    let every = Config::default().backend(BackendKind::Cpu).spawn_queue(usize::MAX);
+    for config in [levels, every] {
+        let rt = Runtime::with_config(config).unwrap();
+        let r = rt.run_with_stats(fib::task(15)).unwrap();
+        assert_eq!(r.value, 610);
+        // fib(n) makes 2 fib(n+1) - 1 calls; every one is a task.
+        assert_eq!(r.stats.total_tasks(), 2 * 987 - 1, "{:?}", rt.config());
+        assert_eq!(r.stats.levels, 15);
+        assert!(r.stats.peak_occupancy > 0 && r.stats.peak_occupancy < r.stats.total_tasks() as usize);
+    }
+}
+
+#[test]
+fn stealing_stats_count_tasks_inline_calls_and_serial_calls() {
+    let rt = Runtime::with_config(Config::default().backend(BackendKind::Cpu).threads(1)).unwrap();
+    let r = rt.run_with_stats(fib::task(22)).unwrap();
+    assert_eq!(r.value, 17711);
+    let s = &r.stats;
+    assert_eq!(s.scheduler, Some(SchedulerKind::Stealing));
+    // Every pre-spawn sub-kernel that ran is the root, a task or an inline sub-kernel call.
+    assert_eq!(s.total_tasks(), 1 + s.tasks_created + s.tasks_inlined);
+    // One thread: the deque keeps its two tasks, so the rest runs inline, mostly as serial calls.
+    assert!(s.tasks_created > 0 && s.calls_inlined > 0, "{s}");
+    assert!(s.total_tasks() < 2 * 28657 - 1, "{s}");
+    assert_eq!(s.steals, 0);
+    assert!(s.peak_live_frames > 0 && s.peak_frame_bytes > 0, "{s}");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
 fn an_exhausted_device_spill_pool_is_an_error_not_a_hang() {
-    // One-element channels: the root's second child must spill, and the pool holds no record.
-    let Some(rt) = backends::cuda(Config::default().device_level_capacity(1).device_spill_capacity(8)) else { return };
+    // The levelized device scheduler with one-element channels: the root's second child must
+    // spill, and the pool holds no record. (The persistent scheduler has no spill pool: when its
+    // frame pool is full, spawns run inline; `backends::sim` tests that.)
+    let rt = backends::cuda(
+        Config::default().scheduler(SchedulerKind::Levels).device_level_capacity(1).device_spill_capacity(8),
+    );
     match rt.run(fib::task(20)) {
         Err(gpu_cilk::Error::PoolExhausted { task, .. }) => assert_eq!(task, "fib"),
         other => panic!("expected PoolExhausted, got {other:?}"),

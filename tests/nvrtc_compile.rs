@@ -1,15 +1,15 @@
 //! Every task of every example, workload and fixture, assembled into one CUDA program exactly as
-//! the cuda backend assembles it, compiled with NVRTC for `compute_80` and `compute_90` (no GPU
-//! needed). Skips with a printed reason when NVRTC cannot be loaded, unless
-//! `GPU_CILK_REQUIRE_NVRTC=1`, which turns that into a failure (CI sets it).
+//! the cuda backend assembles it, for each device scheduler (persistent and levels), compiled with
+//! NVRTC for `compute_80` and `compute_90` (no GPU needed). Skips with a printed reason when NVRTC cannot be loaded, unless
+//! `GPU_CILK_REQUIRE_NVRTC=1`, which turns that into a failure (`scripts/test.sh` and CI set it).
 //!
 //! The assembly is the runtime's own (`runtime/src/backend/cuda/program.rs`), so CI compiles
 //! exactly what a GPU runs.
 
 #![allow(dead_code)]
 
-use gpu_cilk::runtime::backend::cuda::program::assemble as assemble_program;
-use gpu_cilk::runtime::backend::cuda::{compile_ptx, Arch};
+use gpu_cilk::runtime::backend::cuda::program::assemble_for;
+use gpu_cilk::runtime::backend::cuda::{compile_ptx, Arch, DeviceScheduler};
 use gpu_cilk::runtime::{CilkTask, Registry};
 
 #[path = "../examples/workloads/queens.rs"]
@@ -17,6 +17,8 @@ mod queens_workload;
 #[path = "support/temps.rs"]
 mod temps;
 
+#[path = "support/backends.rs"]
+mod backends;
 #[path = "support/fixtures.rs"]
 mod fixtures;
 #[path = "support/random_tree.rs"]
@@ -25,13 +27,14 @@ mod random_tree;
 use fixtures::*;
 use random_tree::rnode;
 
-/// The whole CUDA program for the tasks reachable from `T`, assembled by the runtime exactly as
-/// the cuda backend assembles it before compiling it for a device.
-fn assemble<T: CilkTask>() -> String {
-    assemble_program(&Registry::of::<T>()).expect("every task has a CUDA fragment").source
+/// The whole CUDA programs (one per device scheduler) for the tasks reachable from `T`, assembled
+/// by the runtime exactly as the cuda backend assembles them before compiling them for a device.
+fn assemble<T: CilkTask>() -> [(DeviceScheduler, String); 2] {
+    [DeviceScheduler::Persistent, DeviceScheduler::Levels]
+        .map(|s| (s, assemble_for(&Registry::of::<T>(), s).expect("every task has a CUDA fragment").source))
 }
 
-fn programs() -> Vec<(&'static str, String)> {
+fn programs() -> Vec<(&'static str, [(DeviceScheduler, String); 2])> {
     vec![
         ("fib", assemble::<fib::Task>()),
         ("queens", assemble::<queens_workload::queens::Task>()),
@@ -42,6 +45,8 @@ fn programs() -> Vec<(&'static str, String)> {
         ("early", assemble::<early::Task>()),
         ("mixed", assemble::<mixed::Task>()),
         ("rnode", assemble::<rnode::Task>()),
+        ("no_params", assemble::<no_params::Task>()),
+        ("nothing", assemble::<nothing::Task>()),
         ("scatter_sum", assemble::<temps::scatter_sum::Task>()),
         ("tree_root", assemble::<temps::tree_root::Task>()),
         ("two_rounds", assemble::<temps::two_rounds::Task>()),
@@ -51,21 +56,25 @@ fn programs() -> Vec<(&'static str, String)> {
 
 #[test]
 fn every_fixture_compiles_with_nvrtc() {
-    let require = std::env::var("GPU_CILK_REQUIRE_NVRTC").is_ok_and(|v| v == "1");
     if let Err(e) = gpu_cilk::runtime::backend::cuda::nvrtc_version() {
-        assert!(!require, "GPU_CILK_REQUIRE_NVRTC=1 but NVRTC cannot be loaded: {e}");
-        eprintln!("skipping: NVRTC cannot be loaded ({e}); source scripts/nvrtc-env.sh to run this test");
+        backends::gate::nvrtc_missing("every_fixture_compiles_with_nvrtc", &e);
         return;
     }
     let mut failures = Vec::new();
-    for (name, src) in programs() {
-        if let Ok(dir) = std::env::var("GPU_CILK_DUMP_CUDA") {
-            let _ = std::fs::write(format!("{dir}/{name}.cu"), &src);
-        }
-        for arch in [Arch::new(8, 0), Arch::new(9, 0)] {
-            match compile_ptx(&src, name, arch) {
-                Ok(ptx) => assert!(ptx.contains(&format!("gc_{name}_q0")), "{name}: no q0 kernel in the PTX"),
-                Err(e) => failures.push(format!("{name} ({}): {e}", arch.compute())),
+    for (name, variants) in programs() {
+        for (sched, src) in variants {
+            if let Ok(dir) = std::env::var("GPU_CILK_DUMP_CUDA") {
+                let _ = std::fs::write(format!("{dir}/{name}_{sched:?}.cu"), &src);
+            }
+            let entry = match sched {
+                DeviceScheduler::Persistent => ".entry gc_persistent(".to_string(),
+                DeviceScheduler::Levels => format!(".entry gc_{name}_q0("),
+            };
+            for arch in [Arch::new(8, 0), Arch::new(9, 0)] {
+                match compile_ptx(&src, name, arch) {
+                    Ok(ptx) => assert!(ptx.contains(&entry), "{name} ({sched:?}): no `{entry}` in the PTX"),
+                    Err(e) => failures.push(format!("{name} ({sched:?}, {}): {e}", arch.compute())),
+                }
             }
         }
     }

@@ -1,7 +1,7 @@
 //! Task-scoped temporaries (`alloc!`): the same answers on every backend as the serial oracle,
 //! a tree of temporaries, and an exhausted temporary heap reported as an error naming the task
-//! and the size. The cuda backend runs where a GPU is usable; `GPU_CILK_REQUIRE_GPU=1` makes a
-//! missing GPU a failure instead of a skip.
+//! and the size. Each check runs on the host backends and, in an `#[ignore]`d GPU test (run with
+//! `--include-ignored` on a GPU machine), on cuda.
 
 #[path = "support/backends.rs"]
 mod backends;
@@ -11,13 +11,12 @@ mod temps;
 use gpu_cilk::prelude::*;
 use temps::{scatter_sum, tree_root, two_rounds, waves};
 
-fn runtimes() -> Vec<Runtime> {
-    backends::all(Config::default().temp_heap_bytes(1 << 22))
+fn base() -> Config {
+    Config::default().temp_heap_bytes(1 << 22)
 }
 
-#[test]
-fn children_write_into_the_parents_temporary() {
-    for rt in runtimes() {
+fn children_write_into_the_parents_temporary(rts: &[Runtime]) {
+    for rt in rts {
         for (k, seed) in [(0u32, 1u64), (1, 2), (7, 3), (64, 4), (300, 5)] {
             let expected = scatter_sum(k, seed);
             assert_eq!(rt.run(scatter_sum::task(k, seed)).unwrap(), expected, "k={k} on {:?}", rt.config());
@@ -26,8 +25,18 @@ fn children_write_into_the_parents_temporary() {
 }
 
 #[test]
-fn a_tree_of_temporaries_equals_serial() {
-    for rt in runtimes() {
+fn children_write_into_the_parents_temporary_on_the_host_backends() {
+    children_write_into_the_parents_temporary(&backends::host(base()));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
+fn children_write_into_the_parents_temporary_on_cuda() {
+    children_write_into_the_parents_temporary(&backends::cuda_all(base()));
+}
+
+fn a_tree_of_temporaries_equals_serial(rts: &[Runtime]) {
+    for rt in rts {
         for (d, w) in [(0u32, 3u32), (1, 4), (3, 3), (5, 2), (2, 9)] {
             let expected = tree_root(d, w);
             assert_eq!(rt.run(tree_root::task(d, w)).unwrap(), expected, "tree({d}, {w}) on {:?}", rt.config());
@@ -36,12 +45,33 @@ fn a_tree_of_temporaries_equals_serial() {
 }
 
 #[test]
-fn temporaries_live_across_two_syncs() {
-    for rt in runtimes() {
+fn a_tree_of_temporaries_equals_serial_on_the_host_backends() {
+    a_tree_of_temporaries_equals_serial(&backends::host(base()));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
+fn a_tree_of_temporaries_equals_serial_on_cuda() {
+    a_tree_of_temporaries_equals_serial(&backends::cuda_all(base()));
+}
+
+fn temporaries_live_across_two_syncs(rts: &[Runtime]) {
+    for rt in rts {
         let expected = two_rounds(100);
         assert_eq!(expected, (0..100).map(|i| (i as f32 + 0.5) * 0.5).sum::<f32>());
         assert_eq!(rt.run(two_rounds::task(100)).unwrap().to_bits(), expected.to_bits(), "on {:?}", rt.config());
     }
+}
+
+#[test]
+fn temporaries_live_across_two_syncs_on_the_host_backends() {
+    temporaries_live_across_two_syncs(&backends::host(base()));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
+fn temporaries_live_across_two_syncs_on_cuda() {
+    temporaries_live_across_two_syncs(&backends::cuda_all(base()));
 }
 
 #[test]
@@ -51,9 +81,26 @@ fn temporaries_are_freed_when_their_task_ends() {
     for _ in 0..3 {
         assert_eq!(rt.run(waves::task(5000)).unwrap(), waves(5000));
     }
-    // The same with every backend's own heap size.
-    for rt in runtimes() {
+    // The same on the host simulation of the cuda backend's device code, with the 64 KiB heap.
+    for rt in backends::sim(Config::default().temp_heap_bytes(1 << 16)) {
+        for _ in 0..3 {
+            assert_eq!(rt.run(waves::task(5000)).unwrap(), waves(5000), "on {:?}", rt.config());
+        }
+    }
+    // The same with every host backend's own heap size.
+    for rt in backends::host(base()) {
         assert_eq!(rt.run(waves::task(5000)).unwrap(), waves(5000), "on {:?}", rt.config());
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
+fn temporaries_are_freed_when_their_task_ends_on_cuda() {
+    // 64 KiB is the device heap's floor; three 40 KB temporaries in a row fit only if each is freed.
+    for rt in backends::cuda_all(Config::default().temp_heap_bytes(1 << 16)) {
+        for _ in 0..3 {
+            assert_eq!(rt.run(waves::task(5000)).unwrap(), waves(5000), "on {:?}", rt.config());
+        }
     }
 }
 

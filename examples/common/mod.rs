@@ -7,6 +7,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::fmt::Debug;
 use std::time::{Duration, Instant};
 
+/// Stack of the thread that runs the serial oracle.
+const SERIAL_STACK_BYTES: usize = 1 << 30;
+
 /// Flags every example takes.
 #[derive(clap::Args, Debug)]
 pub struct Common {
@@ -81,9 +84,20 @@ where
         println!("known     {k:?} {}", if good { "(matches)" } else { "(MISMATCH)" });
     }
     if !common.no_verify {
-        let t = Instant::now();
-        let oracle = call.serial();
-        let serial_time = t.elapsed();
+        // On a thread with a large stack: the serial function recurses as deep as the task tree
+        // (a 1,000,000-deep chain needs tens of MiB), which the main thread's 8 MiB may not hold.
+        let (oracle, serial_time) = std::thread::scope(|s| {
+            std::thread::Builder::new()
+                .stack_size(SERIAL_STACK_BYTES)
+                .spawn_scoped(s, || {
+                    let t = Instant::now();
+                    let oracle = call.serial();
+                    (oracle, t.elapsed())
+                })
+                .map_err(|e| Error::Internal(format!("cannot start the serial oracle's thread: {e}")))?
+                .join()
+                .map_err(|_| Error::Internal("the serial oracle panicked".into()))
+        })?;
         let good = oracle == report.value;
         ok &= good;
         println!(

@@ -1,5 +1,5 @@
 // Device test kernels of gpu_cilk/ticket_queue.cuh, driven by runtime/tests/cuda_ticket_queue.rs
-// and compiled without a GPU by kernels/tests/nvrtc_check.py.
+// and compiled without a GPU by its NVRTC-only test kernels_compile_with_the_mirrored_parameter_layouts.
 //
 // PARAMETERS (struct TqTestParams, mirrored field for field by the Rust test):
 //   q        the queue of unsigned long long (host: zeroed turns, or turns set for `start`)
@@ -170,16 +170,14 @@ extern "C" __global__ void gc_tq_test_close(TqTestParams p) {
     const unsigned me = tq_gtid();
     const u64 others = (u64)gridDim.x * blockDim.x - 1ull;
     if (me == 0u) {
-        u64 start, now;
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+        const u64 start = gc_globaltimer();
         for (;;) {
             const u64 waiting = p.mode == 0u ? gc_tq_waiting_consumers(p.q) : gc_tq_waiting_producers(p.q);
             if (waiting == others) {
                 p.counts[7] = 1ull;
                 break;
             }
-            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-            if (now - start > 2000000000ull) {
+            if (gc_globaltimer() - start > 2000000000ull) {
                 p.counts[7] = 2ull;
                 break;
             }

@@ -8,7 +8,7 @@
 //! name resolution (spawned values read before `sync!()`, frame types, shadowing) live in `lower`.
 
 use crate::error::{self, Errors};
-use crate::parse::{self, macro_kind, MacroKind};
+use crate::syntax::{self, macro_kind, MacroKind};
 use syn::{Expr, FnArg, ItemFn, Pat, ReturnType, Signature, Stmt, Type};
 
 /// What the function is: a task (may spawn and sync) or a device helper (may not).
@@ -46,7 +46,7 @@ pub fn function(item: &ItemFn, mode: Mode, errors: &mut Errors) {
 /// A temporary's name may be bound only once in the whole function (the emitters rewrite `t[i]`
 /// on temporaries by name).
 fn temp_shadows(item: &ItemFn, errors: &mut Errors) {
-    let temps = parse::temp_names(item);
+    let temps = syntax::temp_names(item);
     if temps.is_empty() {
         return;
     }
@@ -127,8 +127,8 @@ const SCALARS: &[&str] =
 /// Checks a type of the subset: a scalar, a fixed-size array of subset types, or a temporary
 /// `Temp<T>` of a scalar `T`.
 pub fn check_type(ty: &Type) -> Result<(), syn::Error> {
-    if let Some(elem) = parse::temp_type_elem(ty) {
-        return match parse::temp_elem_name(elem) {
+    if let Some(elem) = syntax::temp_type_elem(ty) {
+        return match syntax::temp_elem_name(elem) {
             Some(_) => Ok(()),
             None => Err(error::ALLOC_ELEM.on(elem)),
         };
@@ -208,7 +208,7 @@ impl Checker<'_> {
             match &**ty {
                 Type::Tuple(t) if t.elems.is_empty() => {}
                 Type::Array(_) if self.mode == Mode::Task => self.err(error::RETURN_ARRAY.on(ty)),
-                other if parse::temp_type_elem(other).is_some() => self.err(error::RETURN_TEMP.on(ty)),
+                other if syntax::temp_type_elem(other).is_some() => self.err(error::RETURN_TEMP.on(ty)),
                 other => self.ty(other),
             }
         }
@@ -224,13 +224,13 @@ impl Checker<'_> {
     fn stmt(&mut self, s: &Stmt, place: Place, spawnable: bool) {
         match s {
             Stmt::Local(local) => {
-                match parse::let_binding(&local.pat) {
+                match syntax::let_binding(&local.pat) {
                     Some((_, _, ty)) => {
                         if let Some(ty) = ty {
                             self.ty(&ty);
                         }
                     }
-                    None if local.init.as_ref().is_some_and(|i| parse::as_spawn(&i.expr).is_some()) => {
+                    None if local.init.as_ref().is_some_and(|i| syntax::as_spawn(&i.expr).is_some()) => {
                         self.err(error::SPAWN_LET_PATTERN.on(&local.pat))
                     }
                     None => self.err(error::LET_PATTERN.on(&local.pat)),
@@ -239,23 +239,23 @@ impl Checker<'_> {
                     if let Some((_, div)) = &init.diverge {
                         self.err(error::LET_ELSE.on(div));
                     }
-                    if let Some(mac) = parse::as_alloc(&init.expr) {
+                    if let Some(mac) = syntax::as_alloc(&init.expr) {
                         if self.mode == Mode::Device {
                             return self.err(error::ALLOC_IN_DEVICE.on(mac));
                         }
                         if place != Place::Top {
                             return self.err(error::ALLOC_POSITION.on(mac));
                         }
-                        if let Some((_, true, _)) = parse::let_binding(&local.pat) {
+                        if let Some((_, true, _)) = syntax::let_binding(&local.pat) {
                             self.err(error::ALLOC_MUT.on(&local.pat));
                         }
-                        match parse::alloc_args(mac) {
+                        match syntax::alloc_args(mac) {
                             Ok((_, len)) => self.expr(&len, place),
                             Err(e) => self.err(e),
                         }
                         return;
                     }
-                    match parse::as_spawn(&init.expr) {
+                    match syntax::as_spawn(&init.expr) {
                         Some(mac) => self.spawn(mac, place, spawnable),
                         None => self.expr(&init.expr, place),
                     }
@@ -311,7 +311,7 @@ impl Checker<'_> {
         if !spawnable {
             return self.err(error::SPAWN_IN_EXPR.on(mac));
         }
-        match parse::spawn_call(mac) {
+        match syntax::spawn_call(mac) {
             Ok((_, args)) => {
                 for a in &args {
                     self.expr(a, place);
@@ -325,13 +325,13 @@ impl Checker<'_> {
     fn stmt_expr(&mut self, e: &Expr, place: Place, spawnable: bool) {
         match e {
             Expr::Macro(m) => self.stmt_macro(&m.mac, place, spawnable),
-            Expr::Assign(a) if parse::as_spawn(&a.right).is_some() => {
-                if parse::assign_dest(&a.left).is_none() {
+            Expr::Assign(a) if syntax::as_spawn(&a.right).is_some() => {
+                if syntax::assign_dest(&a.left).is_none() {
                     self.err(error::SPAWN_DEST.on(&a.left));
-                } else if let Some(crate::ir::Dest::Element { index, .. }) = parse::assign_dest(&a.left) {
+                } else if let Some(crate::ir::Dest::Element { index, .. }) = syntax::assign_dest(&a.left) {
                     self.expr(&index, place);
                 }
-                if let Some(mac) = parse::as_spawn(&a.right) {
+                if let Some(mac) = syntax::as_spawn(&a.right) {
                     self.spawn(mac, place, spawnable);
                 }
             }

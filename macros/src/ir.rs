@@ -2,8 +2,10 @@
 //!
 //! This module owns the data types shared by `parse` (which builds the statement tree of a
 //! [`Function`]), `lower` (which turns a [`Function`] into a [`Task`]: segments, frame layout,
-//! callees) and the emitters (`expand` for Rust, `write` for CUDA C++). It has no logic beyond
-//! small lookups and a stable text [`dump`] used by tests.
+//! callees) and the emitters (`write` for CUDA C++ text, `expand` for Rust), including the text
+//! that `write` hands to `expand` through the pipeline ([`Fragment`], [`DeviceText`]). It has no
+//! logic beyond small lookups (a stable text dump of a [`Task`] for the snapshot tests lives in
+//! `tests/dump.rs`).
 //!
 //! # Shape
 //!
@@ -18,8 +20,7 @@
 //! translate `syn::Expr::Return` as a task return wherever it occurs.
 
 use proc_macro2::Span;
-use std::fmt::{self, Write as _};
-use syn::{Attribute, Expr, Ident, Path, Type, Visibility};
+use syn::{Expr, Ident, Path, Type, Visibility};
 
 /// A parsed `#[gpu_cilk]` function before lowering: signature and statement tree, with `sync!()`
 /// still a statement of the top-level list ([`Stmt::Sync`]).
@@ -29,8 +30,6 @@ pub struct Function {
     pub name: Ident,
     /// Its visibility (the generated module gets the same one).
     pub vis: Visibility,
-    /// Its outer attributes (kept on the serial function only).
-    pub attrs: Vec<Attribute>,
     /// The parameters, in order.
     pub params: Vec<Param>,
     /// The return type; `None` for `()`.
@@ -78,20 +77,6 @@ impl Task {
     pub fn syncs(&self) -> usize {
         self.segments.len().saturating_sub(1)
     }
-
-    /// The frame field called `name`.
-    pub fn field(&self, name: &Ident) -> Option<&FrameField> {
-        self.frame.iter().find(|f| f.name == *name)
-    }
-
-    /// Every spawn site, in textual order.
-    pub fn spawn_sites(&self) -> Vec<&SpawnSite> {
-        let mut out = Vec::new();
-        for seg in &self.segments {
-            visit_spawns(&seg.body, &mut |s| out.push(s));
-        }
-        out
-    }
 }
 
 /// A frame field: a local that lives across a `sync!()`, or a spawn destination.
@@ -107,8 +92,6 @@ pub struct FrameField {
     pub segment: usize,
     /// Where it comes from.
     pub origin: FieldOrigin,
-    /// Some spawn writes into it (the whole field, or an element of it).
-    pub spawn_dest: bool,
     /// A temporary made by `alloc!` in this task (freed at every return).
     pub temp: bool,
 }
@@ -235,7 +218,7 @@ pub struct Let {
 /// `alloc!(elem, len)`: a task-scoped temporary, freed when the task returns.
 #[derive(Debug, Clone)]
 pub struct Alloc {
-    /// The element type (a scalar of `parse::TEMP_SCALARS`).
+    /// The element type (a scalar of `syntax::TEMP_SCALARS`).
     pub elem: Type,
     /// The length (a `usize` expression).
     pub len: Expr,
@@ -323,6 +306,52 @@ pub struct LetDecl {
     pub ty: Option<Type>,
 }
 
+// ------------------------------------------------------------------------------------------------
+// The CUDA text: what `write` makes of a task or helper, and what `expand` embeds in Rust.
+
+/// A task's CUDA text, before it becomes a `CudaFragment` constant.
+#[derive(Debug, Clone)]
+pub struct Fragment {
+    /// The C identifier (`fib`).
+    pub name: String,
+    /// Prelude, `<name>_ret`, `<name>_args`.
+    pub decls: String,
+    /// `<name>_frame`, `<name>_task`.
+    pub types: String,
+    /// Segment bodies and kernels.
+    pub defs: String,
+    /// `file:line:col` of each fault site.
+    pub sites: Vec<String>,
+    /// Device functions called (paths as written, relative to the function's module).
+    pub helpers: Vec<Path>,
+    /// The C names of the fields of `<name>_args`, in parameter order (for the layout check).
+    pub arg_cnames: Vec<String>,
+    /// Some segment allocates a temporary (`alloc!`): the program needs the device heap.
+    pub uses_temps: bool,
+}
+
+/// A device function's CUDA text, before it becomes a `DeviceFn` static.
+#[derive(Debug, Clone)]
+pub struct DeviceText {
+    /// The Rust name.
+    pub name: String,
+    /// The prototype.
+    pub decl: String,
+    /// The definition.
+    pub def: String,
+    /// `file:line:col` of each fault site.
+    pub sites: Vec<String>,
+    /// The macro its site numbers start from (`GC_SITEBASE_<cname>_dev`), which the runtime
+    /// defines when it assembles a program.
+    pub site_base: String,
+    /// Device functions called or, in a task's serial form, spawned (each once, as first
+    /// written).
+    pub helpers: Vec<Path>,
+    /// Every plain call `g(..)` of a device function, in textual order, as written (its span is
+    /// the call's): each callee must have a device form, which the Rust side checks there.
+    pub calls: Vec<Path>,
+}
+
 /// Calls `f` on every spawn site of `stmts`, in textual order.
 pub fn visit_spawns<'a>(stmts: &'a [Stmt], f: &mut dyn FnMut(&'a SpawnSite)) {
     for s in stmts {
@@ -352,150 +381,4 @@ pub fn path_text(p: &Path) -> String {
     let segs: Vec<String> = p.segments.iter().map(|seg| seg.ident.to_string()).collect();
     s.push_str(&segs.join("::"));
     s
-}
-
-/// A stable, compact text form of a task (for tests and for reading): signature, frame,
-/// callees, then each segment's statements with expressions printed as token text.
-pub fn dump(task: &Task) -> String {
-    let mut d = Dumper { out: String::new() };
-    d.task(task);
-    d.out
-}
-
-struct Dumper {
-    out: String,
-}
-
-fn tok<T: quote::ToTokens>(t: &T) -> String {
-    t.to_token_stream().to_string()
-}
-
-impl Dumper {
-    fn line(&mut self, depth: usize, text: fmt::Arguments<'_>) {
-        for _ in 0..depth {
-            self.out.push_str("  ");
-        }
-        let _ = self.out.write_fmt(text);
-        self.out.push('\n');
-    }
-
-    fn task(&mut self, t: &Task) {
-        let params: Vec<String> = t
-            .params
-            .iter()
-            .map(|p| format!("{}{}: {}", if p.mutable { "mut " } else { "" }, p.name, tok(&p.ty)))
-            .collect();
-        let out = t.output.as_ref().map_or("()".to_string(), tok);
-        self.line(0, format_args!("task {}({}) -> {}", t.name, params.join(", "), out));
-        self.line(0, format_args!("syncs {}, fanout {:?}", t.syncs(), t.fanout));
-        let callees: Vec<String> = t.callees.iter().map(Callee::display).collect();
-        self.line(0, format_args!("callees [{}]", callees.join(", ")));
-        self.line(0, format_args!("frame"));
-        for f in &t.frame {
-            let ty = match &f.ty {
-                FieldType::Declared(ty) => tok(ty),
-                FieldType::OutputOf(c) => {
-                    format!("output of {}", t.callees.get(*c).map_or("?".into(), Callee::display))
-                }
-            };
-            self.line(
-                1,
-                format_args!(
-                    "{}{}: {} (seg {}, {:?}{})",
-                    if f.mutable { "mut " } else { "" },
-                    f.name,
-                    ty,
-                    f.segment,
-                    f.origin,
-                    if f.spawn_dest {
-                        ", spawn dest"
-                    } else if f.temp {
-                        ", temp"
-                    } else {
-                        ""
-                    }
-                ),
-            );
-        }
-        for s in &t.segments {
-            let restores: Vec<String> =
-                s.restores.iter().filter_map(|&i| t.frame.get(i)).map(|f| f.name.to_string()).collect();
-            self.line(0, format_args!("segment {} (spawns {}) restores [{}]", s.index, s.spawns, restores.join(", ")));
-            self.stmts(1, &s.body);
-            match &s.end {
-                End::Sync => self.line(1, format_args!("=> sync")),
-                End::Tail(e) => self.line(1, format_args!("=> return {}", tok(e))),
-                End::FallOff => self.line(1, format_args!("=> fall off")),
-            }
-        }
-    }
-
-    fn stmts(&mut self, depth: usize, stmts: &[Stmt]) {
-        for s in stmts {
-            self.stmt(depth, s);
-        }
-    }
-
-    fn stmt(&mut self, depth: usize, s: &Stmt) {
-        match s {
-            Stmt::Let(l) => {
-                let ty = l.ty.as_ref().map(|t| format!(": {}", tok(t))).unwrap_or_default();
-                let init = l.init.as_ref().map(|e| format!(" = {}", tok(e))).unwrap_or_default();
-                let frame = if l.frame { "  [frame]" } else { "" };
-                let m = if l.mutable { "mut " } else { "" };
-                let init = match &l.alloc {
-                    Some(a) => format!(" = alloc({}, {})", tok(&a.elem), tok(&a.len)),
-                    None => init,
-                };
-                self.line(depth, format_args!("let {m}{}{ty}{init}{frame}", l.name));
-            }
-            Stmt::Spawn(site) => {
-                let args: Vec<String> = site.args.iter().map(tok).collect();
-                let dest = match &site.dest {
-                    Dest::Discard => "discard".to_string(),
-                    Dest::Local { name, decl: Some(_) } => format!("let {name}"),
-                    Dest::Local { name, decl: None } => name.to_string(),
-                    Dest::Element { array, index } => format!("{array}[{}]", tok(index)),
-                };
-                let lp = if site.in_loop { " (in loop)" } else { "" };
-                self.line(
-                    depth,
-                    format_args!("spawn#{} {}({}) -> {dest}{lp}", site.index, path_text(&site.path), args.join(", ")),
-                );
-            }
-            Stmt::If(i) => {
-                self.line(depth, format_args!("if {}", tok(&i.cond)));
-                self.stmts(depth + 1, &i.then);
-                if let Some(e) = &i.els {
-                    self.line(depth, format_args!("else"));
-                    self.stmts(depth + 1, e);
-                }
-            }
-            Stmt::While { cond, body } => {
-                self.line(depth, format_args!("while {}", tok(cond)));
-                self.stmts(depth + 1, body);
-            }
-            Stmt::Loop { body } => {
-                self.line(depth, format_args!("loop"));
-                self.stmts(depth + 1, body);
-            }
-            Stmt::For(f) => {
-                let op = if f.inclusive { "..=" } else { ".." };
-                self.line(depth, format_args!("for {} in {}{op}{}", f.var, tok(&f.start), tok(&f.end)));
-                self.stmts(depth + 1, &f.body);
-            }
-            Stmt::Block(b) => {
-                self.line(depth, format_args!("block"));
-                self.stmts(depth + 1, b);
-            }
-            Stmt::Return(e) => {
-                let v = e.as_ref().map(tok).unwrap_or_default();
-                self.line(depth, format_args!("return {v}"));
-            }
-            Stmt::Expr { expr, semi } => {
-                self.line(depth, format_args!("{}{}", tok(expr), if *semi { ";" } else { "" }));
-            }
-            Stmt::Sync(_) => self.line(depth, format_args!("sync")),
-        }
-    }
 }

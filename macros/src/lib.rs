@@ -2,17 +2,25 @@
 //!
 //! This crate is a thin `#[proc_macro_attribute]` entry over ordinary modules that work on
 //! `proc_macro2` tokens (so they are unit-testable), one per step of a pipeline that reads like a
-//! sentence: **parse** the item, **check** it against the subset (collecting every problem),
-//! build the **model** of the function, **lower** it to the IR (segments, frame, callees) and
-//! **expand** the IR into Rust. A CUDA C++ emitter reads the same IR.
+//! sentence: **check** the item against the subset (collecting every problem), **parse** it into
+//! the model of the function, **lower** that to the IR (segments, frame, callees), then **write**
+//! the IR as CUDA C++ text and **expand** the IR and that text into Rust. The pipeline lives in
+//! this file ([`compile_task`], [`device_macro`]); the stages never call each other.
 //!
+//! - [`check`]: the syntactic subset, on the `syn` tree (runs first);
+//! - [`parse`]: `syn::ItemFn` → [`ir::Function`] (statement tree, `spawn!`/`sync!` structured);
+//! - [`lower`]: name resolution, liveness across syncs, frame layout, semantic errors →
+//!   [`ir::Task`];
+//! - [`write`]: IR → CUDA C++ text ([`ir::Fragment`] of a task, [`ir::DeviceText`] of a device
+//!   function); emits no Rust;
+//! - [`expand`]: IR + that text → Rust tokens (serial function, task module with its device form
+//!   and the names of its callees, a helper's module);
 //! - [`ir`]: the IR types, the only input of the emitters;
-//! - [`parse`]: `syn::ItemFn` → [`ir::Function`] (statement tree, `spawn!`/`sync!` recognized);
-//! - [`check`]: the syntactic subset;
-//! - [`lower`]: name resolution, liveness across syncs, frame layout, semantic errors;
-//! - [`expand`]: IR → Rust tokens (serial function + task module);
-//! - [`write`]: IR → CUDA C++ (the task's `CudaFragment`, device functions);
+//! - [`syntax`]: recognizers of the DSL's token shapes, shared by the stages;
 //! - [`error`]: the catalogue of diagnostics and the error collector.
+//!
+//! Dependencies point one way: this file → `check`, `parse`, `lower`, `write`, `expand` →
+//! `syntax` → `ir`, `error` (`ir` and `error` depend on no other module of the crate).
 //!
 //! On error the macro emits every `compile_error!` **together with** the serial form of the
 //! user's function, so the rest of the crate still type-checks and only the real problems show.
@@ -23,11 +31,10 @@
 mod check;
 mod error;
 mod expand;
-// Parts of the IR (and its `dump`) are read only by tests and by the CUDA emitter.
-#[allow(dead_code)]
 mod ir;
 mod lower;
 mod parse;
+mod syntax;
 mod write;
 
 #[cfg(test)]
@@ -52,7 +59,7 @@ pub fn device(attr: TokenStream, item: TokenStream) -> TokenStream {
     device_macro(attr.into(), item.into()).into()
 }
 
-/// `#[gpu_cilk]` on `proc_macro2` tokens: parse → check → model → lower → expand.
+/// `#[gpu_cilk]` on `proc_macro2` tokens: check → parse → lower → write → expand.
 pub(crate) fn task_macro(attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
     if !attr.is_empty() {
         let e = error::ATTR_ARGS.on(&attr).to_compile_error();
@@ -75,17 +82,21 @@ pub(crate) fn task_macro(attr: TokenStream2, item: TokenStream2) -> TokenStream2
     }
 }
 
-/// The pipeline for one function that parsed as `syn::ItemFn`.
+/// The pipeline for one function that parsed as `syn::ItemFn`: check → parse → lower → write →
+/// expand.
 pub(crate) fn compile_task(func: &syn::ItemFn) -> Result<TokenStream2, syn::Error> {
     let mut errors = error::Errors::new();
     check::function(func, check::Mode::Task, &mut errors);
     errors.finish(())?;
     let model = parse::function(func)?;
     let task = lower::task(model)?;
-    Ok(expand::expand_task(&task, func))
+    let fragment = write::task_fragment(&task);
+    let device = write::task_device_fn(&task);
+    Ok(expand::expand_task(&task, func, &fragment, &device))
 }
 
-/// `#[gpu_cilk::device]` on `proc_macro2` tokens.
+/// `#[gpu_cilk::device]` on `proc_macro2` tokens: check → parse → write → expand (a helper has no
+/// segments to lower).
 pub(crate) fn device_macro(attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
     if !attr.is_empty() {
         return fallback(error::DEVICE_ATTR_ARGS.on(&attr).to_compile_error(), item);
@@ -99,12 +110,12 @@ pub(crate) fn device_macro(attr: TokenStream2, item: TokenStream2) -> TokenStrea
     check::function(&func, check::Mode::Device, &mut errors);
     let errors = errors.to_compile_errors();
     let serial = expand::serial_fn(&func);
-    let cuda = if errors.is_empty() {
-        parse::function(&func).map(|f| write::helper_static(&f)).unwrap_or_default()
+    let module = if errors.is_empty() {
+        parse::function(&func).map(|f| expand::helper_module(&f, &write::device_fn(&f))).unwrap_or_default()
     } else {
         TokenStream2::new()
     };
-    quote!(#errors #serial #cuda)
+    quote!(#errors #serial #module)
 }
 
 /// The errors followed by the item as the user wrote it.

@@ -3,7 +3,10 @@
 //! snapshot it with insta; the IR `dump` is snapshotted beside it. Review every snapshot by
 //! reading it: they are the contract with the runtime (compare `tests/hand_expanded.rs`).
 
+mod dump;
+
 use crate::ir;
+use dump::dump;
 use proc_macro2::TokenStream;
 use quote::quote;
 
@@ -111,7 +114,7 @@ fn fib_expansion() {
 
 #[test]
 fn fib_ir() {
-    insta::assert_snapshot!(ir::dump(&lowered(fib())));
+    insta::assert_snapshot!(dump(&lowered(fib())));
 }
 
 #[test]
@@ -121,7 +124,7 @@ fn queens_expansion() {
 
 #[test]
 fn queens_ir() {
-    insta::assert_snapshot!(ir::dump(&lowered(queens())));
+    insta::assert_snapshot!(dump(&lowered(queens())));
 }
 
 #[test]
@@ -131,7 +134,7 @@ fn wide_expansion() {
 
 #[test]
 fn wide_ir() {
-    insta::assert_snapshot!(ir::dump(&lowered(wide())));
+    insta::assert_snapshot!(dump(&lowered(wide())));
 }
 
 #[test]
@@ -141,7 +144,7 @@ fn unit_task_expansion() {
 
 #[test]
 fn unit_task_ir() {
-    insta::assert_snapshot!(ir::dump(&lowered(visit())));
+    insta::assert_snapshot!(dump(&lowered(visit())));
 }
 
 #[test]
@@ -190,6 +193,25 @@ fn attribute_arguments_are_rejected() {
     assert!(out.contains("takes no arguments"), "{out}");
 }
 
+/// A helper that calls a helper by name and one by path: its module holds the device form and
+/// the `Task`/`args`/`Output` that make `spawn!` of it a clear error.
+#[test]
+fn helper_expansion() {
+    let out = crate::device_macro(
+        quote!(),
+        quote! {
+            pub fn twice(x: u64) -> u64 {
+                mix(util::mix(x))
+            }
+        },
+    );
+    let file: syn::File = match syn::parse2(out.clone()) {
+        Ok(f) => f,
+        Err(e) => panic!("expansion is not valid Rust: {e}\n{out}"),
+    };
+    insta::assert_snapshot!(prettyplease::unparse(&file));
+}
+
 #[test]
 fn device_helpers_pass_through_or_report() {
     let ok = crate::device_macro(
@@ -215,7 +237,7 @@ fn device_helpers_pass_through_or_report() {
     assert!(bad.contains("cannot be used in a `#[gpu_cilk::device]` helper"), "{bad}");
 }
 
-// ---- CUDA fragments (write.rs): review each snapshot by reading it (compare kernels/tests/fib_hand.cu).
+// ---- CUDA fragments (write/): review each snapshot by reading it (compare kernels/tests/fib_hand.cu).
 
 fn cuda(item: TokenStream) -> String {
     let task = lowered(item);
@@ -402,7 +424,7 @@ fn alloc_expansion() {
 
 #[test]
 fn alloc_ir() {
-    insta::assert_snapshot!(ir::dump(&lowered(scatter_sum())));
+    insta::assert_snapshot!(dump(&lowered(scatter_sum())));
 }
 
 #[test]

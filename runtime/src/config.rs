@@ -1,4 +1,5 @@
-//! Runtime configuration: which backend, how many threads, how much channel memory, which limits.
+//! Runtime configuration: which backend and scheduler, how many threads, how much channel memory,
+//! which limits.
 //! Values come from code ([`Config`]'s fields and builder methods) or from `GPU_CILK_*`
 //! environment variables ([`Config::from_env`]); this module parses and validates them and owns
 //! nothing else.
@@ -17,6 +18,10 @@ pub enum BackendKind {
     Cpu,
     /// The generated CUDA sub-kernels on an NVIDIA GPU.
     Cuda,
+    /// The cuda backend's persistent scheduler and generated device code on the host simulation
+    /// of device code (g++, host threads, one-lane warps): slow, for testing the device scheduler
+    /// without a GPU.
+    CudaSim,
     /// CUDA when a usable GPU, driver and NVRTC are present, otherwise cpu (with one log line).
     Auto,
 }
@@ -28,6 +33,7 @@ impl BackendKind {
             BackendKind::Serial => "serial",
             BackendKind::Cpu => "cpu",
             BackendKind::Cuda => "cuda",
+            BackendKind::CudaSim => "cuda-sim",
             BackendKind::Auto => "auto",
         }
     }
@@ -46,8 +52,59 @@ impl FromStr for BackendKind {
             "serial" => Ok(BackendKind::Serial),
             "cpu" => Ok(BackendKind::Cpu),
             "cuda" | "gpu" => Ok(BackendKind::Cuda),
+            "cuda-sim" | "sim" => Ok(BackendKind::CudaSim),
             "auto" | "" => Ok(BackendKind::Auto),
             _ => Err(Error::UnknownBackend(s.to_string())),
+        }
+    }
+}
+
+/// Which scheduler a backend runs the task tree with (`GPU_CILK_SCHEDULER`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum SchedulerKind {
+    /// The backend's default: `stealing` on the cpu backend, `persistent` on the cuda backend.
+    #[default]
+    Auto,
+    /// Level-synchronous: drain the deepest level with work, one dispatch per (channel, chunk).
+    /// The cpu backend's levelized scheduler is the host twin of the cuda backend's host-driven
+    /// loop (kept for differential tests).
+    Levels,
+    /// Work stealing (cpu backend): per-worker deques, frames with join counters, lazy task
+    /// creation.
+    Stealing,
+    /// One resident grid runs the whole tree (cuda backend only).
+    Persistent,
+}
+
+impl SchedulerKind {
+    /// The lower-case name used by `GPU_CILK_SCHEDULER`.
+    pub fn name(self) -> &'static str {
+        match self {
+            SchedulerKind::Auto => "auto",
+            SchedulerKind::Levels => "levels",
+            SchedulerKind::Stealing => "stealing",
+            SchedulerKind::Persistent => "persistent",
+        }
+    }
+}
+
+impl fmt::Display for SchedulerKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for SchedulerKind {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" | "" => Ok(SchedulerKind::Auto),
+            "levels" | "levelized" => Ok(SchedulerKind::Levels),
+            "stealing" | "steal" | "work-stealing" => Ok(SchedulerKind::Stealing),
+            "persistent" => Ok(SchedulerKind::Persistent),
+            _ => Err(Error::Config(format!(
+                "unknown scheduler `{s}`: expected one of auto, levels, stealing, persistent (GPU_CILK_SCHEDULER)"
+            ))),
         }
     }
 }
@@ -57,8 +114,25 @@ impl FromStr for BackendKind {
 pub struct Config {
     /// The backend (`GPU_CILK_BACKEND`, default `auto`).
     pub backend: BackendKind,
+    /// The scheduler (`GPU_CILK_SCHEDULER`, default `auto`: `stealing` on the cpu backend).
+    pub scheduler: SchedulerKind,
     /// Host worker threads for the cpu backend; 0 = one per core (`GPU_CILK_THREADS`).
     pub threads: usize,
+    /// Stack size of each cpu worker thread in bytes (`GPU_CILK_STACK_BYTES`, default 64 MiB).
+    /// The stealing scheduler runs spawns it does not turn into tasks as plain calls on the
+    /// worker's stack (the serial function, for the deepest of them), so a deep recursion below
+    /// such a call needs stack like the serial function does.
+    pub stack_bytes: usize,
+    /// Stealing scheduler: a spawn becomes a stealable task while the spawning worker's own deque
+    /// holds fewer than this many tasks; otherwise it runs at once on the spawning worker
+    /// (`GPU_CILK_SPAWN_QUEUE`, default 2; `usize::MAX` makes every spawn a task).
+    pub spawn_queue: usize,
+    /// Stealing scheduler: how many spawns deep, below the last real task, a spawn that runs at
+    /// once still runs as sub-kernels (so its own spawns can still become tasks for idle
+    /// workers); deeper ones call the generated serial function, which has no scheduling cost
+    /// but cannot be split (`GPU_CILK_INLINE_NESTING`, default 4; a third of it while no worker is
+    /// idle, none on one worker).
+    pub inline_nesting: usize,
     /// Channel elements one recursion level may hold before the scheduler stops dispatching more
     /// of the level above it (`GPU_CILK_LEVEL_CAPACITY`). The scheduler dispatches at most
     /// `level_capacity / fan-out` tasks at a time, so children always fit.
@@ -79,6 +153,35 @@ pub struct Config {
     pub device_spill_capacity: usize,
     /// Deepest recursion level allowed (`GPU_CILK_MAX_DEPTH`).
     pub max_depth: usize,
+    /// Persistent device scheduler: run a spawn depth-first as a plain call of the callee's serial
+    /// device form once the GPU holds enough ready work (`GPU_CILK_DEVICE_INLINE`, default on;
+    /// off makes every spawn a task).
+    pub device_inline: bool,
+    /// Persistent device scheduler: a spawn runs inline (when [`Config::device_inline`] is on)
+    /// once the spawning warp's stack holds this many ready items and no warp is idle
+    /// (`GPU_CILK_DEVICE_INLINE_THRESHOLD`, default 64; capped at half the stack).
+    pub device_inline_threshold: usize,
+    /// Persistent device scheduler: resident blocks of 8 warps per multiprocessor
+    /// (`GPU_CILK_DEVICE_BLOCKS_PER_SM`; 0, the default, = as many as fit).
+    pub device_blocks_per_sm: usize,
+    /// Persistent device scheduler: the longest an idle warp sleeps between two looks for work,
+    /// in nanoseconds (`GPU_CILK_DEVICE_IDLE_MAX_NS`, default 2048; it backs off from 64). Longer
+    /// sleeps take load off the memory system when few warps have work (deep, narrow trees);
+    /// shorter ones spread new work faster.
+    pub device_idle_max_ns: usize,
+    /// Persistent device scheduler: items each warp's stack holds in global memory below the part
+    /// in shared memory (`GPU_CILK_DEVICE_WARP_STACK_ITEMS`, default 1024; rounded up to a power
+    /// of two; 0 = shared memory only). A spawn that finds both parts full goes to the global
+    /// pool, or runs inline when that is full too.
+    pub device_warp_stack_items: usize,
+    /// Persistent device scheduler: an inline call that turns out to make more than this many
+    /// calls raises the inline floor, so spawns at its level and above become tasks from then on
+    /// (`GPU_CILK_DEVICE_INLINE_BUDGET`, default 4096). Keeps one lane from running a large
+    /// subtree alone while the others wait.
+    pub device_inline_budget: usize,
+    /// Persistent device scheduler: bytes of the device frame pool, which holds one frame per
+    /// task waiting for children (`GPU_CILK_DEVICE_FRAME_POOL_BYTES`, default 1 GiB).
+    pub device_frame_pool_bytes: usize,
     /// Bytes of the heap that task-scoped temporaries (`alloc!`) come from, per run on the cpu
     /// backend and per runtime on the device (`GPU_CILK_TEMP_HEAP_BYTES`). Made only when a
     /// program uses `alloc!`.
@@ -91,13 +194,24 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             backend: BackendKind::Auto,
+            scheduler: SchedulerKind::Auto,
             threads: 0,
+            stack_bytes: 64 << 20,
+            spawn_queue: 2,
+            inline_nesting: 4,
             level_capacity: 1 << 14,
             segment_capacity: 1 << 14,
             pool_capacity: 1 << 26,
             device_level_capacity: 1 << 23,
             device_spill_capacity: 1 << 30,
-            max_depth: 1 << 16,
+            max_depth: 1 << 21,
+            device_inline: true,
+            device_inline_threshold: 64,
+            device_blocks_per_sm: 0,
+            device_idle_max_ns: 2048,
+            device_warp_stack_items: 1024,
+            device_inline_budget: 4096,
+            device_frame_pool_bytes: 1 << 30,
             temp_heap_bytes: 1 << 26,
             timeout: None,
         }
@@ -121,8 +235,20 @@ impl Config {
                 Err(_) => Ok(None),
             }
         }
+        if let Ok(v) = std::env::var("GPU_CILK_SCHEDULER") {
+            c.scheduler = v.parse()?;
+        }
         if let Some(v) = num("GPU_CILK_THREADS")? {
             c.threads = v;
+        }
+        if let Some(v) = num("GPU_CILK_STACK_BYTES")? {
+            c.stack_bytes = v;
+        }
+        if let Some(v) = num("GPU_CILK_SPAWN_QUEUE")? {
+            c.spawn_queue = v;
+        }
+        if let Some(v) = num("GPU_CILK_INLINE_NESTING")? {
+            c.inline_nesting = v;
         }
         if let Some(v) = num("GPU_CILK_LEVEL_CAPACITY")? {
             c.level_capacity = v;
@@ -142,6 +268,31 @@ impl Config {
         if let Some(v) = num("GPU_CILK_MAX_DEPTH")? {
             c.max_depth = v;
         }
+        if let Ok(v) = std::env::var("GPU_CILK_DEVICE_INLINE") {
+            c.device_inline = match v.trim().to_ascii_lowercase().as_str() {
+                "1" | "true" | "yes" | "on" => true,
+                "0" | "false" | "no" | "off" => false,
+                _ => return Err(Error::Config(format!("GPU_CILK_DEVICE_INLINE={v:?} is not 0 or 1"))),
+            };
+        }
+        if let Some(v) = num("GPU_CILK_DEVICE_INLINE_THRESHOLD")? {
+            c.device_inline_threshold = v;
+        }
+        if let Some(v) = num("GPU_CILK_DEVICE_BLOCKS_PER_SM")? {
+            c.device_blocks_per_sm = v;
+        }
+        if let Some(v) = num("GPU_CILK_DEVICE_IDLE_MAX_NS")? {
+            c.device_idle_max_ns = v;
+        }
+        if let Some(v) = num("GPU_CILK_DEVICE_WARP_STACK_ITEMS")? {
+            c.device_warp_stack_items = v;
+        }
+        if let Some(v) = num("GPU_CILK_DEVICE_INLINE_BUDGET")? {
+            c.device_inline_budget = v;
+        }
+        if let Some(v) = num("GPU_CILK_DEVICE_FRAME_POOL_BYTES")? {
+            c.device_frame_pool_bytes = v;
+        }
         if let Some(v) = num("GPU_CILK_TEMP_HEAP_BYTES")? {
             c.temp_heap_bytes = v;
         }
@@ -155,6 +306,30 @@ impl Config {
     /// Sets the backend.
     pub fn backend(mut self, backend: BackendKind) -> Self {
         self.backend = backend;
+        self
+    }
+
+    /// Sets the scheduler.
+    pub fn scheduler(mut self, scheduler: SchedulerKind) -> Self {
+        self.scheduler = scheduler;
+        self
+    }
+
+    /// Sets the stack size of the cpu worker threads in bytes.
+    pub fn stack_bytes(mut self, bytes: usize) -> Self {
+        self.stack_bytes = bytes;
+        self
+    }
+
+    /// Sets the stealing scheduler's task-creation threshold ([`Config::spawn_queue`]).
+    pub fn spawn_queue(mut self, n: usize) -> Self {
+        self.spawn_queue = n;
+        self
+    }
+
+    /// Sets the stealing scheduler's sub-kernel inline depth ([`Config::inline_nesting`]).
+    pub fn inline_nesting(mut self, n: usize) -> Self {
+        self.inline_nesting = n;
         self
     }
 
@@ -200,6 +375,48 @@ impl Config {
         self
     }
 
+    /// Sets whether the persistent device scheduler may run spawns inline (depth-first).
+    pub fn device_inline(mut self, on: bool) -> Self {
+        self.device_inline = on;
+        self
+    }
+
+    /// Sets the persistent device scheduler's inline threshold ([`Config::device_inline_threshold`]).
+    pub fn device_inline_threshold(mut self, items: usize) -> Self {
+        self.device_inline_threshold = items;
+        self
+    }
+
+    /// Sets the persistent device scheduler's blocks per multiprocessor (0 = as many as fit).
+    pub fn device_blocks_per_sm(mut self, blocks: usize) -> Self {
+        self.device_blocks_per_sm = blocks;
+        self
+    }
+
+    /// Sets the longest sleep of an idle warp of the persistent device scheduler, in ns.
+    pub fn device_idle_max_ns(mut self, ns: usize) -> Self {
+        self.device_idle_max_ns = ns;
+        self
+    }
+
+    /// Sets the items of each warp's stack in global memory ([`Config::device_warp_stack_items`]).
+    pub fn device_warp_stack_items(mut self, items: usize) -> Self {
+        self.device_warp_stack_items = items;
+        self
+    }
+
+    /// Sets the persistent device scheduler's inline budget ([`Config::device_inline_budget`]).
+    pub fn device_inline_budget(mut self, calls: usize) -> Self {
+        self.device_inline_budget = calls;
+        self
+    }
+
+    /// Sets the size of the persistent device scheduler's frame pool in bytes.
+    pub fn device_frame_pool_bytes(mut self, bytes: usize) -> Self {
+        self.device_frame_pool_bytes = bytes;
+        self
+    }
+
     /// Sets the size of the temporary heap (`alloc!`) in bytes.
     pub fn temp_heap_bytes(mut self, bytes: usize) -> Self {
         self.temp_heap_bytes = bytes;
@@ -229,6 +446,27 @@ impl Config {
         if self.max_depth == 0 {
             return Err(Error::Config("max_depth must be at least 1".into()));
         }
+        if !(64..=1_000_000).contains(&self.device_idle_max_ns) {
+            return Err(Error::Config(format!(
+                "device_idle_max_ns ({}) must be between 64 and 1000000",
+                self.device_idle_max_ns
+            )));
+        }
+        if self.device_warp_stack_items > 1 << 20 {
+            return Err(Error::Config(format!(
+                "device_warp_stack_items ({}) must be at most 1048576",
+                self.device_warp_stack_items
+            )));
+        }
+        if self.device_inline_budget == 0 || self.device_inline_budget > u32::MAX as usize {
+            return Err(Error::Config(format!(
+                "device_inline_budget ({}) must be between 1 and 4294967295",
+                self.device_inline_budget
+            )));
+        }
+        if self.stack_bytes < 64 << 10 {
+            return Err(Error::Config(format!("stack_bytes ({}) must be at least 64 KiB", self.stack_bytes)));
+        }
         Ok(())
     }
 }
@@ -239,10 +477,19 @@ mod tests {
 
     #[test]
     fn backend_names_round_trip() {
-        for b in [BackendKind::Serial, BackendKind::Cpu, BackendKind::Cuda, BackendKind::Auto] {
+        for b in [BackendKind::Serial, BackendKind::Cpu, BackendKind::Cuda, BackendKind::CudaSim, BackendKind::Auto] {
             assert_eq!(b.name().parse::<BackendKind>().unwrap(), b);
         }
         assert!(matches!("tpu".parse::<BackendKind>(), Err(Error::UnknownBackend(s)) if s == "tpu"));
+    }
+
+    #[test]
+    fn scheduler_names_round_trip() {
+        for s in [SchedulerKind::Auto, SchedulerKind::Levels, SchedulerKind::Stealing, SchedulerKind::Persistent] {
+            assert_eq!(s.name().parse::<SchedulerKind>().unwrap(), s);
+        }
+        assert!(matches!("fifo".parse::<SchedulerKind>(), Err(Error::Config(m)) if m.contains("GPU_CILK_SCHEDULER")));
+        assert_eq!(Config::default().scheduler, SchedulerKind::Auto);
     }
 
     #[test]
@@ -251,6 +498,7 @@ mod tests {
         assert!(Config::default().level_capacity(0).validate().is_err());
         assert!(Config::default().segment_capacity(0).validate().is_err());
         assert!(Config::default().max_depth(0).validate().is_err());
+        assert!(Config::default().stack_bytes(1024).validate().is_err());
         assert!(Config::default().segment_capacity(64).pool_capacity(8).validate().is_err());
     }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 #[non_exhaustive]
 pub enum Error {
     /// `GPU_CILK_BACKEND` (or a backend name given to the API) is not one we know.
-    #[error("unknown backend `{0}`: expected one of serial, cpu, cuda, auto")]
+    #[error("unknown backend `{0}`: expected one of serial, cpu, cuda, cuda-sim, auto")]
     UnknownBackend(String),
 
     /// The requested backend cannot be used on this machine.
@@ -102,10 +102,12 @@ pub enum Error {
     },
 
     /// A kernel failed while running on the device (illegal address, trap, misaligned access,
-    /// ...). The CUDA context is unusable afterwards; open a new runtime.
+    /// ...). CUDA cannot recover from such a failure inside the process: every later cuda run in
+    /// the process fails with [`Error::BackendUnavailable`] quoting this error, and `auto`
+    /// runtimes created later use the cpu backend. Restart the process to use the GPU again.
     #[error(
-        "kernel {kernels} failed on the device: {name} ({description}); the CUDA context cannot be \
-         used again"
+        "kernel {kernels} failed on the device: {name} ({description}); CUDA cannot recover from this \
+         inside the process: later cuda runs in it fail, restart the process to use the GPU again"
     )]
     KernelFailed {
         /// The kernel(s) launched since the last successful synchronization, e.g. "`fib_down`".
@@ -148,6 +150,17 @@ pub enum Error {
         message: String,
     },
 
+    /// A kernel run by the host simulation of device code (`backend::cuda::sim`) failed or could
+    /// not be launched: it trapped, failed an `assert`, touched invalid memory, misused an
+    /// intrinsic, did not finish in time, or its launch was invalid.
+    #[error("kernel `{kernel}` failed in the host simulation of device code: {message}")]
+    SimKernelFailed {
+        /// The kernel.
+        kernel: String,
+        /// What happened, with the block and thread where the simulation knows them.
+        message: String,
+    },
+
     /// An internal invariant of the scheduler broke; a bug in gpu-cilk, please report it.
     #[error("internal scheduler error (a gpu-cilk bug): {0}")]
     Internal(String),
@@ -155,3 +168,14 @@ pub enum Error {
 
 /// `Result` with the runtime's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Turns a caught panic payload into a message.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic with a non-string payload".to_string()
+    }
+}

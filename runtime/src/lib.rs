@@ -9,6 +9,7 @@
 //! - [`channel`]: the array channel of Orr et al. (Rust twin of `kernels/channel.cuh`).
 //! - [`backend`]: `serial`, `cpu` (channel stacks + levelized scheduler on rayon), `cuda`.
 //! - [`temp`]: task-scoped temporaries (`alloc!`): [`Temp`] and its host storage.
+//! - [`heap`]: the generalized batched heap of Chen et al. (Rust twin of `kernels/heap.cuh`).
 //! - [`runtime`], [`config`], [`stats`], [`error`]: the public face.
 #![deny(missing_docs)]
 
@@ -17,15 +18,19 @@ pub mod backend;
 pub mod channel;
 pub mod config;
 pub mod error;
+pub mod heap;
 pub mod runtime;
 pub mod stats;
 pub mod task;
 pub mod temp;
 pub mod ticket_queue;
 
-pub use config::{BackendKind, Config};
+pub use config::{BackendKind, Config, SchedulerKind};
 pub use error::{Error, Result};
-pub use runtime::{Report, Runtime};
-pub use stats::{Stats, TaskStats};
-pub use task::{Call, CilkTask, CudaFragment, DeviceFn, Place, Registry, Spawn, Step};
+pub use runtime::Runtime;
+pub use stats::{DeviceProfile, Report, Stats, TaskStats};
+pub use task::{
+    ArgsLayout, Call, CilkTask, CudaFragment, DeviceFn, DeviceFunction, FieldLayout, Place, Registrar, Registry, Spawn,
+    Step, TaskFunction,
+};
 pub use temp::{Scalar, Temp, TempScope};

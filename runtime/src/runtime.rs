@@ -5,22 +5,15 @@
 use crate::backend::{cpu::CpuBackend, cuda, serial};
 use crate::config::{BackendKind, Config};
 use crate::error::{Error, Result};
-use crate::stats::Stats;
+use crate::stats::Report;
 use crate::task::{Call, CilkTask};
-
-/// A result together with the statistics of the run that produced it.
-#[derive(Clone, Debug)]
-pub struct Report<T> {
-    /// The root task's return value.
-    pub value: T,
-    /// What the run did.
-    pub stats: Stats,
-}
 
 enum Backend {
     Serial,
     Cpu(CpuBackend),
     Cuda(cuda::CudaBackend),
+    #[cfg(target_os = "linux")]
+    CudaSim(cuda::sim_backend::SimBackend),
 }
 
 /// Runs `#[gpu_cilk]` task trees on one backend.
@@ -57,6 +50,15 @@ impl Runtime {
             BackendKind::Serial => Backend::Serial,
             BackendKind::Cpu => Backend::Cpu(CpuBackend::new(&config)?),
             BackendKind::Cuda => Backend::Cuda(cuda::CudaBackend::new(&config)?),
+            #[cfg(target_os = "linux")]
+            BackendKind::CudaSim => Backend::CudaSim(cuda::sim_backend::SimBackend::new(&config)?),
+            #[cfg(not(target_os = "linux"))]
+            BackendKind::CudaSim => {
+                return Err(Error::BackendUnavailable {
+                    backend: "cuda-sim",
+                    reason: "the host simulation of device code runs on Linux only".into(),
+                })
+            }
             BackendKind::Auto => match cuda::CudaBackend::new(&config) {
                 Ok(b) => Backend::Cuda(b),
                 Err(e) => {
@@ -80,6 +82,8 @@ impl Runtime {
             Backend::Serial => BackendKind::Serial,
             Backend::Cpu(_) => BackendKind::Cpu,
             Backend::Cuda(_) => BackendKind::Cuda,
+            #[cfg(target_os = "linux")]
+            Backend::CudaSim(_) => BackendKind::CudaSim,
         }
     }
 
@@ -99,6 +103,8 @@ impl Runtime {
             Backend::Serial => "host, 1 thread".to_string(),
             Backend::Cpu(b) => format!("host, {} threads", b.threads()),
             Backend::Cuda(b) => b.description(),
+            #[cfg(target_os = "linux")]
+            Backend::CudaSim(b) => b.description(),
         }
     }
 
@@ -113,6 +119,8 @@ impl Runtime {
             Backend::Serial => serial::run(call)?,
             Backend::Cpu(b) => b.run(call)?,
             Backend::Cuda(b) => b.run(call)?,
+            #[cfg(target_os = "linux")]
+            Backend::CudaSim(b) => b.run(call)?,
         };
         report.stats.backend = Some(self.backend());
         Ok(report)
@@ -122,17 +130,6 @@ impl Runtime {
 impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Runtime").field("backend", &self.backend()).field("config", &self.config).finish()
-    }
-}
-
-/// Turns a caught panic payload into a message.
-pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "a panic with a non-string payload".to_string()
     }
 }
 

@@ -1,7 +1,7 @@
 //! Run statistics: what ran where, how deep, how much channel memory was live at once, how long.
 //! Backends fill a [`Stats`]; this module owns its shape and its printed form, nothing else.
 
-use crate::config::BackendKind;
+use crate::config::{BackendKind, SchedulerKind};
 use std::fmt;
 use std::time::Duration;
 
@@ -10,7 +10,8 @@ use std::time::Duration;
 pub struct TaskStats {
     /// The `#[gpu_cilk]` function.
     pub name: &'static str,
-    /// Pre-spawn sub-kernels run (= tasks started) per level.
+    /// Pre-spawn sub-kernels run (= tasks started) per level. (On the stealing scheduler a spawn
+    /// that ran as the plain serial function is not a task: see [`Stats::calls_inlined`].)
     pub tasks_per_level: Vec<u64>,
     /// Continuation sub-kernels run per level.
     pub continuations_per_level: Vec<u64>,
@@ -33,6 +34,8 @@ impl TaskStats {
 pub struct Stats {
     /// The backend that ran it.
     pub backend: Option<BackendKind>,
+    /// The scheduler that ran it (`None` for the serial backend).
+    pub scheduler: Option<SchedulerKind>,
     /// Wall time of the run, from the root's dispatch to its result.
     pub wall: Duration,
     /// Per task function (empty for the serial backend, which only calls the function).
@@ -47,6 +50,79 @@ pub struct Stats {
     pub dispatches: u64,
     /// Channel segments taken beyond each channel's first because a level overflowed its capacity.
     pub spilled_segments: u64,
+    /// Stealing scheduler: spawns that became stealable tasks (a heap record in a deque).
+    pub tasks_created: u64,
+    /// Stealing scheduler: spawns run at once on the spawning worker as sub-kernels (still
+    /// splittable: their own spawns may become tasks).
+    pub tasks_inlined: u64,
+    /// Spawns run at once as a plain call of the callee's serial form (the stealing scheduler's
+    /// lazy task creation, the persistent scheduler's depth-first cutoff); the calls below such a
+    /// call are serial and counted here too on the device.
+    pub calls_inlined: u64,
+    /// Tasks taken from another worker's deque (stealing) or from the device's global pool
+    /// (persistent).
+    pub steals: u64,
+    /// Most frames (tasks waiting for children) live at once. On the stealing scheduler: task
+    /// records and continuation frames on the heap, counted in per-worker batches, so within ±32
+    /// per worker of the exact peak.
+    pub peak_live_frames: usize,
+    /// Their bytes.
+    pub peak_frame_bytes: usize,
+    /// Persistent device scheduler: items a warp sent to the global pool for hungry warps.
+    pub donated: u64,
+    /// Persistent device scheduler: spawns that ran inline only because both the warp's stack
+    /// and the global pool were full.
+    pub pool_full_inlined: u64,
+    /// Persistent device scheduler: where the warps' time went (from `clock64`, summed over
+    /// warps), for tuning and for the benchmark tables.
+    pub device_profile: Option<DeviceProfile>,
+}
+
+/// Where the persistent device scheduler's warps spent their time in one run. Cycles are each
+/// warp's own SM clock, summed over all warps of the grid.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceProfile {
+    /// Resident warps of the grid.
+    pub warps: u64,
+    /// Batches run (a warp took items and ran one per lane).
+    pub batches: u64,
+    /// Items those batches ran: `items / batches` is the number of busy lanes per batch.
+    pub items: u64,
+    /// Segments whose children all stayed on their warp's stack (joined without atomics).
+    pub local_joins: u64,
+    /// Warp cycles spent finding no work (polls and sleeps).
+    pub idle_cycles: u64,
+    /// Warp cycles spent running segments and continuations.
+    pub run_cycles: u64,
+    /// Warp cycles in the scheduler loop in all (the rest: taking, donating, frame lists).
+    pub all_cycles: u64,
+}
+
+impl DeviceProfile {
+    /// The share of `cycles` in all cycles, in percent.
+    fn pct(&self, cycles: u64) -> f64 {
+        if self.all_cycles == 0 {
+            0.0
+        } else {
+            100.0 * cycles as f64 / self.all_cycles as f64
+        }
+    }
+}
+
+impl fmt::Display for DeviceProfile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let per = if self.batches == 0 { 0.0 } else { self.items as f64 / self.batches as f64 };
+        write!(
+            f,
+            "{} warps, {} batches of {per:.1} items; warp time {:.1}% running, {:.1}% idle, {:.1}% scheduling; {} local joins",
+            self.warps,
+            self.batches,
+            self.pct(self.run_cycles),
+            self.pct(self.idle_cycles),
+            self.pct(self.all_cycles.saturating_sub(self.run_cycles + self.idle_cycles)),
+            self.local_joins
+        )
+    }
 }
 
 impl Stats {
@@ -77,14 +153,53 @@ impl fmt::Display for Stats {
         writeln!(f, "tasks              {}", self.total_tasks())?;
         writeln!(f, "tasks/s            {:.3e}", self.tasks_per_second())?;
         writeln!(f, "levels             {}", self.levels)?;
-        writeln!(
-            f,
-            "peak occupancy     {} elements (largest channel {})",
-            self.peak_occupancy, self.peak_channel_occupancy
-        )?;
-        writeln!(f, "dispatches         {}", self.dispatches)?;
-        writeln!(f, "spilled segments   {}", self.spilled_segments)?;
-        writeln!(f, "{:<16} {:>12} {:>14}  tasks per level", "function", "tasks", "continuations")?;
+        if self.scheduler == Some(SchedulerKind::Stealing) {
+            writeln!(f, "scheduler          stealing")?;
+            writeln!(
+                f,
+                "spawns             {} tasks created, {} run inline as sub-kernels, {} as serial calls",
+                self.tasks_created, self.tasks_inlined, self.calls_inlined
+            )?;
+            writeln!(f, "steals             {}", self.steals)?;
+            writeln!(
+                f,
+                "peak live frames   {} ({:.1} KiB)",
+                self.peak_live_frames,
+                self.peak_frame_bytes as f64 / 1024.0
+            )?;
+        } else if self.scheduler == Some(SchedulerKind::Persistent) {
+            writeln!(f, "scheduler          persistent (one resident grid)")?;
+            writeln!(
+                f,
+                "spawns             {} tasks, {} calls run inline (depth-first), {} of them because every stack and the pool were full",
+                self.total_tasks(),
+                self.calls_inlined,
+                self.pool_full_inlined
+            )?;
+            writeln!(f, "pool               {} items donated to hungry warps, {} taken", self.donated, self.steals)?;
+            writeln!(
+                f,
+                "frames             {} slots used at most ({:.1} KiB)",
+                self.peak_live_frames,
+                self.peak_frame_bytes as f64 / 1024.0
+            )?;
+            if let Some(p) = &self.device_profile {
+                writeln!(f, "warps              {p}")?;
+            }
+        } else {
+            if let Some(s) = self.scheduler {
+                writeln!(f, "scheduler          {s}")?;
+            }
+            writeln!(
+                f,
+                "peak occupancy     {} elements (largest channel {})",
+                self.peak_occupancy, self.peak_channel_occupancy
+            )?;
+            writeln!(f, "dispatches         {}", self.dispatches)?;
+            writeln!(f, "spilled segments   {}", self.spilled_segments)?;
+        }
+        let per = if self.scheduler == Some(SchedulerKind::Persistent) { "(not per level)" } else { "tasks per level" };
+        writeln!(f, "{:<16} {:>12} {:>14}  {per}", "function", "tasks", "continuations")?;
         for t in &self.tasks {
             let shown: Vec<String> = t.tasks_per_level.iter().take(12).map(u64::to_string).collect();
             let more = if t.tasks_per_level.len() > 12 { " .." } else { "" };
@@ -92,4 +207,13 @@ impl fmt::Display for Stats {
         }
         Ok(())
     }
+}
+
+/// A result together with the statistics of the run that produced it.
+#[derive(Clone, Debug)]
+pub struct Report<T> {
+    /// The root task's return value.
+    pub value: T,
+    /// What the run did.
+    pub stats: Stats,
 }

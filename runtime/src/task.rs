@@ -3,7 +3,9 @@
 //! This module owns the traits and small types every backend agrees on: [`CilkTask`] (one per
 //! annotated function), [`Step`] (how a sub-kernel ends), [`Place`] (where a spawned child writes
 //! its result inside the parent's frame), [`Spawn`] (what a sub-kernel may ask of its scheduler),
-//! [`Call`] (a root invocation) and [`Registry`] (the set of task functions reachable from a root).
+//! [`Call`] (a root invocation), [`Registrar`] and [`Registry`] (the task functions reachable from a root),
+//! and the markers [`DeviceFunction`] and [`TaskFunction`] through which generated code checks,
+//! at each call and `spawn!`, that the callee was compiled by `#[gpu_cilk]`/`#[gpu_cilk::device]`.
 //! It must not know how any backend stores or schedules work.
 //!
 //! # The execution model in one paragraph
@@ -53,12 +55,45 @@ pub trait CilkTask: Sized + Send + Sync + 'static {
     /// (or a return).
     fn resume<S: Spawn<Self>>(segment: usize, frame: Self::Frame, cx: &mut S) -> Step<Self>;
 
-    /// Adds this task and every task it spawns or calls to `reg`.
-    fn register(reg: &mut Registry);
+    /// Visits this task and then every task it spawns, each once: `reg.add::<Self>()`, and when
+    /// that says the task is new, the callees' `register`. Backends that need per-task state built
+    /// for every task of a tree (the cpu backend's channel stacks) pass their own [`Registrar`];
+    /// [`Registry`] is the one that records what every backend needs to know.
+    fn register<R: Registrar>(reg: &mut R);
 
     /// The task's CUDA C++ fragment, written by the compiler from the same IR as the Rust
     /// sub-kernels (`None` for hand-written tasks, which then run on host backends only).
     const CUDA: Option<&'static CudaFragment> = None;
+
+    /// The Rust layout of [`CilkTask::Args`] (offsets from `offset_of!`), which the cuda backend
+    /// checks against the C struct the compiler wrote for the device. [`ArgsLayout::UNCHECKED`]
+    /// for hand-written tasks.
+    const ARGS_LAYOUT: ArgsLayout = ArgsLayout::UNCHECKED;
+}
+
+/// Where one field of a task's `Args` lies in Rust (see [`CilkTask::ARGS_LAYOUT`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FieldLayout {
+    /// The field's name in the C struct `<task>_args` (the compiler's spelling of the Rust name).
+    pub name: &'static str,
+    /// Its byte offset.
+    pub offset: usize,
+    /// Its size in bytes.
+    pub size: usize,
+}
+
+/// The Rust layout of a task's `Args` struct: what the device's `<task>_args` must match.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ArgsLayout {
+    /// `size_of::<Args>()`.
+    pub size: usize,
+    /// The fields, in declaration order.
+    pub fields: &'static [FieldLayout],
+}
+
+impl ArgsLayout {
+    /// No layout to check (hand-written tasks).
+    pub const UNCHECKED: ArgsLayout = ArgsLayout { size: 0, fields: &[] };
 }
 
 /// One task function in CUDA C++, in three sections that the cuda backend concatenates over all
@@ -72,12 +107,15 @@ pub struct CudaFragment {
     pub decls: &'static str,
     /// The frame struct and the `<name>_task` struct (element layouts, segment prototypes).
     pub types: &'static str,
-    /// Segment bodies and the `extern "C"` kernels `gc_<name>_q0 ..= gc_<name>_q<SYNCS + 1>`.
+    /// Segment bodies and `<name>_task::dev` (the task run as a plain call). Kernels are written
+    /// by the cuda backend around the fragments, per scheduler.
     pub defs: &'static str,
     /// Rust source locations (`file:line:column`) of the fault sites numbered in `defs`.
     pub sites: &'static [&'static str],
     /// The `#[gpu_cilk::device]` helpers the task calls.
     pub helpers: &'static [&'static DeviceFn],
+    /// Some segment allocates a temporary (`alloc!`): the program needs the device heap.
+    pub uses_temps: bool,
 }
 
 /// A `#[gpu_cilk::device]` helper in CUDA C++.
@@ -91,8 +129,52 @@ pub struct DeviceFn {
     pub def: &'static str,
     /// Source locations of its fault sites.
     pub sites: &'static [&'static str],
+    /// The macro its site numbers start from (`GC_SITEBASE_<c name>_dev`): the cuda backend
+    /// defines it when it assembles a program, so each function's sites get a range of their own.
+    pub site_base: &'static str,
     /// Helpers it calls.
     pub helpers: &'static [&'static DeviceFn],
+}
+
+/// The marker of a function that has a device form: `f::Device` of every `#[gpu_cilk]` task and
+/// every `#[gpu_cilk::device]` helper `f` implements it, and `f::__DEVICE` is `f`'s [`DeviceFn`].
+///
+/// Generated code names `<g::Device as DeviceFunction>::EXISTS` at every call `g(..)` in a task or
+/// helper. For a `g` that neither macro compiled, `g::Device` is a stand-in the compiler put beside
+/// the caller, which implements nothing, so the call fails with this message at `g`.
+#[diagnostic::on_unimplemented(
+    message = "a `#[gpu_cilk]` task or `#[gpu_cilk::device]` helper can only call `#[gpu_cilk]` and `#[gpu_cilk::device]` functions",
+    label = "this function is neither `#[gpu_cilk]` nor `#[gpu_cilk::device]`",
+    note = "annotate it with `#[gpu_cilk::device]` (a helper, called directly) or with `#[gpu_cilk]` (a task): the cuda backend runs its device form"
+)]
+pub trait DeviceFunction {
+    /// Compiles only for an implementor: the check that generated code makes at a call.
+    const EXISTS: () = ();
+}
+
+/// The marker of a function that `spawn!` can spawn: `f::Device` of every `#[gpu_cilk]` function
+/// `f` implements it with `Task = f::Task`.
+///
+/// A `#[gpu_cilk::device]` helper, and the stand-in the compiler puts beside a task for a spawned
+/// `g` that neither macro compiled, define `g::Task` as `<g::Device as TaskFunction>::Task`, which
+/// does not exist, so `spawn!(g(..))` fails with this message at `g`. A parent's frame stores a
+/// child's result as `g::Output` (a plain type for every `g`, so the frame itself never fails) and
+/// reads it back through [`TaskFunction::output`], so that message stays the only one.
+#[diagnostic::on_unimplemented(
+    message = "`spawn!` needs a `#[gpu_cilk]` function",
+    label = "this function is not `#[gpu_cilk]`",
+    note = "annotate it with `#[gpu_cilk]`; or call it without `spawn!` (it then runs inside this task) and annotate it with `#[gpu_cilk::device]`"
+)]
+pub trait TaskFunction {
+    /// The function's task type (`f::Task`).
+    type Task: CilkTask;
+
+    /// The identity on the task's output: how a parent reads a child's result back from its frame.
+    /// For a function that is not a task the call fails with the message above and the result has
+    /// no type that the rest of the parent could mismatch.
+    fn output(value: <Self::Task as CilkTask>::Output) -> <Self::Task as CilkTask>::Output {
+        value
+    }
 }
 
 /// How a segment ends.
@@ -243,14 +325,20 @@ pub struct TaskEntry {
     pub fanout: Option<usize>,
     /// The task's CUDA fragment, if the compiler wrote one.
     pub cuda: Option<&'static CudaFragment>,
-    /// Builds the cpu backend's channel stacks for this task (monomorphized at registration).
-    pub(crate) cpu_store: fn(&crate::backend::cpu::StoreConfig) -> Box<dyn crate::backend::cpu::ErasedStore>,
+    /// `CilkTask::ARGS_LAYOUT`.
+    pub args_layout: ArgsLayout,
 }
 
 impl fmt::Debug for TaskEntry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}(syncs={})", self.name, self.syncs)
     }
+}
+
+/// A visitor of the task functions reachable from a root ([`CilkTask::register`]).
+pub trait Registrar {
+    /// Visits `T`; returns `true` when it was not visited before (so its callees come next).
+    fn add<T: CilkTask>(&mut self) -> bool;
 }
 
 /// The task functions reachable from a root, in discovery order (the root first).
@@ -272,8 +360,21 @@ impl Registry {
         reg
     }
 
-    /// Adds `T` if it is new; returns `true` when it was (so the caller goes on to its callees).
-    pub fn add<T: CilkTask>(&mut self) -> bool {
+    /// The registered tasks, root first.
+    pub fn entries(&self) -> &[TaskEntry] {
+        &self.entries
+    }
+
+    /// The index of task `T`, if registered.
+    pub fn index_of<T: CilkTask>(&self) -> Option<usize> {
+        let id = TypeId::of::<T>();
+        self.entries.iter().position(|e| e.id == id)
+    }
+}
+
+impl Registrar for Registry {
+    /// Records `T` if it is new; returns `true` when it was (so the caller goes on to its callees).
+    fn add<T: CilkTask>(&mut self) -> bool {
         let id = TypeId::of::<T>();
         if self.entries.iter().any(|e| e.id == id) {
             return false;
@@ -284,20 +385,9 @@ impl Registry {
             syncs: T::SYNCS,
             fanout: T::FANOUT,
             cuda: T::CUDA,
-            cpu_store: crate::backend::cpu::new_store::<T>,
+            args_layout: T::ARGS_LAYOUT,
         });
         true
-    }
-
-    /// The registered tasks, root first.
-    pub fn entries(&self) -> &[TaskEntry] {
-        &self.entries
-    }
-
-    /// The index of task `T`, if registered.
-    pub fn index_of<T: CilkTask>(&self) -> Option<usize> {
-        let id = TypeId::of::<T>();
-        self.entries.iter().position(|e| e.id == id)
     }
 }
 

@@ -1,7 +1,8 @@
 //! The fetch-and-add ticket queue of Scogland & Feng ("Design and Evaluation of Scalable
 //! Concurrent Queues for Many-Core Architectures", ICPE 2015, §5–6): the host twin of
-//! `kernels/include/gpu_cilk/ticket_queue.cuh`, used by the cpu backend and by tests that pin the
-//! protocol both sides share.
+//! `kernels/include/gpu_cilk/ticket_queue.cuh`, whose counted interface (below) is the persistent
+//! device scheduler's global item pool and frame free ring (`persistent.cuh`). This twin pins the
+//! protocol both sides share in tests, loom models and stress tests.
 //!
 //! A bounded array queue of `capacity` slots (a power of two) with two monotone 64-bit ticket
 //! counters, `tail` (producers) and `head` (consumers), a per-slot *turn* word and a `closed`
@@ -15,6 +16,18 @@
 //! - **status** ([`TicketQueue::len`], [`TicketQueue::is_empty`], [`TicketQueue::is_full`],
 //!   [`TicketQueue::waiting_producers`], [`TicketQueue::waiting_consumers`],
 //!   [`TicketQueue::status`]) from one consistent snapshot of the two counters.
+//! - **counted** ([`TicketQueue::push_batch`], [`TicketQueue::take`]): not in the paper; the form
+//!   the device scheduler uses. A third counter, `avail`, counts elements *published* and not yet
+//!   *claimed*. A producer takes `n` tail tickets with one fetch-and-add, waits for and writes
+//!   each slot, then adds `n` to `avail` (Release). A consumer first claims: it subtracts what it
+//!   wants from `avail` with one fetch-and-add and gives back what was not there (so `take` never
+//!   waits on an empty queue and may report empty spuriously while others race, never wrongly
+//!   returns an element); then it takes as many head tickets and reads their slots. Because claims
+//!   never exceed publications, every head ticket a consumer takes was already taken by a producer
+//!   (`head ≤ published ≤ tail`), so its wait is only for that producer to finish writing. A
+//!   producer waits for a slot only while the previous lap's consumer finishes reading; the device
+//!   scheduler never lets a queue hold more than its capacity (it checks the distance, with
+//!   slack for the reservations in flight, before pushing).
 //!
 //! # Turn words (the paper's per-slot ids)
 //!
@@ -102,9 +115,9 @@ use std::fmt;
 use std::mem::MaybeUninit;
 
 #[cfg(loom)]
-use loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use loom::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 #[cfg(not(loom))]
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 
 /// One element cell: `std`'s `UnsafeCell`, or `loom`'s (which checks every access for data races).
 struct Cell<T>(
@@ -268,6 +281,9 @@ impl QueueStatus {
 pub struct TicketQueue<T> {
     tail: Padded<AtomicU64>,
     head: Padded<AtomicU64>,
+    /// Counted interface: elements published and not yet claimed (may dip below zero while
+    /// claims race; the claimers give back what they took in excess).
+    avail: Padded<AtomicI64>,
     closed: AtomicBool,
     mask: u64,
     slots: Box<[Slot<T>]>,
@@ -341,6 +357,7 @@ impl<T> TicketQueue<T> {
         TicketQueue {
             tail: Padded(AtomicU64::new(start)),
             head: Padded(AtomicU64::new(start)),
+            avail: Padded(AtomicI64::new(0)),
             closed: AtomicBool::new(false),
             mask,
             slots,
@@ -448,6 +465,65 @@ impl<T> TicketQueue<T> {
             return Err(TryDequeueError::Busy);
         }
         Ok(self.read(slot, turn))
+    }
+
+    /// Counted interface (module docs): enqueues every element of `values` under consecutive
+    /// tickets taken with one fetch-and-add, then makes them claimable. Waits only while a slot's
+    /// previous element is being read; the caller keeps the queue within its capacity.
+    pub fn push_batch(&self, values: Vec<T>) {
+        let n = values.len() as u64;
+        if n == 0 {
+            return;
+        }
+        let t0 = self.tail.0.fetch_add(n, Ordering::SeqCst);
+        for (k, value) in values.into_iter().enumerate() {
+            let t = t0.wrapping_add(k as u64);
+            let slot = self.slot(t);
+            let turn = turn_of(t, self.mask);
+            let mut backoff = Backoff(0);
+            while slot.turn.load(Ordering::Acquire) != turn {
+                backoff.snooze();
+            }
+            self.write(slot, turn, value);
+        }
+        // Release: the elements are written before anyone can claim them.
+        self.avail.0.fetch_add(n as i64, Ordering::Release);
+    }
+
+    /// Counted interface (module docs): claims up to `want` published elements with one
+    /// fetch-and-add (giving back the excess) and reads them in ticket order. Returns at once with
+    /// nothing when nothing is published now.
+    pub fn take(&self, want: usize) -> Vec<T> {
+        let want = want as i64;
+        if want == 0 || self.avail.0.load(Ordering::Acquire) <= 0 {
+            return Vec::new();
+        }
+        let had = self.avail.0.fetch_sub(want, Ordering::AcqRel);
+        let got = had.clamp(0, want);
+        if got < want {
+            self.avail.0.fetch_add(want - got, Ordering::AcqRel);
+        }
+        if got == 0 {
+            return Vec::new();
+        }
+        let h0 = self.head.0.fetch_add(got as u64, Ordering::SeqCst);
+        (0..got as u64)
+            .map(|k| {
+                let t = h0.wrapping_add(k);
+                let slot = self.slot(t);
+                let turn = turn_of(t, self.mask) + 1;
+                let mut backoff = Backoff(0);
+                while slot.turn.load(Ordering::Acquire) != turn {
+                    backoff.snooze();
+                }
+                self.read(slot, turn)
+            })
+            .collect()
+    }
+
+    /// Counted interface: elements published and not yet claimed (a snapshot).
+    pub fn published(&self) -> usize {
+        self.avail.0.load(Ordering::Acquire).max(0) as usize
     }
 
     /// Writes the element of the ticket whose empty turn `turn` the caller observed, and publishes.

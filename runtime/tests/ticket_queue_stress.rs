@@ -338,3 +338,74 @@ fn statuses_exact_at_quiescent_points() {
         }
     }
 }
+
+/// Counted interface, as the persistent device scheduler uses it (the global item pool and the
+/// frame free ring): producers push random-sized batches, consumers take whatever is published,
+/// never waiting on an empty queue. Producers keep the queue within its capacity the way the device
+/// does: they push only while the published count plus their own batch leaves room. Exactly once,
+/// for tiny and large capacities and across the counters' wrap.
+#[test]
+fn counted_batches_exactly_once() {
+    for &(cap, start) in &[(2usize, 0u64), (8, u64::MAX - 20), (1024, 0)] {
+        let producers = 6usize;
+        let consumers = 6usize;
+        let per = 3000usize;
+        let q = Arc::new(TicketQueue::<u64>::with_initial_ticket(cap, start));
+        // Items pushed and not yet taken, kept at or below the capacity (the device keeps
+        // `tail - head + slack <= capacity`; here a counter plays that role).
+        let in_flight = Arc::new(AtomicUsize::new(0));
+        let taken = Arc::new(AtomicUsize::new(0));
+        let total = producers * per;
+        let mut hs = Vec::new();
+        for pid in 0..producers {
+            let (q, in_flight) = (q.clone(), in_flight.clone());
+            hs.push(thread::spawn(move || {
+                let mut rng = rand::rngs::StdRng::seed_from_u64(pid as u64);
+                let mut seq = 0;
+                while seq < per {
+                    let n = rng.gen_range(1..=cap.min(4)).min(per - seq);
+                    let cur = in_flight.load(Ordering::SeqCst);
+                    if cur + n > cap
+                        || in_flight.compare_exchange(cur, cur + n, Ordering::SeqCst, Ordering::SeqCst).is_err()
+                    {
+                        thread::yield_now();
+                        continue;
+                    }
+                    q.push_batch((seq..seq + n).map(|s| item(pid, s)).collect());
+                    seq += n;
+                }
+            }));
+        }
+        let mut cs = Vec::new();
+        for cid in 0..consumers {
+            let (q, in_flight, taken) = (q.clone(), in_flight.clone(), taken.clone());
+            cs.push(thread::spawn(move || {
+                let mut got = Vec::new();
+                let deadline = Instant::now() + Duration::from_secs(60);
+                while taken.load(Ordering::SeqCst) < total {
+                    let batch = q.take(1 + cid % 4);
+                    if batch.is_empty() {
+                        assert!(Instant::now() < deadline, "counted takes stalled");
+                        thread::yield_now();
+                        continue;
+                    }
+                    taken.fetch_add(batch.len(), Ordering::SeqCst);
+                    in_flight.fetch_sub(batch.len(), Ordering::SeqCst);
+                    got.extend(batch);
+                }
+                got
+            }));
+        }
+        for h in hs {
+            h.join().unwrap();
+        }
+        let mut seen = vec![false; total];
+        for c in cs {
+            // Each consumer sees each producer's items in order (ticket order).
+            check_and_mark(&c.join().unwrap(), producers, per, &mut seen);
+        }
+        assert!(seen.iter().all(|&s| s), "cap {cap}: an item was lost");
+        assert_eq!(q.published(), 0);
+        assert!(q.is_empty(), "cap {cap}: {:?}", q.status());
+    }
+}

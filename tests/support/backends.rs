@@ -1,36 +1,96 @@
-//! The backends every differential test runs on: serial (the oracle's own backend), cpu, cpu with
-//! capacities so small that every level spills, and — where a GPU is usable — cuda and cuda with
-//! tiny device channels (many chunks per level, rings that wrap, spills). Without a GPU the cuda
-//! entries are skipped with a printed reason, unless `GPU_CILK_REQUIRE_GPU=1` (set by
-//! scripts/gpu-check.sh), which makes their absence a failure.
+//! The backends every differential test runs on. Host: serial (the oracle's own backend); cpu
+//! with the stealing scheduler on all cores, on 1 thread, on 2 threads with every spawn a task,
+//! and on 7 threads with tasks only while the deque is empty and short inline nesting; cpu with
+//! the levelized scheduler, also with capacities so small that every level spills; and the cuda
+//! backend's persistent scheduler on the host simulation of device code (`cuda-sim`: the same
+//! device program and scheduler as on a GPU, run on host threads), with its depth-first cutoff,
+//! with every spawn a task, and with a frame pool so small that spawns run inline when it runs
+//! out. Device: cuda with both schedulers and small capacities — used only by GPU tests, which are
+//! `#[ignore]`d and fail when asked to run without a usable GPU (see `gate.rs`).
 
 #![allow(dead_code)]
 
-use gpu_cilk::prelude::*;
+#[path = "../../runtime/tests/support/gate.rs"]
+pub mod gate;
 
-/// The cuda backend with `config`, when this machine has a usable GPU.
-pub fn cuda(config: Config) -> Option<Runtime> {
-    match Runtime::with_config(config.backend(BackendKind::Cuda)) {
-        Ok(rt) => Some(rt),
-        Err(e) if std::env::var_os("GPU_CILK_REQUIRE_GPU").is_some() => panic!("GPU required: {e}"),
-        Err(e) => {
-            eprintln!("skipping the cuda backend: {e}");
-            None
-        }
-    }
+use gpu_cilk::prelude::*;
+use gpu_cilk::runtime::SchedulerKind;
+
+/// The host backends: serial, every [`cpu`] configuration and every [`sim`] one, from `base`.
+pub fn host(base: Config) -> Vec<Runtime> {
+    let mut rts = vec![Runtime::with_config(base.clone().backend(BackendKind::Serial)).expect("serial backend")];
+    rts.extend(cpu(base.clone()));
+    rts.extend(sim(base));
+    rts
 }
 
-/// Every backend this machine has, each also in a small-capacity configuration, from `base`.
-pub fn all(base: Config) -> Vec<Runtime> {
-    let mut rts = vec![
-        Runtime::with_config(base.clone().backend(BackendKind::Serial)).expect("serial backend"),
-        Runtime::with_config(base.clone().backend(BackendKind::Cpu)).expect("cpu backend"),
-        Runtime::with_config(base.clone().backend(BackendKind::Cpu).threads(3).level_capacity(5).segment_capacity(2))
-            .expect("cpu backend"),
-    ];
-    if let Some(rt) = cuda(base.clone()) {
-        rts.push(rt);
-        rts.extend(cuda(base.device_level_capacity(64)));
+/// The persistent device scheduler on the host simulation (`cuda-sim`), from `base`: with its
+/// depth-first cutoff, with every spawn a task, with a frame pool too small for the tree (the
+/// smallest pool the scheduler makes, 1024 frames), so spawns run inline when it runs out, and
+/// with a 2-item deep stack part per warp (it wraps and fills at once) and an inline budget of 1
+/// call (the first inlined call with a spawn raises the inline floor). Empty,
+/// after printing why, when no C++ compiler can be run (a failure under `GPU_CILK_REQUIRE_SIM=1`).
+pub fn sim(base: Config) -> Vec<Runtime> {
+    let sim = base.backend(BackendKind::CudaSim).scheduler(SchedulerKind::Persistent);
+    let mut rts = Vec::new();
+    let tiny = sim.clone().device_warp_stack_items(2).device_inline_threshold(1).device_inline_budget(1);
+    for c in [sim.clone(), sim.clone().device_inline(false), sim.device_frame_pool_bytes(1), tiny] {
+        match Runtime::with_config(c) {
+            Ok(rt) => rts.push(rt),
+            Err(e) => {
+                gate::sim_missing("the cuda-sim backends", &e);
+                return Vec::new();
+            }
+        }
     }
     rts
+}
+
+/// The cuda backend with `config`.
+///
+/// # Panics
+/// When the cuda backend cannot be used here (GPU tests run only on request).
+pub fn cuda(config: Config) -> Runtime {
+    Runtime::with_config(config.backend(BackendKind::Cuda)).unwrap_or_else(|e| gate::no_gpu("this GPU test", &e))
+}
+
+/// The cuda backends, from `base`: the persistent scheduler (the default) with its depth-first
+/// cutoff, with every spawn a task, with a frame pool so small that spawns must run inline when
+/// it runs out, and with 2-item deep stacks and an inline budget of 1 call; and the levelized scheduler with default device channels and 64-element ones.
+pub fn cuda_all(base: Config) -> Vec<Runtime> {
+    vec![
+        cuda(base.clone().scheduler(SchedulerKind::Persistent)),
+        cuda(base.clone().scheduler(SchedulerKind::Persistent).device_inline(false)),
+        cuda(base.clone().scheduler(SchedulerKind::Persistent).device_frame_pool_bytes(64 << 10)),
+        cuda(
+            base.clone()
+                .scheduler(SchedulerKind::Persistent)
+                .device_warp_stack_items(2)
+                .device_inline_threshold(1)
+                .device_inline_budget(1),
+        ),
+        cuda(base.clone().scheduler(SchedulerKind::Levels)),
+        cuda(base.scheduler(SchedulerKind::Levels).device_level_capacity(64)),
+    ]
+}
+
+/// The cpu backend's configurations: the stealing scheduler on all cores, on 1 thread, on 2
+/// threads with every spawn a task, on 7 threads (more than this machine's cores) with tasks
+/// only while the deque is empty and short inline nesting; the levelized scheduler, also with
+/// capacities so small that every level spills.
+pub fn cpu(base: Config) -> Vec<Runtime> {
+    let cpu = base.backend(BackendKind::Cpu);
+    let stealing = cpu.clone().scheduler(SchedulerKind::Stealing);
+    let levels = cpu.scheduler(SchedulerKind::Levels);
+    [
+        stealing.clone(),
+        stealing.clone().threads(1),
+        stealing.clone().threads(2).spawn_queue(usize::MAX),
+        stealing.threads(7).spawn_queue(1).inline_nesting(2),
+        levels.clone(),
+        levels.threads(3).level_capacity(5).segment_capacity(2),
+    ]
+    .into_iter()
+    .map(|c| Runtime::with_config(c).expect("cpu backend"))
+    .collect()
 }

@@ -157,3 +157,31 @@ pub fn mixed(n: u32) -> i64 {
 pub fn mixed_leaf(n: u32) -> i64 {
     (n as i64) * 2 - 5
 }
+
+/// A root task without parameters (issue 8: this faulted on the cuda backend, whose C++ argument
+/// struct is 1 byte where Rust's is 0).
+#[gpu_cilk]
+pub fn no_params() -> u64 {
+    let x = spawn!(fib(20));
+    let y = spawn!(no_params_leaf());
+    sync!();
+    x + y
+}
+
+/// A spawned task without parameters.
+#[gpu_cilk]
+pub fn no_params_leaf() -> u64 {
+    7
+}
+
+/// A parameterless unit task spawning a parameterless unit leaf (no data in, none out).
+#[gpu_cilk]
+pub fn nothing() {
+    spawn!(nothing_leaf());
+    spawn!(nothing_leaf());
+    sync!();
+}
+
+/// The leaf of [`nothing`].
+#[gpu_cilk]
+pub fn nothing_leaf() {}

@@ -76,6 +76,10 @@
 #ifndef GPU_CILK_CHANNEL_CUH
 #define GPU_CILK_CHANNEL_CUH
 
+#ifndef GPU_CILK_PORTABLE_CUH
+#include "gpu_cilk/portable.cuh"  // gc_lane(): the lane on a GPU and in the host simulation
+#endif
+
 #define GC_CH_EMPTY 0ull
 #define GC_CH_RESERVED 1ull
 #define GC_CH_WRITING 2ull
@@ -98,17 +102,9 @@ struct gc_channel {
 
 // ---- small helpers ---------------------------------------------------------------------------
 
-__device__ __forceinline__ unsigned gc_lane_id() {
-    unsigned lane;
-    asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
-    return lane;
-}
+__device__ __forceinline__ unsigned gc_lane_id() { return gc_lane(); }
 
-__device__ __forceinline__ unsigned gc_lanemask_lt() {
-    unsigned m;
-    asm volatile("mov.u32 %0, %%lanemask_lt;" : "=r"(m));
-    return m;
-}
+__device__ __forceinline__ unsigned gc_lanemask_lt() { return gc_lane_mask_lt(); }
 
 // Relaxed load of a counter (atomicity only).
 __device__ __forceinline__ unsigned long long gc_ld_relaxed(const unsigned long long* p) {

@@ -1,25 +1,17 @@
-// gpu_cilk/runtime.cuh — the device side of gpu-cilk's host-driven levelized scheduler.
+// gpu_cilk/runtime.cuh — what every gpu-cilk program needs, whichever scheduler runs it: the scalar
+// types and Rust-semantics helpers generated code uses (wrapping arithmetic, checked division and
+// indexing, fixed-size arrays) and the device-fault codes and record.
 //
-// Owns: the scalar types and Rust-semantics helpers generated code uses (wrapping arithmetic,
-// checked division and indexing, fixed-size arrays), device-fault recording, the channel table
-// the host maintains, warp-aggregated reservation in a channel, and the generic driver that runs
-// one element of a (task, queue, level) channel through a task's segments (`gc_run`).
-// Must not own: which channel runs next (the host scheduler in runtime/src/backend/cuda decides).
-//
-// Execution model (Orr et al., "Fine-grain task aggregation and coordination on GPUs", §3–5):
-// for every task function T, recursion level L and queue q there is one channel: q = 0 holds
-// pre-spawn elements (T's arguments + where the result goes), q = k >= 1 holds frames waiting for
-// segment k (and deferred returns of segment k - 1; q = SYNCS + 1 holds only those). One kernel launch consumes a contiguous run of
-// one channel (one thread per element); a spawn reserves a slot one level down with one
-// fetch-and-add per warp; the first spawn of a segment reserves the task's frame slot in its own
-// continuation channel; children write results straight into that frame. The host launches the
-// deepest level with work first, so a continuation runs only when all its children are done.
-//
-// Memory ordering: producers and consumers of one channel never run in the same launch. All
-// writes of a launch (elements, frames, children's results, counters) are ordered before the next
-// launch on the stream, which is the only place they are read; the host reads the counters after
-// the launch completes. Within a launch the counters are only touched by atomics.
+// Owns: those types and helpers. Must not own: scheduling. Each scheduler's header, assembled right
+// after this one, defines `gc_cx` (what a running segment sees), `gc_raise_cx` (record a fault for
+// the running task), `gc_temps_of` (the `alloc!` heap), `gc_dev_guard` (entered by serial device
+// forms) and `gc_spawn`: levels.cuh (the host-driven levelized scheduler) or persistent.cuh (the
+// device-resident one).
+
 #pragma once
+#ifndef GPU_CILK_PORTABLE_CUH
+#include "gpu_cilk/portable.cuh"  // gc_lane(): the lane on a GPU and in the host simulation
+#endif
 
 typedef signed char gc_i8;
 typedef short gc_i16;
@@ -36,13 +28,22 @@ typedef gc_i64 gc_isize;
 typedef gc_u64 gc_usize;
 struct gc_unit {};
 
+// The largest of the sizes of some types, as a constant (for the assembler's size tables).
+template <typename... T> __host__ __device__ constexpr gc_u64 gc_cmax_bytes() {
+  gc_u64 m = 1;
+  ((m = sizeof(T) > m ? sizeof(T) : m), ...);
+  return m;
+}
+// The same in 8-byte words.
+template <typename... T> __host__ __device__ constexpr gc_u64 gc_cmax_words() { return (gc_cmax_bytes<T...>() + 7) / 8; }
+
 // offsetof without <cstddef> (NVRTC ships no standard headers).
 #define GC_OFFSETOF(T, m) ((gc_u64) & reinterpret_cast<const volatile char&>((((T*)0)->m)))
 
 // ---------------------------------------------------------------------------------------------
-// Device faults: the first fault of a launch wins; the host turns it into an Error naming the
-// task, the Rust source location (site) and the level. A faulting thread goes on with a safe
-// value (0, element 0) so no memory is touched out of bounds; the run is failed by the host.
+// Device faults: the first fault of a run wins; the host turns it into an Error naming the task,
+// the Rust source location (site) and the level. A faulting thread goes on with a safe value (0,
+// element 0) so no memory is touched out of bounds; the run is failed by the host.
 enum gc_fault_code : gc_u32 {
   GC_OK = 0,
   GC_FAULT_INDEX = 1,        // index out of bounds
@@ -52,6 +53,8 @@ enum gc_fault_code : gc_u32 {
   GC_FAULT_SHIFT = 5,        // shift amount >= bit width (debug-build Rust panics; release masks)
   GC_FAULT_SPILL_POOL = 6,   // the spill pool is exhausted (detail: its bytes)
   GC_FAULT_TEMP_POOL = 7,    // alloc! found no room in the temporary heap (detail: size << 56 | n)
+  GC_FAULT_DEPTH = 8,        // a spawn deeper than Config::max_depth (detail: the limit)
+  GC_FAULT_DEV_DEPTH = 9,    // inline serial recursion deeper than the device allows (detail: limit)
 };
 
 struct gc_fault {
@@ -62,58 +65,12 @@ struct gc_fault {
   gc_u64 detail; // the offending index / capacity
 };
 
-struct gc_ctl {            // per-channel counters, read back by the host after each launch
-  gc_u64 reserved;         // tickets handed out (talloc)
-  gc_u64 freed;            // done count: elements consumed and released (tfree)
-  gc_u32 max_fanout;       // most spawns one segment made (sizes the host's chunks)
-  gc_u32 overflow;         // set when a reservation found no room
-};
-
-struct gc_chan {           // one (task, queue, level) channel, as the host laid it out
-  unsigned char* data;
-  gc_u64 mask;             // capacity - 1 (capacity is a power of two)
-  gc_ctl* ctl;
-};
-
+struct gc_cx;               // the scheduler header's: what a running segment sees
 struct gc_xheap;            // xmalloc.cuh: the device temporary heap (alloc!)
-
-struct gc_launch {
-  const gc_chan* table;    // [level * nq + queue]
-  gc_u32 nq;               // queues per level (all tasks)
-  gc_u32 level;            // the level this launch consumes
-  gc_u32 levels;           // levels allocated in the table (a spawn needs level + 1 < levels)
-  gc_u32 task;             // task index (for faults)
-  gc_u64 first;            // first ticket to consume
-  gc_u64 count;            // elements to consume
-  gc_fault* fault;
-  unsigned char* spill;    // the spill pool: records of `spill_stride` bytes
-  gc_u64* spill_used;      // bytes of the pool in use (host resets it after moving records)
-  gc_u64 spill_capacity;   // bytes in the pool
-  gc_u64 spill_stride;     // 8-byte header + the largest pre-spawn element, 8-aligned
-  gc_xheap* temps;         // the temporary heap (temp.cuh), null when no task uses alloc!
-};
-
-// A spilled pre-spawn element: where it belongs, then its bytes.
-struct gc_spill_header {
-  gc_u32 queue;            // global queue index (the callee's QBASE)
-  gc_u32 level;
-};
-
-struct gc_cx {             // what a running segment needs
-  const gc_launch* L;
-  gc_u32 own_queue;        // queue of the frame this segment leaves behind
-  gc_u32 spawned;
-  unsigned char* frame_slot; // reserved at the first spawn, null before
-};
-
-__device__ inline void gc_raise(const gc_launch* L, gc_u32 code, gc_u32 site, gc_u64 detail) {
-  if (atomicCAS(&L->fault->code, 0u, code) == 0u) {
-    L->fault->site = site;
-    L->fault->task = L->task;
-    L->fault->level = L->level;
-    L->fault->detail = detail;
-  }
-}
+// Records fault `code` at `site` for the task `cx` runs (first fault wins). The scheduler's.
+__device__ inline void gc_raise_cx(const gc_cx& cx, gc_u32 code, gc_u32 site, gc_u64 detail);
+// The temporary heap of the run `cx` belongs to (null when no task uses alloc!). The scheduler's.
+__device__ inline gc_xheap* gc_temps_of(const gc_cx& cx);
 
 // ---------------------------------------------------------------------------------------------
 // Rust semantics.
@@ -162,13 +119,13 @@ template <typename T> __device__ inline bool gc_is_min(T a) {
   return (T)(a - 1) > a && (T)-1 < (T)0;  // signed and a == MIN
 }
 template <typename T> __device__ inline T gc_div(const gc_cx& cx, T a, T b, gc_u32 site) {
-  if (b == (T)0) { gc_raise(cx.L, GC_FAULT_DIV_ZERO, site, 0); return (T)0; }
-  if ((T)-1 < (T)0 && b == (T)-1 && gc_is_min(a)) { gc_raise(cx.L, GC_FAULT_DIV_OVERFLOW, site, 0); return a; }
+  if (b == (T)0) { gc_raise_cx(cx, GC_FAULT_DIV_ZERO, site, 0); return (T)0; }
+  if ((T)-1 < (T)0 && b == (T)-1 && gc_is_min(a)) { gc_raise_cx(cx, GC_FAULT_DIV_OVERFLOW, site, 0); return a; }
   return a / b;
 }
 template <typename T> __device__ inline T gc_rem(const gc_cx& cx, T a, T b, gc_u32 site) {
-  if (b == (T)0) { gc_raise(cx.L, GC_FAULT_DIV_ZERO, site, 0); return (T)0; }
-  if ((T)-1 < (T)0 && b == (T)-1) { if (gc_is_min(a)) gc_raise(cx.L, GC_FAULT_DIV_OVERFLOW, site, 0); return (T)0; }
+  if (b == (T)0) { gc_raise_cx(cx, GC_FAULT_DIV_ZERO, site, 0); return (T)0; }
+  if ((T)-1 < (T)0 && b == (T)-1) { if (gc_is_min(a)) gc_raise_cx(cx, GC_FAULT_DIV_OVERFLOW, site, 0); return (T)0; }
   return a % b;
 }
 __device__ inline gc_f32 gc_div(const gc_cx&, gc_f32 a, gc_f32 b, gc_u32) { return a / b; }
@@ -189,11 +146,11 @@ template <typename T, typename S> __device__ inline T gc_shr(T a, S s) {
 template <typename T, int N> struct gc_array {
   T v[N];
   __device__ T& at(const gc_cx& cx, gc_u64 i, gc_u32 site) {
-    if (i >= (gc_u64)N) { gc_raise(cx.L, GC_FAULT_INDEX, site, i); return v[0]; }
+    if (i >= (gc_u64)N) { gc_raise_cx(cx, GC_FAULT_INDEX, site, i); return v[0]; }
     return v[i];
   }
   __device__ const T& at(const gc_cx& cx, gc_u64 i, gc_u32 site) const {
-    if (i >= (gc_u64)N) { gc_raise(cx.L, GC_FAULT_INDEX, site, i); return v[0]; }
+    if (i >= (gc_u64)N) { gc_raise_cx(cx, GC_FAULT_INDEX, site, i); return v[0]; }
     return v[i];
   }
 };
@@ -203,244 +160,3 @@ template <typename T, int N> __device__ inline gc_array<T, N> gc_array_splat(T x
   return a;
 }
 
-// ---------------------------------------------------------------------------------------------
-// Channels.
-__device__ inline const gc_chan* gc_chan_at(const gc_launch* L, gc_u32 level, gc_u32 queue) {
-  return &L->table[(gc_u64)level * L->nq + queue];
-}
-
-template <typename E> __device__ inline E* gc_slot(const gc_chan* ch, gc_u64 ticket) {
-  return reinterpret_cast<E*>(ch->data) + (ticket & ch->mask);
-}
-
-// talloc: one fetch-and-add per group of lanes that reserve in the same channel at the same time
-// (a warp-wide prefix sum; one lane does the atomic, the base is broadcast). Returns the slot, or
-// null when the channel has no room; then the failed ticket is given back (within a launch no slot
-// of this channel is freed, so every later reservation fails too and `reserved` ends exactly at
-// the limit: no holes) and the channel's overflow flag is set.
-__device__ inline bool gc_try_reserve(const gc_chan* ch, gc_u64* ticket) {
-  unsigned active = __activemask();
-  unsigned peers = __match_any_sync(active, (unsigned long long)ch);
-  int leader = __ffs(peers) - 1;
-  unsigned lane = threadIdx.x & 31u;
-  unsigned rank = __popc(peers & ((1u << lane) - 1u));
-  gc_u64 base = 0;
-  if ((int)lane == leader) base = atomicAdd(&ch->ctl->reserved, (gc_u64)__popc(peers));
-  base = __shfl_sync(peers, base, leader);
-  gc_u64 t = base + rank;
-  // `freed` is stable during this launch: this channel is not consumed by it. A channel the host
-  // has not allocated (null data) counts as full.
-  if (ch->data == nullptr || t - ch->ctl->freed > ch->mask) {
-    atomicAdd(&ch->ctl->reserved, (gc_u64)-1);
-    atomicExch(&ch->ctl->overflow, 1u);
-    return false;
-  }
-  *ticket = t;
-  return true;
-}
-
-template <typename E> __device__ inline E* gc_try_talloc(const gc_chan* ch) {
-  gc_u64 t;
-  return gc_try_reserve(ch, &t) ? gc_slot<E>(ch, t) : nullptr;
-}
-
-// For frames: the host sizes every frame channel for the whole launch, so no room is a fault.
-template <typename E> __device__ inline E* gc_talloc(const gc_launch* L, const gc_chan* ch, gc_u32 site) {
-  E* e = gc_try_talloc<E>(ch);
-  if (e == nullptr) gc_raise(L, GC_FAULT_CHANNEL_FULL, site, ch->mask + 1);
-  return e;
-}
-
-// For spawned elements: when the channel is full the element goes to the spill pool, which the
-// host moves into the (then grown) channel after the launch, so no spawn is ever dropped; only an
-// exhausted pool stops the run (GC_FAULT_SPILL_POOL).
-template <typename E> __device__ inline E* gc_talloc_or_spill(const gc_launch* L, const gc_chan* ch, gc_u32 queue,
-                                                              gc_u32 level, gc_u32 site) {
-  E* e = gc_try_talloc<E>(ch);
-  if (e != nullptr) return e;
-  gc_u64 off = atomicAdd(L->spill_used, L->spill_stride);
-  if (L->spill == nullptr || off + L->spill_stride > L->spill_capacity) {
-    gc_raise(L, GC_FAULT_SPILL_POOL, site, L->spill_capacity);
-    return nullptr;
-  }
-  gc_spill_header* h = reinterpret_cast<gc_spill_header*>(L->spill + off);
-  h->queue = queue;
-  h->level = level;
-  return reinterpret_cast<E*>(L->spill + off + sizeof(gc_spill_header));
-}
-
-// tfree: the done count of consumed elements, one atomic per warp.
-__device__ inline void gc_tfree(const gc_chan* ch) {
-  unsigned active = __activemask();
-  unsigned lane = threadIdx.x & 31u;
-  if ((int)lane == __ffs(active) - 1) atomicAdd(&ch->ctl->freed, (gc_u64)__popc(active));
-}
-
-// The frame slot a segment leaves behind, reserved at its first spawn.
-template <typename Task> __device__ inline unsigned char* gc_frame_slot(gc_cx& cx, gc_u32 site) {
-  if (cx.frame_slot == nullptr) {
-    const gc_chan* ch = gc_chan_at(cx.L, cx.L->level, Task::QBASE + cx.own_queue);
-    cx.frame_slot = reinterpret_cast<unsigned char*>(gc_talloc<typename Task::Cont>(cx.L, ch, site));
-  }
-  return cx.frame_slot;
-}
-
-// spawn!(Callee(args)) into `offset` of the current frame (or nowhere: offset == ~0).
-template <typename Task, typename Callee>
-__device__ inline void gc_spawn(gc_cx& cx, typename Callee::Args args, gc_u64 offset, gc_u32 site) {
-  cx.spawned += 1;
-  unsigned char* frame = gc_frame_slot<Task>(cx, site);
-  if (frame == nullptr) return;  // fault recorded
-  if (cx.L->level + 1 >= cx.L->levels) { gc_raise(cx.L, GC_FAULT_CHANNEL_FULL, site, 0); return; }
-  const gc_chan* ch = gc_chan_at(cx.L, cx.L->level + 1, Callee::QBASE);
-  typename Callee::Pre* e =
-      gc_talloc_or_spill<typename Callee::Pre>(cx.L, ch, Callee::QBASE, cx.L->level + 1, site);
-  if (e == nullptr) return;
-  e->args = args;
-  e->dest = offset == ~0ull ? nullptr : (void*)(frame + offset);
-}
-
-// ---------------------------------------------------------------------------------------------
-// The generic driver: one thread runs one element of queue `q` of task `Task` at `L.level`,
-// through as many segments as end without outstanding children, then either delivers the result
-// or publishes its frame (or deferred return) into the reserved slot.
-//
-// A generated task type provides: Args, Frame, Ret, Pre { Args args; void* dest; },
-// Cont { Frame frame; Ret deferred; gc_u32 has_deferred; void* dest; }, QBASE, SYNCS, and
-//   static __device__ bool seg0(gc_cx&, Args, Frame*, Ret*);          // true = Sync, false = Return
-//   static __device__ bool resume(gc_cx&, gc_u32 k, Frame, Frame*, Ret*);
-enum { GC_RETURN = 0, GC_SYNC = 1 };
-
-template <typename Task> __device__ inline void gc_deliver(void* dest, typename Task::Ret v) {
-  if (dest != nullptr) *reinterpret_cast<typename Task::Ret*>(dest) = v;
-}
-
-template <typename Task> __device__ void gc_run(const gc_launch& L, gc_u32 q) {
-  gc_u64 i = (gc_u64)blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= L.count) return;
-  const gc_chan* src = gc_chan_at(&L, L.level, Task::QBASE + q);
-  gc_cx cx;
-  cx.L = &L;
-  cx.own_queue = q + 1;  // segment s leaves its frame in queue s + 1
-  cx.spawned = 0;
-  cx.frame_slot = nullptr;
-  typename Task::Frame frame;
-  typename Task::Ret ret;
-  void* dest;
-  bool sync;
-  gc_u32 seg = q;
-  if (q == 0) {
-    typename Task::Pre e = *gc_slot<typename Task::Pre>(src, L.first + i);
-    gc_tfree(src);
-    dest = e.dest;
-    sync = Task::seg0(cx, e.args, &frame, &ret);
-  } else {
-    typename Task::Cont e = *gc_slot<typename Task::Cont>(src, L.first + i);
-    gc_tfree(src);
-    dest = e.dest;
-    if (e.has_deferred) {
-      gc_deliver<Task>(dest, e.deferred);
-      return;
-    }
-    sync = Task::resume(cx, q, e.frame, &frame, &ret);
-  }
-  gc_u32 most = 0;
-  for (;;) {
-    most = cx.spawned > most ? cx.spawned : most;
-    if (cx.frame_slot == nullptr) {
-      if (!sync) { gc_deliver<Task>(dest, ret); break; }
-      seg += 1;                     // nothing outstanding: run the next segment right here
-      cx.own_queue = seg + 1;
-      cx.spawned = 0;
-      typename Task::Frame f = frame;
-      sync = Task::resume(cx, seg, f, &frame, &ret);
-      continue;
-    }
-    typename Task::Cont* slot = reinterpret_cast<typename Task::Cont*>(cx.frame_slot);
-    if (sync) { slot->frame = frame; slot->has_deferred = 0; }
-    else { slot->deferred = ret; slot->has_deferred = 1; }
-    slot->dest = dest;
-    break;
-  }
-  // One atomic per warp for the fan-out the host sizes chunks by.
-  unsigned active = __activemask();
-  gc_u32 warp_most = __reduce_max_sync(active, most);
-  if ((int)(threadIdx.x & 31u) == __ffs(active) - 1 && warp_most > 0) atomicMax(&src->ctl->max_fanout, warp_most);
-}
-
-// ---------------------------------------------------------------------------------------------
-// The root: the host launches one thread of `gc_root` to place the root call's channel element
-// in the (empty) pre-spawn channel of level 0.
-template <typename Task> struct gc_root_params {
-  typename Task::Args args;
-  void* dest;
-  const gc_chan* chan;
-};
-template <typename Task> __device__ void gc_push_root(const gc_root_params<Task>& p) {
-  typename Task::Pre* e = gc_slot<typename Task::Pre>(p.chan, p.chan->ctl->reserved);
-  e->args = p.args;
-  e->dest = p.dest;
-  p.chan->ctl->reserved += 1;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Spill handling, launched by the host between two scheduling launches when the pool is in use.
-
-// Grows a ring: copies the live tickets [first, first + count) from the old storage to the new,
-// each to its slot under the new mask (elements are `words` 8-byte words).
-struct gc_regrow_params {
-  const gc_u64* old_data;
-  gc_u64* new_data;
-  gc_u64 old_mask;
-  gc_u64 new_mask;
-  gc_u64 first;
-  gc_u64 count;
-  gc_u64 words;
-};
-extern "C" __global__ void gc_regrow(gc_regrow_params p) {
-  gc_u64 i = (gc_u64)blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= p.count * p.words) return;
-  gc_u64 k = i / p.words, w = i % p.words, t = p.first + k;
-  p.new_data[(t & p.new_mask) * p.words + w] = p.old_data[(t & p.old_mask) * p.words + w];
-}
-
-// Moves every spilled record into its channel (which the host has grown to fit). One thread per
-// record; `sizes[q]` is the element size of queue q (a multiple of 8).
-struct gc_unspill_params {
-  const gc_chan* table;
-  gc_u32 nq;
-  gc_u32 pad;
-  const unsigned char* spill;
-  gc_u64 stride;
-  gc_u64 records;
-  const gc_u64* sizes;
-  gc_fault* fault;
-};
-extern "C" __global__ void gc_unspill(gc_unspill_params p) {
-  gc_u64 i = (gc_u64)blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= p.records) return;
-  const gc_spill_header* h = reinterpret_cast<const gc_spill_header*>(p.spill + i * p.stride);
-  const gc_chan* ch = &p.table[(gc_u64)h->level * p.nq + h->queue];
-  gc_u64 t;
-  if (!gc_try_reserve(ch, &t)) {
-    if (atomicCAS(&p.fault->code, 0u, (gc_u32)GC_FAULT_CHANNEL_FULL) == 0u) p.fault->detail = ch->mask + 1;
-    return;
-  }
-  gc_u64 words = p.sizes[h->queue] / 8;
-  gc_u64* slot = reinterpret_cast<gc_u64*>(ch->data) + (t & ch->mask) * words;
-  const gc_u64* src = reinterpret_cast<const gc_u64*>(p.spill + i * p.stride + sizeof(gc_spill_header));
-  for (gc_u64 w = 0; w < words; ++w) slot[w] = src[w];
-}
-
-// Clears the pool and the overflow flags of one level once its records have moved.
-struct gc_spill_reset_params {
-  const gc_chan* table;
-  gc_u32 nq;
-  gc_u32 level;
-  gc_u64* spill_used;
-};
-extern "C" __global__ void gc_spill_reset(gc_spill_reset_params p) {
-  gc_u32 q = threadIdx.x;
-  if (q < p.nq) p.table[(gc_u64)p.level * p.nq + q].ctl->overflow = 0u;
-  if (q == 0) *p.spill_used = 0;
-}

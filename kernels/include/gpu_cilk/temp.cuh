@@ -1,10 +1,10 @@
 // gpu_cilk/temp.cuh — task-scoped temporaries (`let t = alloc!(f32, n);` in a #[gpu_cilk] task).
-// Needs runtime.cuh (gc_cx, gc_raise, gc_launch::temps) and xmalloc.cuh (gc_xmalloc/gc_xfree)
-// before it; the cuda backend assembles them in that order.
+// Needs runtime.cuh, a scheduler header (gc_cx, gc_raise_cx, gc_temps_of) and xmalloc.cuh
+// (gc_xmalloc/gc_xfree) before it; the cuda backend assembles them in that order.
 //
 // gc_temp<T> is the device form of the Rust handle `gpu_cilk::runtime::Temp<T>` (#[repr(C)]
 // { ptr, len }, 16 bytes): `n` elements of T, zeroed by gc_alloc_temp, from the runtime's device
-// temporary heap (gc_launch::temps, one gc_xheap per GpuState, Config::temp_heap_bytes). The task
+// temporary heap (gc_temps_of(cx): one gc_xheap per program state, Config::temp_heap_bytes). The task
 // that allocates frees it before each of its returns (the compiler rejects returns that could leave
 // children running while a temporary is live). An index past the end raises GC_FAULT_INDEX; an
 // exhausted heap raises GC_FAULT_TEMP_POOL (detail: element size << 56 | count) and the segment
@@ -16,7 +16,7 @@ template <typename T> struct gc_temp {
   T* ptr;
   gc_u64 n;
   __device__ T& at(const gc_cx& cx, gc_u64 i, gc_u32 site) const {
-    if (i >= n) { gc_raise(cx.L, GC_FAULT_INDEX, site, i); return *reinterpret_cast<T*>(gc_temp_sink); }
+    if (i >= n) { gc_raise_cx(cx, GC_FAULT_INDEX, site, i); return *reinterpret_cast<T*>(gc_temp_sink); }
     return ptr[i];
   }
   __device__ gc_usize len() const { return n; }
@@ -27,10 +27,11 @@ template <typename T> __device__ inline gc_temp<T> gc_alloc_temp(const gc_cx& cx
   t.ptr = nullptr;
   t.n = 0;
   const bool fits = n <= (~0ull >> 4) / (gc_u64)sizeof(T);
-  void* p = (cx.L->temps != nullptr && fits) ? gc_xmalloc(cx.L->temps, n * (gc_u64)sizeof(T)) : nullptr;
+  gc_xheap* heap = gc_temps_of(cx);
+  void* p = (heap != nullptr && fits) ? gc_xmalloc(heap, n * (gc_u64)sizeof(T)) : nullptr;
   if (p == nullptr) {
     // detail: the element size in the top byte, the element count below it.
-    gc_raise(cx.L, GC_FAULT_TEMP_POOL, site, ((gc_u64)sizeof(T) << 56) | (n & ((1ull << 56) - 1)));
+    gc_raise_cx(cx, GC_FAULT_TEMP_POOL, site, ((gc_u64)sizeof(T) << 56) | (n & ((1ull << 56) - 1)));
     return t;
   }
   t.ptr = reinterpret_cast<T*>(p);
@@ -40,7 +41,7 @@ template <typename T> __device__ inline gc_temp<T> gc_alloc_temp(const gc_cx& cx
 }
 
 template <typename T> __device__ inline void gc_free_temp(const gc_cx& cx, gc_temp<T> t) {
-  if (t.ptr != nullptr) gc_xfree(cx.L->temps, t.ptr);
+  if (t.ptr != nullptr) gc_xfree(gc_temps_of(cx), t.ptr);
 }
 
 // Run once per device heap (any grid shape), before the first launch that allocates.
@@ -49,6 +50,10 @@ struct gc_temp_heap_params {
   void* region;            // `bytes` bytes of device memory
   gc_u64 bytes;
 };
+// Pages of 64 KiB, smaller (down to 4 KiB) while that leaves fewer than 64 pages, so that a small
+// heap (the 64 KiB floor holds 13 pages of 4 KiB after the metadata) still serves large requests.
 extern "C" __global__ void gc_temp_heap_init(gc_temp_heap_params p) {
-  gc_xheap_init(p.heap, p.region, p.bytes, 0u, 0u);
+  gc_u32 sb_shift = 16u;
+  while (sb_shift > 12u && (p.bytes >> sb_shift) < 64ull) --sb_shift;
+  gc_xheap_init(p.heap, p.region, p.bytes, sb_shift, 0u);
 }

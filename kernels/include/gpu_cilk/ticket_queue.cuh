@@ -65,6 +65,10 @@
 #ifndef GPU_CILK_TICKET_QUEUE_CUH
 #define GPU_CILK_TICKET_QUEUE_CUH
 
+#ifndef GPU_CILK_PORTABLE_CUH
+#include "gpu_cilk/portable.cuh"  // gc_lane(): the lane on a GPU and in the host simulation
+#endif
+
 #define GC_TQ_SUCCESS 0
 #define GC_TQ_CLOSED 1
 #define GC_TQ_FULL 2
@@ -92,17 +96,9 @@ struct gc_tq_status {
 
 // ---- helpers -----------------------------------------------------------------------------------
 
-__device__ __forceinline__ unsigned gc_tq_lane() {
-    unsigned lane;
-    asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
-    return lane;
-}
+__device__ __forceinline__ unsigned gc_tq_lane() { return gc_lane(); }
 
-__device__ __forceinline__ unsigned gc_tq_lanemask_lt() {
-    unsigned m;
-    asm volatile("mov.u32 %0, %%lanemask_lt;" : "=r"(m));
-    return m;
-}
+__device__ __forceinline__ unsigned gc_tq_lanemask_lt() { return gc_lane_mask_lt(); }
 
 __device__ __forceinline__ unsigned long long gc_tq_ld(const unsigned long long* p) {
     return *(const volatile unsigned long long*)p;

@@ -86,6 +86,10 @@
 #ifndef GPU_CILK_XMALLOC_CUH
 #define GPU_CILK_XMALLOC_CUH
 
+#ifndef GPU_CILK_PORTABLE_CUH
+#include "gpu_cilk/portable.cuh"  // gc_lane(): the lane on a GPU and in the host simulation
+#endif
+
 #define GC_XM_CLASSES 8u           // 32, 64, ..., 4096 bytes (a piece is >= 24 bytes)
 #define GC_XM_MIN_SHIFT 5u         // 32-byte smallest class
 #define GC_XM_MAX_CLASS 4096ull
@@ -137,11 +141,7 @@ __device__ gc_xheap* gc_xheap_current;
 
 // ---- helpers -------------------------------------------------------------------------------
 
-__device__ __forceinline__ unsigned gc_xm_lane() {
-    unsigned lane;
-    asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
-    return lane;
-}
+__device__ __forceinline__ unsigned gc_xm_lane() { return gc_lane(); }
 
 __device__ __forceinline__ unsigned long long gc_xm_ld(const unsigned long long* p) {
     return *(const volatile unsigned long long*)p;

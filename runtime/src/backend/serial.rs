@@ -1,8 +1,9 @@
 //! The serial backend: the plain recursive function on the calling thread, the oracle every other
 //! backend is tested against. A panic in the task body comes back as [`Error::TaskPanicked`].
 
+use crate::error::panic_message;
 use crate::error::{Error, Result};
-use crate::runtime::{panic_message, Report};
+use crate::stats::Report;
 use crate::stats::Stats;
 use crate::task::{Call, CilkTask};
 use std::panic::{catch_unwind, AssertUnwindSafe};

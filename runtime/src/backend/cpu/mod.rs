@@ -1,43 +1,60 @@
-//! The cpu backend: the generated sub-kernels over levelized channel stacks on all host cores.
+//! The cpu backend: the generated sub-kernels on all host cores, under one of two schedulers
+//! (`Config::scheduler` / `GPU_CILK_SCHEDULER`):
 //!
-//! This module owns the *levelized scheduler*, the host twin of the device's host-driven loop:
+//! - `stealing` (the default, `steal/`): Cilk/rayon-style work stealing — per-worker deques,
+//!   heap frames with join counters, lazy task creation. Fast, and memory grows with live work
+//!   only, at any depth.
+//! - `levels` (`levels.rs`, `store.rs`, `queue.rs`): the levelized channel stacks, the host twin
+//!   of the cuda backend's host-driven loop, kept for differential tests of the GPU algorithm.
 //!
-//! 1. Find the deepest level `L` with pending work (only `L` and `L + 1` can have gained work since
-//!    the last dispatch, so the search is amortized O(1)).
-//! 2. Pick one channel at `L` — continuation channels first (their children are all done, because
-//!    nothing deeper is pending, and running them frees frames), then the pre-spawn channel.
-//! 3. Dispatch a chunk of at most `level_capacity / fan-out` elements of it across the rayon pool,
-//!    so the children it spawns fit in level `L + 1` (which is empty: `L` is the deepest level with
-//!    work). Fan-out is the compiler's static bound, or the largest seen so far when spawns sit in
-//!    loops; a spawn that still finds no room spills into a new channel segment (see `queue`), so
-//!    no task is dropped, and only an exhausted element pool stops the run.
-//! 4. Repeat until no level has work; the root's result is then in its cell.
-//!
-//! Live memory is therefore about depth × (chunk elements + chunk frames), not the size of the
-//! task tree. `store` runs the sub-kernels; `queue` is the growable channel.
+//! This module owns the choice between them and the worker pool they share (a rayon pool whose
+//! threads have `Config::stack_bytes` of stack); it must not know how either schedules.
 
+mod levels;
 mod queue;
+pub mod steal;
 mod store;
 
-use crate::config::Config;
+use crate::config::{Config, SchedulerKind};
 use crate::error::{Error, Result};
-use crate::runtime::{panic_message, Report};
-use crate::stats::{Stats, TaskStats};
-use crate::task::{Call, CilkTask, Registry};
+use crate::stats::Report;
+use crate::task::{Call, CilkTask, Registrar};
 use queue::Pool;
 use std::any::Any;
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::time::Instant;
-use store::{Dest, PreElem, Shared, Tally, TaskStore};
+use store::{Shared, Tally, TaskStore};
 
-/// Sizes for one task's channel stacks.
-pub struct StoreConfig {
+/// Builds the channel stacks of every task reachable from a root, as [`CilkTask::register`]
+/// visits them (root first): the one place this backend meets the task types by name.
+struct StoreBuilder {
     segment_capacity: usize,
+    stores: Vec<Box<dyn ErasedStore>>,
+    ids: Vec<std::any::TypeId>,
+}
+
+impl StoreBuilder {
+    /// The channel stacks of every task reachable from `T`, root first, and their type ids.
+    fn of<T: CilkTask>(segment_capacity: usize) -> (Vec<Box<dyn ErasedStore>>, Vec<std::any::TypeId>) {
+        let mut built = StoreBuilder { segment_capacity, stores: Vec::new(), ids: Vec::new() };
+        T::register(&mut built);
+        (built.stores, built.ids)
+    }
+}
+
+impl Registrar for StoreBuilder {
+    fn add<T: CilkTask>(&mut self) -> bool {
+        let id = std::any::TypeId::of::<T>();
+        if self.ids.contains(&id) {
+            return false;
+        }
+        self.ids.push(id);
+        self.stores.push(Box::new(TaskStore::<T>::new(self.segment_capacity)));
+        true
+    }
 }
 
 /// A task's channel stacks with the task type erased, as the scheduler loop sees them.
 /// Queue index 0 is the pre-spawn channel; index `k >= 1` is continuation channel `k - 1`.
-pub trait ErasedStore: Send + Sync {
+pub(crate) trait ErasedStore: Send + Sync {
     /// For typed access by spawns.
     fn as_any(&self) -> &dyn Any;
     /// The task's name.
@@ -53,39 +70,42 @@ pub trait ErasedStore: Send + Sync {
     /// Slots in use in one queue.
     fn occupancy(&self, level: usize, queue: usize) -> usize;
     /// Runs up to `n` elements of one queue in parallel.
-    #[doc(hidden)]
-    #[allow(private_interfaces)]
     fn dispatch(&self, sh: &Shared<'_>, level: usize, queue: usize, n: usize, chunk: usize) -> Tally;
     /// Returns drained segments of `level` to the pool.
-    #[doc(hidden)]
-    #[allow(private_interfaces)]
     fn recycle(&mut self, level: usize, pool: &Pool);
     /// Returns every segment to the pool.
-    #[doc(hidden)]
-    #[allow(private_interfaces)]
     fn release(&mut self, pool: &Pool);
 }
 
-/// Builds `T`'s channel stacks (monomorphized through [`Registry::add`]).
-pub fn new_store<T: CilkTask>(c: &StoreConfig) -> Box<dyn ErasedStore> {
-    Box::new(TaskStore::<T>::new(c.segment_capacity))
-}
-
-/// The cpu backend: a rayon pool and the scheduler configuration.
+/// The cpu backend: a worker pool and the scheduler configuration.
 pub struct CpuBackend {
     pool: rayon::ThreadPool,
     config: Config,
+    scheduler: SchedulerKind,
 }
 
 impl CpuBackend {
-    /// A pool of `config.threads` workers (0 = one per core).
+    /// A pool of `config.threads` workers (0 = one per core) running `config.scheduler`
+    /// (`auto` = `stealing`; `persistent` is the cuda backend's and an error here).
     pub fn new(config: &Config) -> Result<Self> {
+        let scheduler = match config.scheduler {
+            SchedulerKind::Auto | SchedulerKind::Stealing => SchedulerKind::Stealing,
+            SchedulerKind::Levels => SchedulerKind::Levels,
+            SchedulerKind::Persistent => {
+                return Err(Error::Config(
+                    "the `persistent` scheduler runs on the cuda backend only; the cpu backend runs `stealing` \
+                     (the default) or `levels` (GPU_CILK_SCHEDULER)"
+                        .into(),
+                ))
+            }
+        };
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(config.threads)
+            .stack_size(config.stack_bytes)
             .thread_name(|i| format!("gpu-cilk-cpu-{i}"))
             .build()
             .map_err(|e| Error::BackendUnavailable { backend: "cpu", reason: e.to_string() })?;
-        Ok(CpuBackend { pool, config: config.clone() })
+        Ok(CpuBackend { pool, config: config.clone(), scheduler })
     }
 
     /// Worker threads.
@@ -93,123 +113,16 @@ impl CpuBackend {
         self.pool.current_num_threads()
     }
 
+    /// The scheduler in use (`Stealing` or `Levels`, never `Auto`).
+    pub fn scheduler(&self) -> SchedulerKind {
+        self.scheduler
+    }
+
     /// Runs `call` to completion.
     pub fn run<T: CilkTask>(&self, call: Call<T>) -> Result<Report<T::Output>> {
-        let reg = Registry::of::<T>();
-        let sc = StoreConfig { segment_capacity: self.config.segment_capacity };
-        let mut stores: Vec<Box<dyn ErasedStore>> = reg.entries().iter().map(|e| (e.cpu_store)(&sc)).collect();
-        let ids: Vec<_> = reg.entries().iter().map(|e| e.id).collect();
-        let pool = Pool::new(self.config.pool_capacity);
-        let temps = crate::temp::RunHeap::new(self.config.temp_heap_bytes);
-        // The whole scheduler loop runs on a pool worker: each dispatch is then a parallel iterator
-        // forked from inside the pool (idle workers steal its pieces), not a job injected from
-        // outside with the caller blocking on a latch, which cost a cross-thread wake-up and a
-        // condvar round trip per dispatch.
-        let result = self.pool.install(|| self.schedule::<T>(call, &mut stores, &ids, &pool, &temps));
-        for s in &mut stores {
-            s.release(&pool);
+        match self.scheduler {
+            SchedulerKind::Levels => levels::run(&self.pool, &self.config, call),
+            _ => steal::run(&self.pool, &self.config, call),
         }
-        result
-    }
-
-    fn schedule<T: CilkTask>(
-        &self,
-        call: Call<T>,
-        stores: &mut [Box<dyn ErasedStore>],
-        ids: &[std::any::TypeId],
-        pool: &Pool,
-        temps: &crate::temp::RunHeap,
-    ) -> Result<Report<T::Output>> {
-        let start = Instant::now();
-        let cfg = &self.config;
-        let mut result = T::Output::default();
-        for s in stores.iter_mut() {
-            s.ensure_level(0);
-        }
-        let root = stores[0]
-            .as_any()
-            .downcast_ref::<TaskStore<T>>()
-            .ok_or_else(|| Error::Internal("the root task is not the registry's first entry".into()))?;
-        root.push(pool, 0, PreElem { args: call.args, dest: Dest::to(std::ptr::addr_of_mut!(result)) })?;
-
-        let mut stats = Stats {
-            tasks: stores.iter().map(|s| TaskStats { name: s.name(), ..TaskStats::default() }).collect(),
-            ..Stats::default()
-        };
-        let threads = self.threads();
-        let mut live: usize = 1;
-        stats.peak_occupancy = 1;
-        let mut hint = 0usize;
-        loop {
-            if let Some(limit) = cfg.timeout {
-                if start.elapsed() > limit {
-                    return Err(Error::Timeout(limit));
-                }
-            }
-            let Some(level) = deepest_with_work(stores, hint) else { break };
-            let (si, queue, len) = pick_queue(stores, level)
-                .ok_or_else(|| Error::Internal(format!("level {level} reported work but no queue has any")))?;
-            if level + 1 >= cfg.max_depth {
-                return Err(Error::DepthExceeded { task: stores[si].name(), limit: cfg.max_depth });
-            }
-            for s in stores.iter_mut() {
-                s.ensure_level(level + 1);
-            }
-            let n = len.min((cfg.level_capacity / stores[si].fanout()).max(1));
-            stats.peak_channel_occupancy = stats.peak_channel_occupancy.max(stores[si].occupancy(level, queue));
-            let chunk = chunk_len(n, threads);
-            let sh = Shared { stores, ids, pool, temps };
-            let tally = catch_unwind(AssertUnwindSafe(|| sh.stores[si].dispatch(&sh, level, queue, n, chunk)))
-                .map_err(|p| Error::TaskPanicked { task: stores[si].name(), level, message: panic_message(&*p) })?;
-            if let Some(e) = tally.error {
-                return Err(e);
-            }
-            stats.dispatches += 1;
-            stats.peak_occupancy = stats.peak_occupancy.max(live + tally.produced);
-            live = (live + tally.produced).saturating_sub(tally.ran as usize);
-            let ts = &mut stats.tasks[si];
-            let per_level = if queue == 0 { &mut ts.tasks_per_level } else { &mut ts.continuations_per_level };
-            if per_level.len() <= level {
-                per_level.resize(level + 1, 0);
-            }
-            per_level[level] += tally.ran;
-            stats.levels = stats.levels.max(level + 1);
-            stores[si].recycle(level, pool);
-            hint = level + 1;
-        }
-        stats.wall = start.elapsed();
-        stats.spilled_segments = pool.spilled() as u64;
-        Ok(Report { value: result, stats })
     }
 }
-
-/// The deepest level `<= hint` with pending work in any queue of any store.
-fn deepest_with_work(stores: &[Box<dyn ErasedStore>], hint: usize) -> Option<usize> {
-    (0..=hint).rev().find(|&l| stores.iter().any(|s| (0..s.queues()).any(|q| s.pending(l, q) > 0)))
-}
-
-/// The queue to drain at `level`: a continuation queue if any has work, else a pre-spawn queue.
-fn pick_queue(stores: &[Box<dyn ErasedStore>], level: usize) -> Option<(usize, usize, usize)> {
-    let found = |conts: bool| {
-        stores.iter().enumerate().find_map(|(si, s)| {
-            let qs: Vec<usize> = if conts { (1..s.queues()).collect() } else { vec![0] };
-            qs.into_iter().find_map(|q| {
-                let n = s.pending(level, q);
-                (n > 0).then_some((si, q, n))
-            })
-        })
-    };
-    found(true).or_else(|| found(false))
-}
-
-/// Elements per rayon job when dispatching `n` over `threads` workers: about four jobs per worker
-/// (room for stealing to even out uneven tasks), at least [`MIN_CHUNK`] and at most 1024. Each job
-/// claims its elements with one fetch-and-add and batches its spawns, so larger jobs mean fewer
-/// contended atomics.
-fn chunk_len(n: usize, threads: usize) -> usize {
-    n.div_ceil(threads.max(1) * 4).clamp(MIN_CHUNK, 1024)
-}
-
-/// The smallest rayon job: a stolen job costs about as much as tens of small tasks, so small
-/// dispatches (the top levels, the narrow levels of irregular trees) run on fewer workers.
-const MIN_CHUNK: usize = 16;

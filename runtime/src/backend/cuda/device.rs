@@ -1,94 +1,28 @@
-//! One CUDA device opened for gpu-cilk: its context and the one stream all work goes on, what it
-//! is (name, compute capability, memory), device memory and copies, loading programs through the
-//! PTX cache, and synchronization with a timeout that names the kernels a failure came from.
+//! One CUDA device opened for gpu-cilk: what it is (name, compute capability, memory), device
+//! memory and copies, loading programs through the PTX cache, and synchronization with a timeout
+//! that names the kernels a failure came from. The context and its stream are [`super::context`]'s.
 //!
 //! Every way opening can fail is an [`Error`]: no driver library, a driver that cannot initialize,
 //! no device, an NVRTC that cannot be loaded. Nothing here panics across the API: calls into the
-//! dynamically loaded libraries go through [`super::driver::guarded`].
+//! dynamically loaded libraries go through [`super::driver::guarded`]. A driver error that means a
+//! kernel broke the context ([`super::context::is_sticky`]) comes back as [`Error::KernelFailed`]
+//! naming the kernels launched since the last synchronization, whichever call noticed it.
 
 use super::cache::{CompiledPtx, PtxCache};
-use super::driver::{self, cuda_error, error_description, error_name, guarded, unavailable, DriverResultExt};
+use super::context::{self, Context, DeviceInfo, InContext};
+use super::driver::{self, guarded};
 use super::memory::{as_pod, as_pod_mut, DeviceBuffer, DeviceCopy, Pod};
 use super::module::Program;
 use super::nvrtc::{Arch, ProgramSource};
 use crate::config::Config;
 use crate::error::{Error, Result};
-use cudarc::driver::{sys::CUresult, CudaContext, CudaStream, DriverError};
-use std::sync::{Arc, Mutex};
+use cudarc::driver::DriverError;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// What the device is.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DeviceInfo {
-    /// Device ordinal.
-    pub ordinal: usize,
-    /// Marketing name, e.g. "NVIDIA H100 80GB HBM3".
-    pub name: String,
-    /// Compute capability.
-    pub arch: Arch,
-    /// Global memory in bytes.
-    pub total_memory: usize,
-    /// Streaming multiprocessors.
-    pub multiprocessors: u32,
-    /// Most resident threads per multiprocessor.
-    pub max_threads_per_sm: u32,
-}
-
-impl DeviceInfo {
-    /// "NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB)".
-    pub fn description(&self) -> String {
-        format!("{} ({}, {:.1} GiB)", self.name, self.arch, self.total_memory as f64 / (1u64 << 30) as f64)
-    }
-}
-
-/// State shared by the device, its programs and kernels.
-pub(crate) struct Shared {
-    pub(crate) ctx: Arc<CudaContext>,
-    pub(crate) stream: Arc<CudaStream>,
-    /// Kernels launched since the last successful synchronization (for error messages).
-    pending: Mutex<Vec<Arc<str>>>,
-}
-
-impl Shared {
-    /// Records a launch so that a failure found at the next synchronization can name it.
-    pub(crate) fn launched(&self, name: &Arc<str>) {
-        if let Ok(mut p) = self.pending.lock() {
-            if p.last() != Some(name) && p.len() < 64 {
-                p.push(name.clone());
-            }
-        }
-    }
-
-    fn pending_names(&self) -> String {
-        let p = match self.pending.lock() {
-            Ok(p) => p.clone(),
-            Err(_) => return "(unknown)".into(),
-        };
-        let mut names: Vec<&str> = Vec::new();
-        for n in &p {
-            if !names.contains(&&**n) {
-                names.push(n);
-            }
-        }
-        match names.as_slice() {
-            [] => "(none launched since the last synchronization)".into(),
-            [one] => format!("`{one}`"),
-            many => format!("{} (one of the kernels launched since the last synchronization)", {
-                many.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
-            }),
-        }
-    }
-
-    fn clear_pending(&self) {
-        if let Ok(mut p) = self.pending.lock() {
-            p.clear();
-        }
-    }
-}
 
 /// An open CUDA device: context, stream, PTX cache, default timeout.
 pub struct CudaDevice {
-    shared: Arc<Shared>,
+    shared: Arc<Context>,
     info: DeviceInfo,
     cache: PtxCache,
     timeout: Option<Duration>,
@@ -104,7 +38,7 @@ impl CudaDevice {
     /// Opens device `ordinal`.
     pub fn open_ordinal(ordinal: usize, config: &Config) -> Result<Self> {
         driver::driver_library()?;
-        let (shared, info) = guarded("opening the CUDA device", || open_context(ordinal))?;
+        let (shared, info) = guarded("opening the CUDA device", || context::open(ordinal))?;
         driver::nvrtc_library()?;
         Ok(CudaDevice { shared, info, cache: PtxCache::from_env(), timeout: config.timeout })
     }
@@ -159,10 +93,9 @@ impl CudaDevice {
     pub fn alloc_zeroed<T: DeviceCopy>(&self, n: usize) -> Result<DeviceBuffer<T>> {
         let bytes = n.saturating_mul(std::mem::size_of::<T>());
         let slice = guarded("allocating device memory", || {
-            self.shared
-                .stream
-                .alloc_zeros::<Pod<T>>(n)
-                .op(|| format!("allocating {n} × {} ({bytes} bytes) of device memory", std::any::type_name::<T>()))
+            self.shared.stream.alloc_zeros::<Pod<T>>(n).in_ctx(&self.shared, || {
+                format!("allocating {n} × {} ({bytes} bytes) of device memory", std::any::type_name::<T>())
+            })
         })?;
         Ok(DeviceBuffer { slice, stream: self.shared.stream.clone() })
     }
@@ -173,7 +106,7 @@ impl CudaDevice {
             self.shared
                 .stream
                 .clone_htod(as_pod(host))
-                .op(|| format!("copying {} bytes to the device", std::mem::size_of_val(host)))
+                .in_ctx(&self.shared, || format!("copying {} bytes to the device", std::mem::size_of_val(host)))
         })?;
         Ok(DeviceBuffer { slice, stream: self.shared.stream.clone() })
     }
@@ -192,14 +125,57 @@ impl CudaDevice {
             self.shared
                 .stream
                 .memcpy_htod(as_pod(host), &mut view)
-                .op(|| format!("copying {} bytes to the device", std::mem::size_of_val(host)))
+                .in_ctx(&self.shared, || format!("copying {} bytes to the device", std::mem::size_of_val(host)))
+        })
+    }
+
+    /// Copies the bytes of `value` (`size_of::<T>()` of them, padding included) into the start of
+    /// `dst` (in stream order). For sending a `#[repr(C)]` value whose C twin is read as bytes.
+    pub fn write_value<T: Copy>(&self, value: &T, dst: &mut DeviceBuffer<u8>) -> Result<()> {
+        let bytes = std::mem::size_of::<T>();
+        if bytes == 0 {
+            return Ok(());
+        }
+        if bytes > dst.len() {
+            return Err(Error::Internal(format!("copy of {bytes} bytes into a device buffer of {}", dst.len())));
+        }
+        let addr = dst.ptr().addr();
+        guarded("copying to the device", || {
+            self.shared.ctx.bind_to_thread().in_ctx(&self.shared, || "binding the CUDA context".to_string())?;
+            // SAFETY: `addr` is the start of `dst`, which holds at least `bytes` bytes; the driver
+            // reads `bytes` bytes of `value` through a raw pointer (padding is never read as a
+            // Rust value) before the call returns (a copy from pageable memory is staged
+            // synchronously); `dst` is freed only in stream order after this copy.
+            unsafe {
+                cudarc::driver::result::memcpy_htod_async(
+                    addr,
+                    std::slice::from_ref(value),
+                    self.shared.stream.cu_stream(),
+                )
+            }
+            .in_ctx(&self.shared, || format!("copying {bytes} bytes to the device"))
+        })
+    }
+
+    /// Sets the stack each device thread gets (`cuCtxSetLimit(CU_LIMIT_STACK_SIZE)`): serial
+    /// device recursion (inline task calls) runs on it. The driver reserves it for every resident
+    /// thread.
+    pub fn set_stack_size(&self, bytes: usize) -> Result<()> {
+        guarded("setting the device stack size", || {
+            self.shared
+                .ctx
+                .set_limit(cudarc::driver::sys::CUlimit::CU_LIMIT_STACK_SIZE, bytes)
+                .in_ctx(&self.shared, || format!("setting the device stack to {bytes} bytes per thread"))
         })
     }
 
     /// Zeroes `buf` (in stream order).
     pub fn zero<T: DeviceCopy>(&self, buf: &mut DeviceBuffer<T>) -> Result<()> {
         guarded("zeroing device memory", || {
-            self.shared.stream.memset_zeros(&mut buf.slice).op(|| format!("zeroing {} bytes", buf.num_bytes()))
+            self.shared
+                .stream
+                .memset_zeros(&mut buf.slice)
+                .in_ctx(&self.shared, || format!("zeroing {} bytes", buf.num_bytes()))
         })
     }
 
@@ -229,10 +205,10 @@ impl CudaDevice {
             self.shared
                 .stream
                 .memcpy_dtoh(&view, as_pod_mut(host))
-                .op(|| format!("copying {bytes} bytes from the device"))?;
+                .in_ctx(&self.shared, || format!("copying {bytes} bytes from the device"))?;
             // A copy into pageable memory returns once it is complete; the stream is idle, so
             // this is only a cheap guarantee that `host` is written before we return.
-            self.shared.stream.synchronize().op(|| format!("copying {bytes} bytes from the device"))
+            self.shared.stream.synchronize().in_ctx(&self.shared, || format!("copying {bytes} bytes from the device"))
         })
     }
 
@@ -258,7 +234,7 @@ impl CudaDevice {
             s.clear_pending();
             return Ok(());
         }
-        let event = s.ctx.new_event(None).op(|| "creating an event to wait on".to_string())?;
+        let event = s.ctx.new_event(None).in_ctx(s, || "creating an event to wait on".to_string())?;
         event.record(&s.stream).map_err(|e| self.execution_error(e))?;
         let start = Instant::now();
         let mut nap = Duration::from_micros(20);
@@ -291,28 +267,13 @@ impl CudaDevice {
     /// An error found while waiting: a kernel failure (naming the pending kernels) or a plain
     /// driver error.
     fn execution_error(&self, e: DriverError) -> Error {
-        let kernel_failure = matches!(
-            e.0,
-            CUresult::CUDA_ERROR_ILLEGAL_ADDRESS
-                | CUresult::CUDA_ERROR_ILLEGAL_INSTRUCTION
-                | CUresult::CUDA_ERROR_MISALIGNED_ADDRESS
-                | CUresult::CUDA_ERROR_INVALID_ADDRESS_SPACE
-                | CUresult::CUDA_ERROR_INVALID_PC
-                | CUresult::CUDA_ERROR_LAUNCH_FAILED
-                | CUresult::CUDA_ERROR_LAUNCH_TIMEOUT
-                | CUresult::CUDA_ERROR_HARDWARE_STACK_ERROR
-                | CUresult::CUDA_ERROR_ASSERT
-                | CUresult::CUDA_ERROR_ECC_UNCORRECTABLE
-        );
-        if kernel_failure {
-            Error::KernelFailed {
-                kernels: self.shared.pending_names(),
-                name: error_name(&e),
-                description: error_description(&e),
-            }
-        } else {
-            cuda_error(format!("waiting for kernel {}", self.shared.pending_names()), e)
-        }
+        let pending = self.shared.pending_names();
+        self.shared.fail(|| format!("waiting for kernel {pending}"), e)
+    }
+
+    /// Whether this handle's context is the device's primary context (see [`super::context`]).
+    pub fn uses_primary_context(&self) -> bool {
+        self.shared.primary
     }
 }
 
@@ -322,71 +283,9 @@ impl std::fmt::Debug for CudaDevice {
     }
 }
 
-/// cuInit, the device, its primary context and a stream, and the device's attributes.
-fn open_context(ordinal: usize) -> Result<(Arc<Shared>, DeviceInfo)> {
-    if let Err(e) = cudarc::driver::result::init() {
-        let reason = match e.0 {
-            CUresult::CUDA_ERROR_NO_DEVICE => "no CUDA device found (cuInit: CUDA_ERROR_NO_DEVICE)".to_string(),
-            _ => {
-                format!("the CUDA driver failed to initialize (cuInit: {}: {})", error_name(&e), error_description(&e))
-            }
-        };
-        return Err(unavailable(reason));
-    }
-    let count = CudaContext::device_count()
-        .map_err(|e| unavailable(format!("cannot count CUDA devices: {}", error_name(&e))))?;
-    if count <= 0 {
-        return Err(unavailable("the CUDA driver reports no devices".into()));
-    }
-    if ordinal >= count as usize {
-        return Err(unavailable(format!("no CUDA device {ordinal}: the driver reports {count}")));
-    }
-    let ctx = CudaContext::new(ordinal).map_err(|e| {
-        unavailable(format!(
-            "cannot create a context on CUDA device {ordinal}: {}: {}",
-            error_name(&e),
-            error_description(&e)
-        ))
-    })?;
-    // SAFETY: gpu-cilk queues every copy, launch and free of this context on the one stream
-    // created below, so stream order alone keeps each buffer alive and ordered for every use;
-    // cudarc's cross-stream event tracking is not needed. Called before any buffer exists.
-    unsafe { ctx.disable_event_tracking() };
-    let stream = ctx.new_stream().op(|| "creating a CUDA stream".to_string())?;
-    let name = ctx.name().op(|| "reading the device name".to_string())?;
-    let (major, minor) = ctx.compute_capability().op(|| "reading the compute capability".to_string())?;
-    let total_memory = ctx.total_mem().op(|| "reading the device memory size".to_string())?;
-    use cudarc::driver::sys::CUdevice_attribute as A;
-    let attr = |a: A, what: &str| ctx.attribute(a).op(|| format!("reading the device's {what}"));
-    let multiprocessors = attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "multiprocessor count")?;
-    let max_threads_per_sm = attr(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, "threads per multiprocessor")?;
-    let info = DeviceInfo {
-        ordinal,
-        name,
-        arch: Arch::new(major.max(0) as u32, minor.max(0) as u32),
-        total_memory,
-        multiprocessors: multiprocessors.max(0) as u32,
-        max_threads_per_sm: max_threads_per_sm.max(0) as u32,
-    };
-    Ok((Arc::new(Shared { ctx, stream, pending: Mutex::new(Vec::new()) }), info))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn description_format() {
-        let info = DeviceInfo {
-            ordinal: 0,
-            name: "NVIDIA H100 80GB HBM3".into(),
-            arch: Arch::new(9, 0),
-            total_memory: 84_929_216_512,
-            multiprocessors: 132,
-            max_threads_per_sm: 2048,
-        };
-        assert_eq!(info.description(), "NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB)");
-    }
 
     #[test]
     fn open_without_a_driver_is_a_clear_error() {

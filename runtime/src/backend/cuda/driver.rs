@@ -59,7 +59,7 @@ pub fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,
         Err(payload) => {
-            let msg = crate::runtime::panic_message(payload.as_ref());
+            let msg = crate::error::panic_message(payload.as_ref());
             Err(unavailable(format!("{what} failed inside the CUDA library loader: {msg}")))
         }
     }

@@ -68,6 +68,12 @@ impl<T> DevicePtr<T> {
         DevicePtr { addr: 0, _t: PhantomData }
     }
 
+    /// The device address `addr` (of a buffer of the machine a kernel runs on: a GPU's, or the host
+    /// simulation's memory).
+    pub const fn from_addr(addr: u64) -> Self {
+        DevicePtr { addr, _t: PhantomData }
+    }
+
     /// The raw address.
     pub fn addr(self) -> u64 {
         self.addr

@@ -5,8 +5,9 @@
 //! runs surface at the next [`super::CudaDevice::synchronize`], which names it too.
 
 use super::cache::CompiledPtx;
-use super::device::Shared;
-use super::driver::{guarded, DriverResultExt};
+use super::context::Context;
+use super::context::InContext;
+use super::driver::guarded;
 use super::memory::{DeviceCopy, Pod};
 use crate::error::{Error, Result};
 use cudarc::driver::{CudaFunction, CudaModule, LaunchConfig, PushKernelArg};
@@ -73,18 +74,18 @@ pub struct ProgramInfo {
 pub struct Program {
     module: Arc<CudaModule>,
     functions: Mutex<HashMap<String, CudaFunction>>,
-    shared: Arc<Shared>,
+    shared: Arc<Context>,
     info: ProgramInfo,
 }
 
 impl Program {
     /// Loads `compiled` (from [`super::cache::PtxCache`]) into the device's context.
-    pub(crate) fn load(shared: Arc<Shared>, name: &str, compiled: &CompiledPtx) -> Result<Self> {
+    pub(crate) fn load(shared: Arc<Context>, name: &str, compiled: &CompiledPtx) -> Result<Self> {
         let start = std::time::Instant::now();
         let ctx = shared.ctx.clone();
         let module = guarded("loading a PTX module", || {
             ctx.load_module(cudarc::nvrtc::Ptx::from_src(compiled.ptx.clone()))
-                .op(|| format!("loading the PTX of `{name}` into the device (the driver JIT-compiles it)"))
+                .in_ctx(&shared, || format!("loading the PTX of `{name}` into the device (the driver JIT-compiles it)"))
         })?;
         let info = ProgramInfo {
             name: name.to_string(),
@@ -119,7 +120,7 @@ impl Program {
                 Some(f) => f.clone(),
                 None => {
                     let f = guarded("looking up a kernel", || {
-                        self.module.load_function(name).op(|| {
+                        self.module.load_function(name).in_ctx(&self.shared, || {
                             format!(
                                 "looking up kernel `{name}` in program `{}` (is it `extern \"C\" __global__`?)",
                                 self.info.name
@@ -145,7 +146,7 @@ impl std::fmt::Debug for Program {
 pub struct Kernel<P: DeviceCopy> {
     name: Arc<str>,
     func: CudaFunction,
-    shared: Arc<Shared>,
+    shared: Arc<Context>,
     _params: PhantomData<fn(P)>,
 }
 
@@ -173,7 +174,7 @@ impl<P: DeviceCopy> Kernel<P> {
             // that the kernel takes exactly one `P` by value and is memory-safe for the
             // parameters it is launched with; `arg` outlives the call (cuLaunchKernel copies the
             // parameter bytes before returning).
-            unsafe { builder.launch(cfg) }.op(|| {
+            unsafe { builder.launch(cfg) }.in_ctx(&self.shared, || {
                 format!(
                     "launching kernel `{}` (grid {:?}, block {:?}, {} B shared)",
                     self.name, dims.grid, dims.block, dims.shared_mem_bytes
@@ -184,13 +185,24 @@ impl<P: DeviceCopy> Kernel<P> {
         Ok(())
     }
 
+    /// Lets launches of this kernel use up to `bytes` of dynamic shared memory (needed above the
+    /// default 48 KiB).
+    pub fn set_max_dynamic_shared_memory(&self, bytes: usize) -> Result<()> {
+        use cudarc::driver::sys::CUfunction_attribute as A;
+        guarded("setting a kernel attribute", || {
+            self.func
+                .set_attribute(A::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes.min(i32::MAX as usize) as i32)
+                .in_ctx(&self.shared, || format!("allowing kernel `{}` {bytes} bytes of shared memory", self.name))
+        })
+    }
+
     /// How many blocks of `block_threads` threads (with `shared_mem_bytes` of dynamic shared
     /// memory) fit on one multiprocessor at once.
     pub fn max_active_blocks_per_sm(&self, block_threads: u32, shared_mem_bytes: usize) -> Result<u32> {
         guarded("querying occupancy", || {
             self.func
                 .occupancy_max_active_blocks_per_multiprocessor(block_threads, shared_mem_bytes, None)
-                .op(|| format!("querying the occupancy of kernel `{}`", self.name))
+                .in_ctx(&self.shared, || format!("querying the occupancy of kernel `{}`", self.name))
         })
     }
 }

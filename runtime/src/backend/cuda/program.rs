@@ -1,11 +1,16 @@
-//! Assembling one CUDA program from the task functions reachable from a root: the device library,
-//! one `#define GC_QBASE_<task>` per task (its first queue in the channel table), then every
-//! task's `decls`, every task's `types`, every device helper (prototypes, then definitions), every
-//! task's `defs`, and finally the root and layout kernels. The tests that compile generated code
-//! with NVRTC assemble through [`assemble`] too, so CI compiles exactly what a GPU would run.
+//! Assembling one CUDA program from the task functions reachable from a root, for one device
+//! scheduler. In order: one `#define GC_QBASE_<task>` (its first queue in the levelized channel
+//! table) and `#define GC_ID_<task>` (its index) per task; the device library (`runtime.cuh`, the
+//! scheduler's header, the allocator and `temp.cuh`); the ABI checks; every task's `decls` (with
+//! the checks of its argument struct); every task's `types`; every device helper (prototypes, then
+//! definitions); every task's `defs`; the scheduler's entry points (written here, from the task
+//! list, so kernel names have one home: [`super::abi`]); the layout probe. The tests that compile
+//! generated code with NVRTC assemble through [`assemble`] too, so CI compiles exactly what a GPU
+//! would run.
 
+use super::abi::{self, DeviceScheduler};
 use crate::error::{Error, Result};
-use crate::task::{CudaFragment, DeviceFn, Registry};
+use crate::task::{ArgsLayout, CudaFragment, DeviceFn, Registry};
 use std::fmt::Write as _;
 
 /// A task's place in an assembled program.
@@ -13,7 +18,7 @@ use std::fmt::Write as _;
 pub struct ProgramTask {
     /// The task's name.
     pub name: &'static str,
-    /// Its first queue in the channel table (queues `qbase ..= qbase + syncs + 1`).
+    /// Its first queue in the levelized channel table (queues `qbase ..= qbase + syncs + 1`).
     pub qbase: u32,
     /// Its number of syncs.
     pub syncs: usize,
@@ -21,21 +26,47 @@ pub struct ProgramTask {
     pub fanout: Option<usize>,
     /// Its fragment.
     pub fragment: &'static CudaFragment,
+    /// The Rust layout of its arguments (checked against the C struct in the program).
+    pub args_layout: ArgsLayout,
 }
 
 /// An assembled program.
 #[derive(Clone, Debug)]
 pub struct AssembledProgram {
-    /// Tasks in registry order (the root first).
+    /// The scheduler it is assembled for.
+    pub scheduler: DeviceScheduler,
+    /// Tasks in registry order (the root first); a task's index is its id on the device.
     pub tasks: Vec<ProgramTask>,
-    /// Queues per level, all tasks.
+    /// Queues per level of the levelized channel table, all tasks.
     pub queues_per_level: u32,
     /// The CUDA C++ source.
     pub source: String,
+    /// The layout facts its probe kernel `gc_abi_layout` reports, in order.
+    pub(crate) probes: Vec<abi::Probe>,
+    /// The fault sites of every device function (helpers and tasks' serial forms), numbered from
+    /// [`DEVICE_SITE_BASE`]: (function name, Rust source location).
+    pub device_sites: Vec<(&'static str, &'static str)>,
 }
 
-/// Assembles the program for `reg` (root first). Every task must carry a CUDA fragment.
+/// Fault sites of device functions are numbered from here (task segments' sites, below it, are
+/// numbered per task: the fault record names the task).
+pub const DEVICE_SITE_BASE: u32 = 0x8000_0000;
+
+impl AssembledProgram {
+    /// Whether some task of the program allocates temporaries (`alloc!`), so the program's state
+    /// needs the device temporary heap.
+    pub fn uses_temps(&self) -> bool {
+        self.tasks.iter().any(|t| t.fragment.uses_temps)
+    }
+}
+
+/// Assembles the levelized program for `reg` (root first). Every task must carry a CUDA fragment.
 pub fn assemble(reg: &Registry) -> Result<AssembledProgram> {
+    assemble_for(reg, DeviceScheduler::Levels)
+}
+
+/// Assembles the program for `reg` (root first) and scheduler `scheduler`.
+pub fn assemble_for(reg: &Registry, scheduler: DeviceScheduler) -> Result<AssembledProgram> {
     let mut tasks = Vec::new();
     let mut qbase = 0u32;
     for e in reg.entries() {
@@ -46,14 +77,31 @@ pub fn assemble(reg: &Registry) -> Result<AssembledProgram> {
                 e.name
             ),
         })?;
-        tasks.push(ProgramTask { name: e.name, qbase, syncs: e.syncs, fanout: e.fanout, fragment });
+        tasks.push(ProgramTask {
+            name: e.name,
+            qbase,
+            syncs: e.syncs,
+            fanout: e.fanout,
+            fragment,
+            args_layout: e.args_layout,
+        });
         qbase += e.syncs as u32 + 2;
     }
     let mut src = String::new();
-    for t in &tasks {
-        let _ = writeln!(src, "#define GC_QBASE_{} {}u", t.fragment.name, t.qbase);
+    for (i, t) in tasks.iter().enumerate() {
+        let n = t.fragment.name;
+        let _ = writeln!(src, "#define GC_QBASE_{n} {}u\n#define GC_ID_{n} {i}u", t.qbase);
     }
     src.push_str(gpu_cilk_kernels::RUNTIME_CUH);
+    src.push('\n');
+    match scheduler {
+        DeviceScheduler::Levels => src.push_str(gpu_cilk_kernels::LEVELS_CUH),
+        DeviceScheduler::Persistent => {
+            src.push_str(gpu_cilk_kernels::TICKET_QUEUE_CUH);
+            src.push('\n');
+            src.push_str(gpu_cilk_kernels::PERSISTENT_CUH);
+        }
+    }
     src.push('\n');
     // The device heap of task-scoped temporaries (`alloc!`): always assembled, used only by
     // programs whose tasks allocate (see `uses_temps`).
@@ -61,9 +109,14 @@ pub fn assemble(reg: &Registry) -> Result<AssembledProgram> {
     src.push('\n');
     src.push_str(gpu_cilk_kernels::TEMP_CUH);
     src.push('\n');
+    src.push_str(&abi::layout_asserts(scheduler));
     for t in &tasks {
         src.push_str(t.fragment.decls);
+        src.push_str(&abi::args_asserts(t.name, t.fragment.name, &t.args_layout));
         src.push('\n');
+    }
+    if scheduler == DeviceScheduler::Persistent {
+        write_item_type(&mut src, &tasks);
     }
     for t in &tasks {
         src.push_str(t.fragment.types);
@@ -84,6 +137,13 @@ pub fn assemble(reg: &Registry) -> Result<AssembledProgram> {
             collect(h, &mut helpers);
         }
     }
+    // Each device function's sites get a range of their own in one table, so a fault inside an
+    // inline call or a helper names the function and the line it happened in.
+    let mut device_sites = Vec::new();
+    for h in &helpers {
+        let _ = writeln!(src, "#define {} {}u", h.site_base, DEVICE_SITE_BASE as usize + device_sites.len());
+        device_sites.extend(h.sites.iter().map(|s| (h.name, *s)));
+    }
     for h in &helpers {
         src.push_str(h.decl);
         src.push('\n');
@@ -96,17 +156,106 @@ pub fn assemble(reg: &Registry) -> Result<AssembledProgram> {
         src.push_str(t.fragment.defs);
         src.push('\n');
     }
+    match scheduler {
+        DeviceScheduler::Levels => write_levels_entries(&mut src, &tasks),
+        DeviceScheduler::Persistent => write_persistent_entries(&mut src, &tasks),
+    }
+    let probes = abi::probes(scheduler, tasks.iter().map(|t| (t.name, t.fragment.name, &t.args_layout)));
+    src.push_str(&abi::layout_probe(&probes));
+    Ok(AssembledProgram { scheduler, tasks, queues_per_level: qbase, source: src, probes, device_sites })
+}
+
+/// The levelized scheduler's kernels: one per (task, queue), the root push, the element layouts.
+fn write_levels_entries(src: &mut String, tasks: &[ProgramTask]) {
+    src.push_str("// ---- entry points: levelized scheduler\n");
+    for t in tasks {
+        let n = t.fragment.name;
+        for q in 0..=t.syncs + 1 {
+            let k = abi::queue_kernel(n, q);
+            let _ = writeln!(src, "extern \"C\" __global__ void {k}(gc_launch L) {{ gc_run<{n}_task>(L, {q}); }}");
+        }
+    }
     if let Some(root) = tasks.first() {
         let n = root.fragment.name;
         let _ =
-            writeln!(src, "extern \"C\" __global__ void gc_root(gc_root_params<{n}_task> p) {{ gc_push_root(p); }}");
+            writeln!(src, "extern \"C\" __global__ void gc_root(gc_root_params p) {{ gc_push_root<{n}_task>(p); }}");
     }
     src.push_str("extern \"C\" __global__ void gc_layout(gc_u64* out) {\n");
     for (i, t) in tasks.iter().enumerate() {
         let n = t.fragment.name;
-        let _ =
-            writeln!(src, "  out[{}] = sizeof({n}_task::Pre);\n  out[{}] = sizeof({n}_task::Cont);", 2 * i, 2 * i + 1);
+        let _ = writeln!(
+            src,
+            "  out[{}] = sizeof(gc_pre<{n}_task>);\n  out[{}] = sizeof(gc_cont<{n}_task>);\n  out[{}] = sizeof({n}_task::Args);",
+            3 * i,
+            3 * i + 1,
+            3 * i + 2
+        );
     }
     src.push_str("}\n");
-    Ok(AssembledProgram { tasks, queues_per_level: qbase, source: src })
+}
+
+/// The persistent scheduler's item type: a `gc_pitem` with room for the largest argument struct.
+fn write_item_type(src: &mut String, tasks: &[ProgramTask]) {
+    let args: Vec<String> = tasks.iter().map(|t| format!("{}_args", t.fragment.name)).collect();
+    let _ = writeln!(
+        src,
+        "// ---- the persistent scheduler's item: the largest argument struct, in 8-byte words\n\
+         template <typename Any> struct gc_items {{\n  \
+         static const gc_u32 TASKS = {};\n  \
+         static const gc_u64 WORDS = gc_cmax_words<{}>();\n  \
+         typedef gc_pitem<(int)WORDS> Item;\n}};",
+        tasks.len(),
+        args.join(", ")
+    );
+}
+
+/// The persistent scheduler's dispatch (`gc_prog`: one `switch` over the task ids), its kernel and
+/// its layout kernel (item size, frame slot size, root argument size).
+fn write_persistent_entries(src: &mut String, tasks: &[ProgramTask]) {
+    src.push_str("// ---- entry points: persistent scheduler\nstruct gc_prog {\n");
+    src.push_str("  typedef gc_items<void>::Item Item;\n");
+    let _ = writeln!(src, "  static const gc_u32 TASKS = {};", tasks.len());
+    src.push_str(
+        "  static __device__ gc_frame_hdr* start(gc_pwarp* W, const Item& it, gc_frame_hdr* frame, bool* used, gc_u64* stats) {\n    switch (it.h.task) {\n",
+    );
+    for (i, t) in tasks.iter().enumerate() {
+        let _ = writeln!(
+            src,
+            "      case {i}u: return gc_pstart<{}_task, Item>(W, it, frame, used, stats);",
+            t.fragment.name
+        );
+    }
+    src.push_str("    }\n    return nullptr;\n  }\n");
+    src.push_str(
+        "  static __device__ gc_frame_hdr* resume(gc_pwarp* W, gc_frame_hdr* h, gc_u64* stats) {\n    switch (h->task) {\n",
+    );
+    for (i, t) in tasks.iter().enumerate() {
+        let _ = writeln!(src, "      case {i}u: return gc_presume<{}_task>(W, h, stats);", t.fragment.name);
+    }
+    src.push_str("    }\n    return nullptr;\n  }\n");
+    if let Some(root) = tasks.first() {
+        let n = root.fragment.name;
+        let _ = writeln!(
+            src,
+            "  static __device__ void write_root(unsigned char* dst, const unsigned char* args, void* result) {{\n    \
+             gc_pitem_hdr* h = reinterpret_cast<gc_pitem_hdr*>(dst);\n    \
+             h->task = 0u;\n    h->depth = 0u;\n    h->dest = result;\n    h->parent = nullptr;\n    \
+             for (gc_u32 i = 0; i < sizeof({n}_args); ++i) dst[sizeof(gc_pitem_hdr) + i] = args[i];\n  }}"
+        );
+    }
+    src.push_str("};\n");
+    src.push_str(
+        "extern \"C\" __global__ void __launch_bounds__(GC_PERSISTENT_THREADS) gc_persistent(gc_psched P) { gc_persistent_loop<gc_prog>(P); }\n",
+    );
+    let slots: Vec<String> = tasks.iter().map(|t| format!("gc_pslot<{}_task>", t.fragment.name)).collect();
+    let args: Vec<String> = tasks.iter().map(|t| format!("{}_args", t.fragment.name)).collect();
+    let _ = writeln!(
+        src,
+        "extern \"C\" __global__ void gc_playout(gc_u64* out) {{\n  \
+         out[0] = sizeof(gc_prog::Item);\n  \
+         out[1] = gc_cmax_bytes<{}>();\n  \
+         out[2] = gc_cmax_bytes<{}>();\n}}",
+        slots.join(", "),
+        args.join(", ")
+    );
 }

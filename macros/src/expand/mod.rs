@@ -1,222 +1,49 @@
-//! IR → Rust tokens: the serial function and the task module.
+//! IR → Rust tokens: the serial function and the task module (and a helper's module).
 //!
 //! This module owns the Rust emitter. For `#[gpu_cilk] fn f(..) -> R { .. }` it produces:
 //!
-//! 1. the plain serial function `f` (spawn = call, sync = nothing), the oracle;
+//! 1. the plain serial function `f` (spawn = call, sync = nothing), the oracle (`serial`);
 //! 2. `mod f` with `Args` (the parameters, `#[repr(C)]`), `Frame` (the frame fields,
-//!    `#[repr(C)]`), the marker `Task`, the constructors `args(..)` and `task(..)`, and
-//!    `impl CilkTask for Task` whose `prespawn`/`resume` are the segments.
+//!    `#[repr(C)]`), the marker `Task`, the constructors `args(..)` and `task(..)`, `Output`, and
+//!    `impl CilkTask for Task` whose `prespawn`/`resume` are the segments and whose `CUDA` is the
+//!    fragment that `write` wrote; beside it the device form `Device` + `__DEVICE` (`cuda`) and
+//!    the names of the functions it spawns and calls, with their stand-ins (`callees`).
+//!
+//! For `#[gpu_cilk::device] fn h` it produces `h` unchanged and `mod h` with the device form
+//! ([`helper_module`]).
 //!
 //! Generated locals (`__args`, `__cx`, `__frame`, `__segment`, `__f`, `__reg`) are created with
 //! `Span::mixed_site()` so user code can neither see nor shadow them; user names keep their own
 //! spans. Runtime items are named only as `::gpu_cilk::runtime::..`. Output order follows the IR,
 //! which is deterministic (no hash iteration anywhere).
 
-use crate::ir::{Dest, End, FieldType, For, If, Segment, SpawnSite, Stmt, Task};
-use crate::parse::{self, MacroKind};
+mod callees;
+mod cuda;
+mod serial;
+
+pub use cuda::helper_module;
+pub use serial::serial_fn;
+
+use crate::ir::{Dest, DeviceText, End, FieldType, For, Fragment, If, Segment, SpawnSite, Stmt, Task};
+use crate::syntax;
+use callees::Callees;
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
+use serial::TempIndex;
+use syn::spanned::Spanned;
 use syn::visit_mut::VisitMut;
 use syn::{Expr, ItemFn, Path, Type};
 
-/// The serial function and the task module for a lowered `task` whose source is `item`.
-pub fn expand_task(task: &Task, item: &ItemFn) -> TokenStream {
+/// The serial function and the task module for a lowered `task` whose source is `item`;
+/// `fragment` and `device` are the task's CUDA text (written by `write`).
+pub fn expand_task(task: &Task, item: &ItemFn, fragment: &Fragment, device: &DeviceText) -> TokenStream {
     let mut serial = serial_fn(item);
     // The subset has range loops but no iterators, so clippy's advice to iterate cannot be taken.
     serial.attrs.push(syn::parse_quote!(#[allow(clippy::needless_range_loop)]));
-    let module = Emitter::new(task).module();
-    let device = crate::write::task_static(task);
+    let module = Emitter::new(task).module(fragment, device);
     quote! {
         #serial
-        #device
         #module
-    }
-}
-
-/// `item` with `spawn!(g(a))` replaced by `g(a)` and `sync!()` removed: the serial oracle.
-///
-/// Works on any input, also one that failed the checks (it is what the user gets beside the
-/// errors, so the rest of the crate still type-checks): a `spawn!` whose body is not an
-/// expression becomes `unreachable!()`.
-pub fn serial_fn(item: &ItemFn) -> ItemFn {
-    let mut out = item.clone();
-    let mut ser = Serialize { allocs: false };
-    ser.visit_block_mut(&mut out.block);
-    let names: Vec<String> = parse::temp_names(item).iter().map(ToString::to_string).collect();
-    if !names.is_empty() {
-        TempIndex { names }.visit_block_mut(&mut out.block);
-    }
-    if ser.allocs {
-        let scope = temp_scope_ident();
-        out.block.stmts.insert(0, syn::parse_quote!(let #scope = ::gpu_cilk::runtime::TempScope::new();));
-    }
-    out
-}
-
-/// The serial function's `TempScope` guard (hygienic: user code cannot name it).
-fn temp_scope_ident() -> syn::Ident {
-    syn::Ident::new("__temps", Span::mixed_site())
-}
-
-/// Rewrites indexing of temporaries (by name): `t[i]` → `t.get(i)`, `t[i] = v` → `t.set(i, v)`,
-/// `t[i] op= v` → `t.set(i, t.get(i) op v)` (the index evaluated once).
-struct TempIndex {
-    names: Vec<String>,
-}
-
-impl TempIndex {
-    fn temp_base(&self, e: &Expr) -> Option<syn::Ident> {
-        match e {
-            Expr::Path(p) => parse::single_ident(p).filter(|n| self.names.iter().any(|t| n == t)),
-            Expr::Paren(p) => self.temp_base(&p.expr),
-            Expr::Group(g) => self.temp_base(&g.expr),
-            _ => None,
-        }
-    }
-}
-
-fn compound_to_binary(op: &syn::BinOp) -> Option<TokenStream> {
-    use syn::BinOp as B;
-    Some(match op {
-        B::AddAssign(_) => quote!(+),
-        B::SubAssign(_) => quote!(-),
-        B::MulAssign(_) => quote!(*),
-        B::DivAssign(_) => quote!(/),
-        B::RemAssign(_) => quote!(%),
-        B::BitXorAssign(_) => quote!(^),
-        B::BitAndAssign(_) => quote!(&),
-        B::BitOrAssign(_) => quote!(|),
-        B::ShlAssign(_) => quote!(<<),
-        B::ShrAssign(_) => quote!(>>),
-        _ => return None,
-    })
-}
-
-impl VisitMut for TempIndex {
-    fn visit_expr_mut(&mut self, e: &mut Expr) {
-        // Stores first (their left side must not become a `get`), then everything below.
-        match e {
-            Expr::Assign(a) => match &mut *a.left {
-                Expr::Index(ix) if self.temp_base(&ix.expr).is_some() => {
-                    self.visit_expr_mut(&mut ix.index);
-                    self.visit_expr_mut(&mut a.right);
-                }
-                _ => syn::visit_mut::visit_expr_mut(self, e),
-            },
-            Expr::Binary(b) if compound_to_binary(&b.op).is_some() => match &mut *b.left {
-                Expr::Index(ix) if self.temp_base(&ix.expr).is_some() => {
-                    self.visit_expr_mut(&mut ix.index);
-                    self.visit_expr_mut(&mut b.right);
-                }
-                _ => syn::visit_mut::visit_expr_mut(self, e),
-            },
-            _ => syn::visit_mut::visit_expr_mut(self, e),
-        }
-        let span = syn::spanned::Spanned::span(&*e);
-        let new: Option<Expr> = match &*e {
-            Expr::Assign(a) => match &*a.left {
-                Expr::Index(ix) => self.temp_base(&ix.expr).map(|t| {
-                    let (i, v) = (&ix.index, &a.right);
-                    syn::parse_quote_spanned!(span=> #t.set(#i, #v))
-                }),
-                _ => None,
-            },
-            Expr::Binary(b) => match (&*b.left, compound_to_binary(&b.op)) {
-                (Expr::Index(ix), Some(op)) => self.temp_base(&ix.expr).map(|t| {
-                    let (i, v) = (&ix.index, &b.right);
-                    let k = syn::Ident::new("__i", Span::mixed_site());
-                    syn::parse_quote_spanned!(span=> { let #k: usize = #i; #t.set(#k, #t.get(#k) #op #v) })
-                }),
-                _ => None,
-            },
-            Expr::Index(ix) => self.temp_base(&ix.expr).map(|t| {
-                let i = &ix.index;
-                syn::parse_quote_spanned!(span=> #t.get(#i))
-            }),
-            _ => None,
-        };
-        if let Some(n) = new {
-            *e = n;
-        }
-    }
-
-    fn visit_expr_closure_mut(&mut self, _: &mut syn::ExprClosure) {}
-}
-
-struct Serialize {
-    allocs: bool,
-}
-
-impl Serialize {
-    fn call_of(mac: &syn::Macro) -> Expr {
-        match mac.parse_body::<Expr>() {
-            Ok(mut e) => {
-                Serialize { allocs: false }.visit_expr_mut(&mut e);
-                e
-            }
-            Err(_) => syn::parse_quote_spanned!(mac.delimiter.span().join()=> ::core::unreachable!()),
-        }
-    }
-}
-
-impl VisitMut for Serialize {
-    fn visit_block_mut(&mut self, b: &mut syn::Block) {
-        let stmts = std::mem::take(&mut b.stmts);
-        for mut s in stmts {
-            let kind = match &s {
-                syn::Stmt::Macro(m) => parse::macro_kind(&m.mac).map(|k| (k, m.mac.clone())),
-                syn::Stmt::Expr(Expr::Macro(m), _) => parse::macro_kind(&m.mac).map(|k| (k, m.mac.clone())),
-                _ => None,
-            };
-            match kind {
-                Some((MacroKind::Sync, _)) => continue,
-                Some((MacroKind::Alloc, mac)) => {
-                    let span = mac.delimiter.span().join();
-                    b.stmts.push(syn::parse_quote_spanned!(span=> ::core::unreachable!();));
-                }
-                Some((MacroKind::Spawn, mac)) => {
-                    let call = Self::call_of(&mac);
-                    b.stmts.push(syn::Stmt::Expr(call, Some(Default::default())));
-                }
-                None => {
-                    self.visit_stmt_mut(&mut s);
-                    b.stmts.push(s);
-                }
-            }
-        }
-    }
-
-    fn visit_local_mut(&mut self, l: &mut syn::Local) {
-        if let Some(init) = &mut l.init {
-            if let Some(mac) = parse::as_alloc(&init.expr) {
-                if let Ok((ty, mut len)) = parse::alloc_args(mac) {
-                    self.visit_expr_mut(&mut len);
-                    let span = mac.delimiter.span().join();
-                    self.allocs = true;
-                    let scope = temp_scope_ident();
-                    *init.expr = syn::parse_quote_spanned!(span=> #scope.alloc::<#ty>(#len));
-                    return;
-                }
-            }
-        }
-        syn::visit_mut::visit_local_mut(self, l);
-    }
-
-    fn visit_expr_mut(&mut self, e: &mut Expr) {
-        if let Expr::Macro(m) = e {
-            match parse::macro_kind(&m.mac) {
-                Some(MacroKind::Spawn) => *e = Self::call_of(&m.mac),
-                Some(MacroKind::Sync) => *e = syn::parse_quote!(()),
-                // Only as a `let` initializer (`visit_local_mut`); anywhere else it was rejected.
-                Some(MacroKind::Alloc) => {
-                    let span = m.mac.delimiter.span().join();
-                    *e = syn::parse_quote_spanned!(span=> ::core::unreachable!());
-                }
-                None => {}
-            }
-            return;
-        }
-        syn::visit_mut::visit_expr_mut(self, e);
     }
 }
 
@@ -251,27 +78,16 @@ fn step_return(span: Span, value: TokenStream, frees: &TokenStream) -> Expr {
     syn::parse_quote_spanned!(span=> { let #v = #value; #frees ::gpu_cilk::runtime::Step::Return(#v) })
 }
 
-/// A callee path as seen from inside the generated module (`self::g` → `super::g`,
-/// `super::g` → `super::super::g`; everything else resolves through `use super::*`).
-fn module_relative(p: &Path) -> TokenStream {
-    match p.segments.first() {
-        Some(first) if p.leading_colon.is_none() && first.ident == "self" => {
-            let rest = p.segments.iter().skip(1);
-            quote!(super #(:: #rest)*)
-        }
-        Some(first) if p.leading_colon.is_none() && first.ident == "super" => quote!(super::#p),
-        _ => quote!(#p),
-    }
-}
-
 struct Emitter<'t> {
     task: &'t Task,
     cx: syn::Ident,
     args: syn::Ident,
     frame: syn::Ident,
     segment: syn::Ident,
-    f: syn::Ident,
-    reg: syn::Ident,
+    /// The parameter of a `Place`'s witness closure (`|__f: &Frame| &__f.x`).
+    place_frame: syn::Ident,
+    registry: syn::Ident,
+    /// The generic parameter of `prespawn`/`resume` (the scheduler's `Spawn` implementation).
     spawner: syn::Ident,
     /// Names indexed as temporaries (`Temp` parameters and `alloc!` locals).
     temp_names: Vec<String>,
@@ -281,7 +97,7 @@ struct Emitter<'t> {
 
 impl<'t> Emitter<'t> {
     /// A user expression with temporaries' indexing rewritten and `return`s made task returns.
-    fn rw(&self, e: &Expr) -> Expr {
+    fn user_expr(&self, e: &Expr) -> Expr {
         let mut e = e.clone();
         if !self.temp_names.is_empty() {
             TempIndex { names: self.temp_names.clone() }.visit_expr_mut(&mut e);
@@ -306,13 +122,13 @@ impl<'t> Emitter<'t> {
             args: id("__args"),
             frame: id("__frame"),
             segment: id("__segment"),
-            f: id("__f"),
-            reg: id("__reg"),
+            place_frame: id("__f"),
+            registry: id("__reg"),
             spawner: id("__S"),
             temp_names: task
                 .params
                 .iter()
-                .filter(|p| parse::temp_type_elem(&p.ty).is_some())
+                .filter(|p| syntax::temp_type_elem(&p.ty).is_some())
                 .map(|p| p.name.to_string())
                 .chain(task.frame.iter().filter(|f| f.temp).map(|f| f.name.to_string()))
                 .collect(),
@@ -327,23 +143,20 @@ impl<'t> Emitter<'t> {
         }
     }
 
-    fn callee_task(&self, callee: usize) -> TokenStream {
-        match self.task.callees.get(callee) {
-            Some(c) => {
-                let p = module_relative(&c.path);
-                quote!(#p::Task)
-            }
-            None => quote!(::core::compile_error!("gpu-cilk internal error: unknown callee")),
-        }
+    /// The callee's path as first spawned (its span is that spawn's).
+    fn callee_path(&self, callee: usize) -> Option<&Path> {
+        self.task.callees.get(callee).map(|c| &c.path)
     }
 
+    /// A frame field's type: a spawned child's result is `<callee>::Output`, a plain type also when
+    /// the callee is not a task (see `callees`), so the frame itself never fails to compile.
     fn field_type(&self, ty: &FieldType) -> TokenStream {
         match ty {
             FieldType::Declared(t) => quote!(#t),
-            FieldType::OutputOf(c) => {
-                let t = self.callee_task(*c);
-                quote!(<#t as ::gpu_cilk::runtime::CilkTask>::Output)
-            }
+            FieldType::OutputOf(c) => match self.callee_path(*c) {
+                Some(p) => output_of(p),
+                None => quote!(::core::compile_error!("gpu-cilk internal error: unknown callee")),
+            },
         }
     }
 
@@ -367,17 +180,17 @@ impl<'t> Emitter<'t> {
         }
     }
 
-    fn module(&self) -> TokenStream {
+    fn module(&self, fragment: &Fragment, device: &DeviceText) -> TokenStream {
         let t = self.task;
         let name = &t.name;
         let vis = &t.vis;
         let name_str = name.to_string();
         let output = self.output();
-        let (args_id, frame_id, segment_id, cx_id, reg_id, s_id) =
-            (&self.args, &self.frame, &self.segment, &self.cx, &self.reg, &self.spawner);
-        let pnames: Vec<_> = t.params.iter().map(|p| &p.name).collect();
-        let ptypes: Vec<_> = t.params.iter().map(|p| &p.ty).collect();
-        let pbinds: Vec<_> = t
+        let (args_id, frame_id, segment_id, cx_id, registry_id, spawner_id) =
+            (&self.args, &self.frame, &self.segment, &self.cx, &self.registry, &self.spawner);
+        let param_names: Vec<_> = t.params.iter().map(|p| &p.name).collect();
+        let param_types: Vec<_> = t.params.iter().map(|p| &p.ty).collect();
+        let param_binds: Vec<_> = t
             .params
             .iter()
             .map(|p| {
@@ -389,8 +202,8 @@ impl<'t> Emitter<'t> {
                 }
             })
             .collect();
-        let fnames: Vec<_> = t.frame.iter().map(|f| &f.name).collect();
-        let ftypes: Vec<_> = t.frame.iter().map(|f| self.field_type(&f.ty)).collect();
+        let field_names: Vec<_> = t.frame.iter().map(|f| &f.name).collect();
+        let field_types: Vec<_> = t.frame.iter().map(|f| self.field_type(&f.ty)).collect();
         let syncs = t.syncs();
         let syncs_lit = proc_macro2::Literal::usize_unsuffixed(syncs);
         let fanout = match t.fanout {
@@ -407,11 +220,22 @@ impl<'t> Emitter<'t> {
             quote!(#k => { #body })
         });
         let unreachable = format!("`{name_str}` has {syncs} continuation{}", if syncs == 1 { "" } else { "s" });
-        let registers = (0..t.callees.len()).map(|c| {
-            let ct = self.callee_task(c);
-            quote!(<#ct as ::gpu_cilk::runtime::CilkTask>::register(#reg_id);)
+        let registers = t.callees.iter().map(|c| {
+            let ct = task_of(&c.path);
+            quote_spanned!(c.path.span()=> <#ct as ::gpu_cilk::runtime::CilkTask>::register(#registry_id);)
         });
-        let cuda = crate::write::cuda_const(t);
+        let cuda = cuda::cuda_const(fragment);
+        let args_layout = cuda::args_layout_const(&t.params, fragment);
+        let device_items = cuda::device_items(device, true);
+        // The functions this task spawns (with the arity of their first spawn) or calls.
+        let mut names = Callees::default();
+        for site in t.segments.iter().flat_map(|s| spawn_sites(&s.body)) {
+            names.add(&site.path, Some(site.args.len()));
+        }
+        for h in device.helpers.iter().chain(&fragment.helpers) {
+            names.add(h, None);
+        }
+        let callee_items = names.items();
         let doc = format!(
             " The task descriptor of the function `{name_str}`, generated by `#[gpu_cilk]`: run it with \
              `runtime.run({name_str}::task(..))`."
@@ -427,35 +251,42 @@ impl<'t> Emitter<'t> {
                     missing_docs,
                     private_interfaces,
                     private_bounds,
+                    unknown_or_malformed_diagnostic_attributes,
                     clippy::all
                 )]
                 use super::*;
+                #callee_items
 
                 /// The parameters: one channel element of this task.
                 #[repr(C)]
                 #[derive(Clone, Copy, Debug)]
                 pub struct Args {
-                    #(pub #pnames: #ptypes,)*
+                    #(pub #param_names: #param_types,)*
                 }
 
                 /// The continuation frame: locals that live across a `sync!()` and spawn destinations.
                 #[repr(C)]
                 pub struct Frame {
-                    #(pub #fnames: #ftypes,)*
+                    #(pub #field_names: #field_types,)*
                 }
 
                 /// The marker type that implements `CilkTask`.
                 pub struct Task;
 
                 /// The channel element for a call with these arguments.
-                pub fn args(#(#pnames: #ptypes),*) -> Args {
-                    Args { #(#pnames),* }
+                pub fn args(#(#param_names: #param_types),*) -> Args {
+                    Args { #(#param_names),* }
                 }
 
                 /// A root invocation: `runtime.run(task(..))`.
-                pub fn task(#(#pnames: #ptypes),*) -> ::gpu_cilk::runtime::Call<Task> {
-                    ::gpu_cilk::runtime::Call::new(args(#(#pnames),*))
+                pub fn task(#(#param_names: #param_types),*) -> ::gpu_cilk::runtime::Call<Task> {
+                    ::gpu_cilk::runtime::Call::new(args(#(#param_names),*))
                 }
+
+                /// The function's return type: how a spawning parent's frame stores the result.
+                pub type Output = #output;
+
+                #device_items
 
                 impl ::gpu_cilk::runtime::CilkTask for Task {
                     type Args = Args;
@@ -465,24 +296,25 @@ impl<'t> Emitter<'t> {
                     const SYNCS: usize = #syncs_lit;
                     const FANOUT: ::core::option::Option<usize> = #fanout;
                     #cuda
+                    #args_layout
 
                     fn serial(#args_id: Args) -> #output {
-                        let Args { #(#pnames),* } = #args_id;
-                        super::#name(#(#pnames),*)
+                        let Args { #(#param_names),* } = #args_id;
+                        super::#name(#(#param_names),*)
                     }
 
-                    fn prespawn<#s_id: ::gpu_cilk::runtime::Spawn<Self>>(
+                    fn prespawn<#spawner_id: ::gpu_cilk::runtime::Spawn<Self>>(
                         #args_id: Args,
-                        #cx_id: &mut #s_id,
+                        #cx_id: &mut #spawner_id,
                     ) -> ::gpu_cilk::runtime::Step<Self> {
-                        let Args { #(#pbinds),* } = #args_id;
+                        let Args { #(#param_binds),* } = #args_id;
                         #prespawn
                     }
 
-                    fn resume<#s_id: ::gpu_cilk::runtime::Spawn<Self>>(
+                    fn resume<#spawner_id: ::gpu_cilk::runtime::Spawn<Self>>(
                         #segment_id: usize,
                         #frame_id: Frame,
-                        #cx_id: &mut #s_id,
+                        #cx_id: &mut #spawner_id,
                     ) -> ::gpu_cilk::runtime::Step<Self> {
                         match #segment_id {
                             #(#arms)*
@@ -490,8 +322,8 @@ impl<'t> Emitter<'t> {
                         }
                     }
 
-                    fn register(#reg_id: &mut ::gpu_cilk::runtime::Registry) {
-                        if #reg_id.add::<Self>() {
+                    fn register<#spawner_id: ::gpu_cilk::runtime::Registrar>(#registry_id: &mut #spawner_id) {
+                        if #registry_id.add::<Self>() {
                             #(#registers)*
                         }
                     }
@@ -506,16 +338,34 @@ impl<'t> Emitter<'t> {
         let restore = if seg.index == 0 {
             quote!()
         } else {
-            let binds = seg.restores.iter().filter_map(|&i| t.frame.get(i)).map(|f| {
+            let restored: Vec<_> = seg.restores.iter().filter_map(|&i| t.frame.get(i)).collect();
+            let binds = restored.iter().map(|f| {
                 let n = &f.name;
-                if f.mutable {
+                if f.mutable && !matches!(f.ty, FieldType::OutputOf(_)) {
                     quote!(mut #n)
                 } else {
                     quote!(#n)
                 }
             });
+            // A child's result is read back through its callee's `TaskFunction::output` (the
+            // identity for a task; the one error of a `spawn!` of anything else).
+            let outputs = restored.iter().filter_map(|f| match f.ty {
+                FieldType::OutputOf(c) => self.callee_path(c).map(|p| {
+                    let m = f.mutable.then(|| quote!(mut));
+                    let span = p.span();
+                    let (n, value) = (&f.name, syn::Ident::new(&f.name.to_string(), span));
+                    let module = callees::module_path(p);
+                    quote_spanned! {span=>
+                        let #m #n = <#module::Device as ::gpu_cilk::runtime::TaskFunction>::output(#value);
+                    }
+                }),
+                FieldType::Declared(_) => None,
+            });
             let rest = if seg.restores.len() < t.frame.len() { quote!(..) } else { quote!() };
-            quote!(let Frame { #(#binds,)* #rest } = #frame_id;)
+            quote! {
+                let Frame { #(#binds,)* #rest } = #frame_id;
+                #(#outputs)*
+            }
         };
         *self.live.borrow_mut() =
             t.frame.iter().filter(|f| f.temp && f.segment < seg.index).map(|f| f.name.clone()).collect();
@@ -534,7 +384,7 @@ impl<'t> Emitter<'t> {
                 quote!(::gpu_cilk::runtime::Step::Sync(Frame { #(#inits),* }))
             }
             End::Tail(e) => {
-                let e = self.rw(e);
+                let e = self.user_expr(e);
                 let r = step_return(Span::mixed_site(), quote!(#e), &self.frees());
                 quote!(#r)
             }
@@ -562,7 +412,7 @@ impl<'t> Emitter<'t> {
                 let m = l.mutable.then(|| quote!(mut));
                 let ty = l.ty.as_ref().map(|t| quote!(: #t));
                 if let Some(a) = &l.alloc {
-                    let (cx, elem, len) = (&self.cx, &a.elem, self.rw(&a.len));
+                    let (cx, elem, len) = (&self.cx, &a.elem, self.user_expr(&a.len));
                     let v = syn::Ident::new("__temp", Span::mixed_site());
                     let alloc = format_ident!("alloc_temp", span = a.span);
                     // On failure the scheduler records the error (naming the task and the size) and
@@ -579,7 +429,7 @@ impl<'t> Emitter<'t> {
                     return out;
                 }
                 let init = l.init.as_ref().map(|e| {
-                    let e = self.rw(e);
+                    let e = self.user_expr(e);
                     quote!(= #e)
                 });
                 quote!(let #m #n #ty #init;)
@@ -587,7 +437,7 @@ impl<'t> Emitter<'t> {
             Stmt::Spawn(site) => self.spawn(site),
             Stmt::If(i) => self.if_stmt(i),
             Stmt::While { cond, body } => {
-                let cond = self.rw(cond);
+                let cond = self.user_expr(cond);
                 let body = self.stmts(body);
                 quote!(while #cond { #body })
             }
@@ -603,7 +453,7 @@ impl<'t> Emitter<'t> {
             Stmt::Return(e) => {
                 let v = match e {
                     Some(e) => {
-                        let e = self.rw(e);
+                        let e = self.user_expr(e);
                         quote!(#e)
                     }
                     None => quote!(()),
@@ -612,7 +462,7 @@ impl<'t> Emitter<'t> {
                 quote!(return #r;)
             }
             Stmt::Expr { expr, semi } => {
-                let e = self.rw(expr);
+                let e = self.user_expr(expr);
                 let semi = semi.then(|| quote!(;));
                 quote!(#e #semi)
             }
@@ -623,7 +473,7 @@ impl<'t> Emitter<'t> {
     }
 
     fn if_stmt(&self, i: &If) -> TokenStream {
-        let cond = self.rw(&i.cond);
+        let cond = self.user_expr(&i.cond);
         let then = self.stmts(&i.then);
         let els = match &i.els {
             None => quote!(),
@@ -642,8 +492,8 @@ impl<'t> Emitter<'t> {
     fn for_stmt(&self, f: &For) -> TokenStream {
         let var = &f.var;
         let m = f.mutable.then(|| quote!(mut));
-        let start = self.rw(&f.start);
-        let end = self.rw(&f.end);
+        let start = self.user_expr(&f.start);
+        let end = self.user_expr(&f.end);
         let op = if f.inclusive { quote!(..=) } else { quote!(..) };
         let body = self.stmts(&f.body);
         quote!(for #m #var in #start #op #end { #body })
@@ -651,10 +501,11 @@ impl<'t> Emitter<'t> {
 
     fn spawn(&self, site: &SpawnSite) -> TokenStream {
         let cx = &self.cx;
-        let f = &self.f;
-        let callee = self.task.callees.get(site.callee).map(|c| module_relative(&c.path));
-        let callee = callee.unwrap_or_else(|| module_relative(&site.path));
-        let args = site.args.iter().map(|a| self.rw(a));
+        let f = &self.place_frame;
+        // This site's own path: an error about the callee points at this spawn.
+        let callee = callees::module_path(&site.path);
+        let callee_task = task_of(&site.path);
+        let args = site.args.iter().map(|a| self.user_expr(a));
         let (decl, place) = match &site.dest {
             Dest::Discard => (quote!(), quote!(::gpu_cilk::runtime::Place::discard())),
             Dest::Local { name, decl } => {
@@ -664,7 +515,7 @@ impl<'t> Emitter<'t> {
                         let m = d.mutable.then(|| quote!(mut));
                         let ty = match &d.ty {
                             Some(t) => quote!(#t),
-                            None => quote!(<#callee::Task as ::gpu_cilk::runtime::CilkTask>::Output),
+                            None => output_of(&site.path),
                         };
                         let init = match &d.ty {
                             Some(t) => Self::default_of_type(t),
@@ -682,7 +533,7 @@ impl<'t> Emitter<'t> {
                 )
             }
             Dest::Element { array, index } => {
-                let index = self.rw(index);
+                let index = self.user_expr(index);
                 (
                     quote!(),
                     quote!(::gpu_cilk::runtime::Place::element(
@@ -697,7 +548,26 @@ impl<'t> Emitter<'t> {
         let spawn = format_ident!("spawn", span = span);
         quote! {
             #decl
-            #cx.#spawn::<#callee::Task>(#callee::args(#(#args),*), #place);
+            #cx.#spawn::<#callee_task>(#callee::args(#(#args),*), #place);
         }
     }
+}
+
+/// `<callee>::Task` as seen from inside the generated module, spanned at the callee.
+fn task_of(p: &Path) -> TokenStream {
+    let module = callees::module_path(p);
+    quote_spanned!(p.span()=> #module::Task)
+}
+
+/// `<callee>::Output`: the type of a spawned child's result, spanned at the callee.
+fn output_of(p: &Path) -> TokenStream {
+    let module = callees::module_path(p);
+    quote_spanned!(p.span()=> #module::Output)
+}
+
+/// The spawn sites of a statement list, in textual order.
+fn spawn_sites(stmts: &[Stmt]) -> Vec<&SpawnSite> {
+    let mut out = Vec::new();
+    crate::ir::visit_spawns(stmts, &mut |s| out.push(s));
+    out
 }

@@ -1,6 +1,6 @@
 #ifndef GC_WRITE_PRELUDE_V1
 #define GC_WRITE_PRELUDE_V1
-// Helpers of the CUDA emitter (macros/src/write.rs), shared by every fragment.
+// Helpers of the CUDA emitter (macros/src/write/prelude.cuh), shared by every fragment.
 template <typename T> struct gc_noref { typedef T t; };
 template <typename T> struct gc_noref<T&> { typedef T t; };
 template <typename T> struct gc_noref<const T&> { typedef T t; };
@@ -57,7 +57,7 @@ template <typename T, typename F> __device__ inline T gc_cast_sat(F x) {
 // ~0 (result discarded) after recording the fault.
 template <typename T, int N>
 __device__ inline gc_u64 gc_elem_offset(const gc_cx& cx, const gc_array<T, N>&, gc_u64 base, gc_u64 i, gc_u32 site) {
-  if (i >= (gc_u64)N) { gc_raise(cx.L, GC_FAULT_INDEX, site, i); return ~0ull; }
+  if (i >= (gc_u64)N) { gc_raise_cx(cx, GC_FAULT_INDEX, site, i); return ~0ull; }
   return base + i * (gc_u64)sizeof(T);
 }
 #endif

@@ -1,0 +1,451 @@
+//! The heap benchmark (`--only heap`): insert N keys into gpu-cilk's batched heap
+//! (`gpu_cilk/heap.cuh`, kernels in `benches/cuda/heap_bench.cu`), then delete them all, counted
+//! as (inserts + deletes) / time, for N = 2^20 .. 2^29, node sizes K and batch sizes swept;
+//! against `std::collections::BinaryHeap` on one core (push all, pop all) and the GPU sort of the
+//! same keys as the floor: CUB's radix and merge sort (`benches/cuda/cub_sort.cu`, compiled here
+//! with `nvcc` into a temporary directory and run; its column says why when nvcc is missing).
+//! Writes the rows like every module, plus `heap.svg` (throughput against N).
+//!
+//! Keys: priority `key_u32(i)` (murmur3's fmix32, or sorted / reverse / equal), payload `i`; the
+//! same generator runs in `heap_bench.cu`, `cub_sort.cu` and here. Every heap run is verified:
+//! all N keys come back (count, priority sum, payload xor), every batch sorted, at most one
+//! partial batch, no failed insert, and the heap's header quiescent and empty with no fault.
+//!
+//! Owns the heap kernels' parameter mirror; `gc_heap` is mirrored once, in
+//! `runtime/tests/support/heap_mirror.rs`, shared with the heap's GPU test.
+
+use crate::common::{Device, Row};
+use crate::Args;
+use gpu_cilk::runtime::backend::cuda::{CudaDevice, DeviceCopy, DevicePtr, Kernel, LaunchDims, ProgramSource};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+#[path = "../../runtime/tests/support/heap_mirror.rs"]
+mod heap_mirror;
+use heap_mirror::{smem_bytes, DevKey32, GcHeap};
+
+const HEAP_BENCH_CU: &str = include_str!("../cuda/heap_bench.cu");
+const CUB_SORT_CU: &str = include_str!("../cuda/cub_sort.cu");
+
+/// The node sizes `heap_bench.cu` instantiates.
+const KS: [u32; 5] = [64, 128, 256, 512, 1024];
+
+/// The heap benchmark with gpu-cilk's heap as `gpu_cilk/heap.cuh`.
+pub(crate) fn program() -> ProgramSource {
+    ProgramSource::new("heap_bench", HEAP_BENCH_CU).header("gpu_cilk/heap.cuh", gpu_cilk_kernels::HEAP_CUH)
+}
+
+/// Mirrors `struct HbParams` of heap_bench.cu.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct HbParams {
+    heap: DevicePtr<GcHeap>,
+    keys: DevicePtr<DevKey32>,
+    counters: DevicePtr<u64>,
+    n: u64,
+    batch: u32,
+    seed: u32,
+    dist: u32,
+    pad: u32,
+}
+// SAFETY: repr(C): three 8-byte pointers, a u64, four u32 (48 bytes, no padding, every bit
+// pattern valid), the layout of `HbParams` (static_assert'ed 48 in heap_bench.cu).
+unsafe impl DeviceCopy for HbParams {}
+
+fn dist_code(dist: &str) -> Result<u32, String> {
+    match dist {
+        "random" => Ok(0),
+        "sorted" => Ok(1),
+        "reverse" => Ok(2),
+        "equal" => Ok(3),
+        d => Err(format!("unknown key distribution `{d}` (random, sorted, reverse, equal)")),
+    }
+}
+
+/// `gc_bench_key_u32` of heap_bench.cu and cub_sort.cu.
+fn key_u32(i: u64, n: u64, seed: u32, dist: u32) -> u32 {
+    match dist {
+        1 => i as u32,
+        2 => (n - 1 - i) as u32,
+        3 => 7,
+        _ => {
+            let mut h = (i as u32).wrapping_add(seed.wrapping_mul(0x9E37_79B9));
+            h ^= h >> 16;
+            h = h.wrapping_mul(0x85EB_CA6B);
+            h ^= h >> 13;
+            h = h.wrapping_mul(0xC2B2_AE35);
+            h ^ (h >> 16)
+        }
+    }
+}
+
+/// Threads per block for node size `k` (the merges have 2K outputs; more threads idle).
+fn threads_for(args: &Args, k: u32) -> u32 {
+    args.heap_threads.unwrap_or((k / 2).clamp(64, 512))
+}
+
+pub(crate) fn bench_heap(args: &Args, device: Device) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let dist = match dist_code(&args.heap_dist) {
+        Ok(d) => d,
+        Err(e) => return vec![Row::new("heap", "-", "all", 0.0, "keys/s").na(e)],
+    };
+    let seed = 1u32;
+    let sizes: Vec<u32> = args.heap_log2n.iter().copied().filter(|&l| (10..=31).contains(&l)).collect();
+    let cub = match device {
+        Ok(_) => CubSort::build(&args.nvcc, &args.out),
+        Err(e) => Err(format!("n/a: {e}")),
+    };
+    if let Err(e) = &cub {
+        println!("heap:    CUB columns skipped: {e}");
+    }
+    let gpu = match device {
+        Ok(dev) => HeapGpu::new(dev).map_err(|e| format!("n/a: {e}")),
+        Err(e) => Err(format!("n/a: {e}")),
+    };
+    // Node sizes whose runs got too slow stop at the size that exceeded the budget.
+    let mut over_budget: Vec<u32> = Vec::new();
+    for &l in &sizes {
+        let n = 1u64 << l;
+        let size = format!("2^{l}");
+        if !args.gpu_only {
+            rows.push(binary_heap_row(args, l, n, seed, dist));
+        }
+        match &gpu {
+            Err(e) => rows.push(Row::new("heap", &size, "gpu-cilk heap", 2.0 * n as f64, "keys/s").na(e)),
+            Ok(g) => {
+                for &k in args.heap_k.iter().filter(|k| KS.contains(k)) {
+                    let divs: Vec<u32> = if l == args.heap_sweep_log2n { args.heap_batch_div.clone() } else { vec![1] };
+                    for div in divs.into_iter().filter(|&d| d >= 1 && k % d == 0) {
+                        let name = format!("heap K={k} B={}", k / div);
+                        let mut row = Row::new("heap", &size, &name, 2.0 * n as f64, "keys/s");
+                        if over_budget.contains(&k) {
+                            rows.push(row.na(format!("skipped: a smaller N took over {} s", args.heap_max_s)));
+                            continue;
+                        }
+                        match g.run(args, k, k / div, n, seed, dist) {
+                            Ok(r) => {
+                                row.times = Ok(r.times);
+                                row.verified = Some(r.verified);
+                                row.note = r.note;
+                                if r.slowest > Duration::from_secs_f64(args.heap_max_s) && div == 1 {
+                                    over_budget.push(k);
+                                }
+                            }
+                            Err(e) => row = row.na(format!("n/a: {e}")),
+                        }
+                        rows.push(row);
+                    }
+                }
+            }
+        }
+        match &cub {
+            Err(e) => rows.push(Row::new("heap", &size, "CUB sort", n as f64, "keys/s").na(e)),
+            Ok(c) => rows.extend(c.rows(args, n, &size, &args.heap_dist)),
+        }
+        // The ratio of the best heap run to the CUB radix sort of the same keys.
+        let best = rows
+            .iter()
+            .filter(|r| r.size == size && r.implementation.starts_with("heap K="))
+            .filter_map(|r| r.stats().map(|s| (s.0, r.implementation.clone())))
+            .min_by(|a, b| a.0.total_cmp(&b.0));
+        let radix =
+            rows.iter().find(|r| r.size == size && r.implementation == "CUB radix sort").and_then(|r| r.stats());
+        if let (Some((heap_ms, name)), Some((radix_ms, _, _))) = (best, radix) {
+            if let Some(r) = rows.iter_mut().find(|r| r.size == size && r.implementation == name) {
+                r.note.push_str(&format!("; best at this N: {:.1}x the CUB radix sort's time", heap_ms / radix_ms));
+            }
+        }
+    }
+    if let Err(e) = plot(&rows, &args.out.join("heap.svg")) {
+        eprintln!("heap: cannot draw {}: {e}", args.out.join("heap.svg").display());
+    }
+    rows
+}
+
+/// `std::collections::BinaryHeap` on one core: push the N keys, pop them all (verified ascending).
+fn binary_heap_row(args: &Args, l: u32, n: u64, seed: u32, dist: u32) -> Row {
+    let mut row = Row::new("heap", format!("2^{l}"), "BinaryHeap 1 core", 2.0 * n as f64, "keys/s");
+    if l > args.heap_cpu_max_log2n {
+        return row.na(format!("skipped above 2^{} (--heap-cpu-max-log2n)", args.heap_cpu_max_log2n));
+    }
+    let keys: Vec<(u32, u32)> = (0..n).map(|i| (key_u32(i, n, seed, dist), i as u32)).collect();
+    let mut times = Vec::new();
+    let mut ok = true;
+    for rep in 0..args.warmup + args.heap_reps {
+        let mut heap = BinaryHeap::with_capacity(n as usize);
+        let start = Instant::now();
+        for &k in &keys {
+            heap.push(Reverse(k));
+        }
+        let mut prev = (0u32, 0u32);
+        let mut count = 0u64;
+        while let Some(Reverse(k)) = heap.pop() {
+            ok &= k >= prev;
+            prev = k;
+            count += 1;
+        }
+        let t = start.elapsed();
+        ok &= count == n;
+        if rep >= args.warmup {
+            times.push(t);
+        }
+    }
+    row.times = Ok(times);
+    row.verified = Some(ok);
+    row.note = "push all, pop all; (u32, u32) keys".into();
+    row
+}
+
+// ---- the gpu-cilk heap -----------------------------------------------------------------------------
+
+struct HeapGpu<'d> {
+    dev: &'d CudaDevice,
+    fill: Kernel<HbParams>,
+    kernels: Vec<(u32, Kernel<HbParams>, Kernel<HbParams>)>,
+}
+
+struct HeapRun {
+    times: Vec<Duration>,
+    verified: bool,
+    note: String,
+    slowest: Duration,
+}
+
+impl<'d> HeapGpu<'d> {
+    fn new(dev: &'d CudaDevice) -> gpu_cilk::runtime::Result<Self> {
+        let program = dev.load_program(&program())?;
+        // SAFETY: every kernel of heap_bench.cu takes one `HbParams` (mirrored above); `run`
+        // passes a heap header whose arrays hold `slots * K` keys, `slots` state words and K
+        // buffer keys, a key array of max(N, blocks * K) keys and six counters, and launches at
+        // most the resident number of blocks with the kernel's shared memory.
+        let fill = unsafe { program.kernel::<HbParams>("hb_fill")? };
+        let mut kernels = Vec::new();
+        for k in KS {
+            // SAFETY: as above.
+            let (ins, del) = unsafe {
+                (program.kernel::<HbParams>(&format!("hb_insert_k{k}"))?, program.kernel(&format!("hb_delete_k{k}"))?)
+            };
+            kernels.push((k, ins, del));
+        }
+        Ok(HeapGpu { dev, fill, kernels })
+    }
+
+    fn run(&self, args: &Args, k: u32, batch: u32, n: u64, seed: u32, dist: u32) -> gpu_cilk::runtime::Result<HeapRun> {
+        let dev = self.dev;
+        let (_, ins, del) = self.kernels.iter().find(|e| e.0 == k).expect("an instantiated K");
+        let threads = threads_for(args, k);
+        let smem = smem_bytes(k, 8);
+        let per_sm = ins
+            .max_active_blocks_per_sm(threads, smem as usize)?
+            .min(del.max_active_blocks_per_sm(threads, smem as usize)?);
+        let blocks = (dev.info().multiprocessors * per_sm.max(1)).min(args.heap_blocks.unwrap_or(u32::MAX)).max(1);
+        let capacity = n.div_ceil(k as u64) + blocks as u64 + 2;
+        let slots = GcHeap::slots(capacity);
+        let nodes = dev.alloc_zeroed::<DevKey32>((slots * k as u64) as usize)?;
+        let mut states = dev.alloc_zeroed::<u64>(slots as usize)?;
+        let pbuf = dev.alloc_zeroed::<DevKey32>(k as usize)?;
+        let empty = GcHeap::empty(nodes.ptr().addr(), states.ptr().addr(), pbuf.ptr().addr(), k as u64, capacity);
+        let mut heap = dev.htod(&[empty])?;
+        let keys = dev.alloc_zeroed::<DevKey32>(n.max(blocks as u64 * k as u64) as usize)?;
+        let mut counters = dev.alloc_zeroed::<u64>(6)?;
+        let p = HbParams { heap: heap.ptr(), keys: keys.ptr(), counters: counters.ptr(), n, batch, seed, dist, pad: 0 };
+        // Expected results, from the host generator.
+        let (mut sum, mut xor) = (0u64, 0u64);
+        for i in 0..n {
+            sum = sum.wrapping_add(key_u32(i, n, seed, dist) as u64);
+            xor ^= i;
+        }
+        let dims = LaunchDims::linear(blocks, threads).shared_mem(smem);
+        let mut times = Vec::new();
+        let (mut ins_ms, mut del_ms) = (Vec::new(), Vec::new());
+        let mut verified = true;
+        let mut slowest = Duration::ZERO;
+        for rep in 0..args.warmup + args.heap_reps {
+            dev.zero(&mut states)?;
+            dev.copy_htod(&[empty], &mut heap)?;
+            dev.zero(&mut counters)?;
+            self.fill.launch(LaunchDims::linear(4 * dev.info().multiprocessors, 256), &p)?;
+            dev.sync()?;
+            let t0 = Instant::now();
+            ins.launch(dims, &p)?;
+            dev.sync()?;
+            let t1 = Instant::now();
+            del.launch(dims, &p)?;
+            dev.sync()?;
+            let t2 = Instant::now();
+            let c = dev.dtoh(&counters)?;
+            let h = dev.dtoh(&heap)?[0];
+            let ok = c[0] == n
+                && c[1] == sum
+                && c[2] == xor
+                && c[3] == 0
+                && c[4] <= 1
+                && c[5] == 0
+                && h.error == 0
+                && (h.count, h.pbuf_len, h.hlock, h.mode) == (0, 0, 0, 0);
+            if !ok {
+                eprintln!(
+                    "heap K={k} B={batch} N={n}: counters {c:?} (want {n}, {sum}, {xor}, 0, <=1, 0), header {h:?}"
+                );
+                verified = false;
+            }
+            slowest = slowest.max(t2 - t0);
+            if rep >= args.warmup {
+                times.push(t2 - t0);
+                ins_ms.push((t1 - t0).as_secs_f64() * 1e3);
+                del_ms.push((t2 - t1).as_secs_f64() * 1e3);
+            }
+        }
+        let med = |v: &mut Vec<f64>| {
+            v.sort_by(|a, b| a.total_cmp(b));
+            v.get(v.len() / 2).copied().unwrap_or(0.0)
+        };
+        let note = format!(
+            "insert {:.1} ms + delete {:.1} ms; {blocks} blocks x {threads} threads, {} B shared",
+            med(&mut ins_ms),
+            med(&mut del_ms),
+            smem
+        );
+        Ok(HeapRun { times, verified, note, slowest })
+    }
+}
+
+// ---- CUB sort (nvcc) ---------------------------------------------------------------------------------
+
+struct CubSort {
+    exe: std::path::PathBuf,
+}
+
+impl CubSort {
+    /// Compiles `cub_sort.cu` with `nvcc` into a temporary directory under `out`.
+    fn build(nvcc: &Path, out: &Path) -> Result<Self, String> {
+        if !nvcc.exists() {
+            return Err(format!("n/a: no nvcc at {} (pass --nvcc)", nvcc.display()));
+        }
+        let dir = out.join(format!("cub-sort-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| format!("n/a: {}: {e}", dir.display()))?;
+        let src = dir.join("cub_sort.cu");
+        std::fs::write(&src, CUB_SORT_CU).map_err(|e| format!("n/a: {}: {e}", src.display()))?;
+        let exe = dir.join("cub_sort");
+        let start = Instant::now();
+        let res = std::process::Command::new(nvcc)
+            .args(["-O3", "-arch=sm_90", "-o"])
+            .arg(&exe)
+            .arg(&src)
+            .output()
+            .map_err(|e| format!("n/a: running {}: {e}", nvcc.display()))?;
+        if !res.status.success() {
+            let err = String::from_utf8_lossy(&res.stderr);
+            eprintln!("nvcc failed on cub_sort.cu:\n{err}");
+            return Err(format!(
+                "n/a: nvcc failed: {}",
+                err.lines().find(|l| l.contains("error")).unwrap_or("see stderr")
+            ));
+        }
+        println!("heap:    compiled cub_sort.cu with {} in {:.1} s", nvcc.display(), start.elapsed().as_secs_f64());
+        Ok(CubSort { exe })
+    }
+
+    /// Radix and merge sort rows for `n` keys (the program's median, min and max become the
+    /// row's three times).
+    fn rows(&self, args: &Args, n: u64, size: &str, dist: &str) -> Vec<Row> {
+        let na = |e: String| {
+            vec![
+                Row::new("heap", size, "CUB radix sort", n as f64, "keys/s").na(&e),
+                Row::new("heap", size, "CUB merge sort", n as f64, "keys/s").na(&e),
+            ]
+        };
+        let out = match std::process::Command::new(&self.exe)
+            .args(["--n", &n.to_string(), "--type", "u32", "--dist", dist, "--algo", "radix,merge"])
+            .args(["--reps", &args.heap_reps.max(1).to_string(), "--seed", "1"])
+            .output()
+        {
+            Ok(o) => o,
+            Err(e) => return na(format!("n/a: running cub_sort: {e}")),
+        };
+        let text = String::from_utf8_lossy(&out.stdout);
+        if !out.status.success() && !text.contains("radix,") {
+            return na(format!("n/a: cub_sort failed: {}", String::from_utf8_lossy(&out.stderr).trim()));
+        }
+        let mut rows = Vec::new();
+        for line in text.lines().filter(|l| l.starts_with("radix,") || l.starts_with("merge,")) {
+            let f: Vec<&str> = line.split(',').collect();
+            if f.len() < 10 {
+                continue;
+            }
+            let ms = |s: &str| s.parse::<f64>().map(|v| Duration::from_secs_f64(v / 1e3)).unwrap_or_default();
+            let name = if f[0] == "radix" { "CUB radix sort" } else { "CUB merge sort" };
+            let mut row = Row::new("heap", size, name, n as f64, "keys/s");
+            row.times = Ok(vec![ms(f[6]), ms(f[5]), ms(f[7])]); // min, median, max
+            row.verified = Some(f[9].trim() == "true");
+            row.note = format!("u32 keys sorted/s; median of {} runs (the floor for insert-all/delete-all)", f[4]);
+            rows.push(row);
+        }
+        if rows.is_empty() {
+            return na(format!("n/a: no CSV rows from cub_sort: {}", text.trim()));
+        }
+        rows
+    }
+}
+
+impl Drop for CubSort {
+    fn drop(&mut self) {
+        if let Some(dir) = self.exe.parent() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+// ---- plot ----------------------------------------------------------------------------------------------
+
+/// Throughput against log2 N: the best heap run per N, each K's full-batch runs, BinaryHeap and
+/// the two CUB sorts.
+fn plot(rows: &[Row], path: &Path) -> Result<(), Box<dyn std::error::Error>> {
+    use plotters::prelude::*;
+    let log2n = |r: &Row| r.size.strip_prefix("2^").and_then(|s| s.parse::<u32>().ok());
+    let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    for r in rows.iter().filter(|r| r.workload == "heap") {
+        let (Some(l), Some(tp)) = (log2n(r), r.throughput()) else { continue };
+        if let Some((k, b)) = r.implementation.strip_prefix("heap K=").and_then(|s| s.split_once(" B=")) {
+            if k != b {
+                continue; // batch-size sweep points: in the table only
+            }
+        }
+        match series.iter_mut().find(|s| s.0 == r.implementation) {
+            Some(s) => s.1.push((l as f64, tp / 1e6)),
+            None => series.push((r.implementation.clone(), vec![(l as f64, tp / 1e6)])),
+        }
+    }
+    if series.is_empty() {
+        return Ok(());
+    }
+    let xs = series.iter().flat_map(|s| s.1.iter().map(|p| p.0));
+    let (xmin, xmax) = xs.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
+    let ys = series.iter().flat_map(|s| s.1.iter().map(|p| p.1));
+    let (ymin, ymax) = ys.fold((f64::MAX, f64::MIN), |(a, b), y| (a.min(y), b.max(y)));
+    let root = SVGBackend::new(path, (960, 600)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption("heap: insert N keys, delete them all (M keys/s; CUB: M keys sorted/s)", ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d((xmin - 0.5)..(xmax + 0.5), (ymin / 2.0..ymax * 2.0).log_scale())?;
+    chart.configure_mesh().x_desc("log2 N").y_desc("M keys/s (log scale)").draw()?;
+    for (i, (name, pts)) in series.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        let mut pts = pts.clone();
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        chart
+            .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))?
+            .label(name.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+        chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
+    }
+    chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
+    root.present()?;
+    Ok(())
+}

@@ -1,0 +1,239 @@
+//! gpu-cilk benchmark suite: fib and N-queens on serial Rust, rayon on all cores and hand-written
+//! CUDA (the peers in `benches/cuda/`, compiled at run time with NVRTC through gpu-cilk's CUDA
+//! plumbing), plus the channel-reservation microbenchmark (warp-aggregated fetch-and-add versus a
+//! contended CAS loop), next to gpu-cilk's own `cpu` and `cuda` backends running the
+//! `#[gpu_cilk]` workloads of `examples/workloads/` ([`common::gpu_cilk_rows`]).
+//!
+//! Runs without a GPU (CUDA columns print `n/a: <reason>`). Every time is the median of `--reps`
+//! runs after `--warmup` unmeasured ones; CUDA results are verified (fib against the closed
+//! count, queens against the known table), and a wrong answer makes the run exit non-zero.
+//!
+//! ```text
+//! cargo bench --bench gpu_suite -- --fib 35 --queens 15 --reps 5 --out target/gpu-bench
+//! scripts/gpu-bench.sh DIR_WITH_BINARY --fib 35 --queens 15   # on the GPU machine
+//! ```
+//!
+//! Layout: this file holds the command line and the driver; [`common`] the rows, measurement,
+//! gpu-cilk runtime columns, NVRTC compile times and the output files; one module per benchmark
+//! ([`fib`], [`queens`], [`channel`], [`alloc`], [`queue`]) holds its peers, kernels' parameter
+//! mirrors and verification. Device headers come from the `gpu-cilk-kernels` crate; device
+//! structs shared with the runtime's GPU tests are mirrored once under `runtime/tests/support/`.
+
+mod alloc;
+mod channel;
+mod common;
+mod fib;
+mod heap;
+mod queens;
+mod queue;
+
+// The `#[gpu_cilk]` workloads of `examples/workloads/`, measured on the runtime's backends.
+#[path = "../../examples/workloads/fib.rs"]
+mod fib_workload;
+// The workload is written in the supported subset (index loops), not in idiomatic Rust.
+#[allow(clippy::needless_range_loop)]
+#[path = "../../examples/workloads/queens.rs"]
+mod queens_workload;
+
+use clap::Parser;
+use common::{compile_times, print_compiles, print_rows, utc_now, Report};
+use gpu_cilk::runtime::backend::cuda::{Arch, CudaDevice, PtxCache};
+use gpu_cilk::Config;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The command line (`gpu_suite --help`).
+#[derive(Parser, Debug, Clone)]
+#[command(about = "gpu-cilk benchmark suite: serial / rayon / hand-written CUDA (fib, queens, channel)")]
+pub(crate) struct Args {
+    /// fib(n) size.
+    #[arg(long, default_value_t = 35)]
+    pub(crate) fib: u32,
+    /// N-queens board size (<= 20).
+    #[arg(long, default_value_t = 15)]
+    pub(crate) queens: u32,
+    /// Measured repetitions (the median is reported).
+    #[arg(long, default_value_t = 5)]
+    pub(crate) reps: usize,
+    /// Unmeasured warm-up runs before the measured ones.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) warmup: usize,
+    /// Output directory for results.csv and results.json.
+    #[arg(long, default_value = "target/gpu-bench")]
+    pub(crate) out: PathBuf,
+    /// Workloads to run (comma-separated): fib, queens, channel, alloc, queue, heap.
+    #[arg(long, default_value = "fib,queens,channel", value_delimiter = ',')]
+    pub(crate) only: Vec<String>,
+    /// rayon fib: below this n, recurse serially.
+    #[arg(long, default_value_t = 20)]
+    pub(crate) fib_cutoff: u32,
+    /// CUDA queens: rows expanded on the host into prefixes (default: the smallest k giving at
+    /// least 2 prefixes per resident GPU thread, at most n - 2).
+    #[arg(long)]
+    pub(crate) queens_prefix_rows: Option<u32>,
+    /// Channel benchmark: items each thread enqueues/dequeues with the FAA channel.
+    #[arg(long, default_value_t = 64)]
+    pub(crate) channel_items: u32,
+    /// Channel benchmark: items each thread enqueues/dequeues with the CAS loop.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) cas_items: u32,
+    /// Also run the allocator benchmark (same as adding `alloc` to --only): MilThreads and a
+    /// mixed-size variant, xmalloc vs CUDA device malloc, at 1..32 active lanes per warp.
+    #[arg(long)]
+    pub(crate) alloc: bool,
+    /// Allocator benchmark: allocations per run (the paper's MilThreads: 1M).
+    #[arg(long, default_value_t = 1 << 20)]
+    pub(crate) alloc_n: u64,
+    /// Allocator benchmark: CUDA's device malloc heap (cudaLimitMallocHeapSize), MiB.
+    #[arg(long, default_value_t = 512)]
+    pub(crate) malloc_heap_mb: usize,
+    /// Also run the queue benchmark (same as adding `queue` to --only): the ticket queue versus a
+    /// contended-CAS array queue, matched and 1:3 producer/consumer, 1 warp up to full occupancy.
+    #[arg(long)]
+    pub(crate) queue: bool,
+    /// Queue benchmark: operations per thread (matched: enqueue+dequeue pairs; producer/consumer:
+    /// dequeues per consumer, 3x as many enqueues per producer) for the ticket queue.
+    #[arg(long, default_value_t = 32)]
+    pub(crate) queue_items: u32,
+    /// Queue benchmark: the same for the contended-CAS baseline (slow: keep it small).
+    #[arg(long, default_value_t = 2)]
+    pub(crate) queue_cas_items: u32,
+    /// Queue benchmark: operations per thread for the non-waiting ticket-queue interface, whose
+    /// busy retries make it slow under contention (27-54 s per run at full occupancy with 32).
+    #[arg(long, default_value_t = 2)]
+    pub(crate) queue_try_items: u32,
+    /// Queue benchmark: capacity of both queues (a power of two; the paper used 65,536).
+    #[arg(long, default_value_t = 65_536)]
+    pub(crate) queue_capacity: u64,
+    /// Heap benchmark (`--only heap`): log2 of the key counts N (insert N keys, delete them all).
+    #[arg(long, default_value = "20,22,24,26,28,29", value_delimiter = ',')]
+    heap_log2n: Vec<u32>,
+    /// Heap benchmark: node sizes K (64, 128, 256, 512, 1024).
+    #[arg(long, default_value = "64,256,1024", value_delimiter = ',')]
+    heap_k: Vec<u32>,
+    /// Heap benchmark: at N = 2^heap_sweep_log2n, also insert in batches of K / d for these d
+    /// (partial batches go through the partial buffer); other sizes use full batches.
+    #[arg(long, default_value = "1,2,4", value_delimiter = ',')]
+    heap_batch_div: Vec<u32>,
+    /// Heap benchmark: the size at which the batch-size sweep runs.
+    #[arg(long, default_value_t = 22)]
+    heap_sweep_log2n: u32,
+    /// Heap benchmark: key distribution (random, sorted, reverse, equal).
+    #[arg(long, default_value = "random")]
+    heap_dist: String,
+    /// Heap benchmark: measured repetitions (the median is reported; N up to 2^29 is slow).
+    #[arg(long, default_value_t = 3)]
+    heap_reps: usize,
+    /// Heap benchmark: the BinaryHeap column only up to N = 2^this (one core, minutes beyond).
+    #[arg(long, default_value_t = 26)]
+    heap_cpu_max_log2n: u32,
+    /// Heap benchmark: a node size whose insert+delete run takes longer than this (seconds) is
+    /// not run at larger N.
+    #[arg(long, default_value_t = 20.0)]
+    heap_max_s: f64,
+    /// Heap benchmark: threads per block (default K / 2, clamped to 64..512).
+    #[arg(long)]
+    heap_threads: Option<u32>,
+    /// Heap benchmark: at most this many blocks (default: as many as are resident at once).
+    #[arg(long)]
+    heap_blocks: Option<u32>,
+    /// nvcc for the CUB sort baseline (benches/cuda/cub_sort.cu, built for sm_90); without it
+    /// the CUB columns say why they are missing.
+    #[arg(long, default_value = "/usr/local/cuda/bin/nvcc")]
+    nvcc: PathBuf,
+    /// Skip the serial and rayon columns.
+    #[arg(long)]
+    pub(crate) gpu_only: bool,
+    /// Per-synchronization timeout in seconds for CUDA runs.
+    #[arg(long, default_value_t = 120)]
+    pub(crate) timeout_s: u64,
+    /// Architecture to compile for when no GPU is present (compile-time columns only).
+    #[arg(long, default_value = "sm_90")]
+    pub(crate) arch: String,
+}
+
+fn main() {
+    let args = Args::parse();
+    let mut report = Report::default();
+    let wants = |w: &str| args.only.iter().any(|o| o.trim() == w);
+
+    // The device, or why there is none.
+    let config = Config::default().timeout(Some(Duration::from_secs(args.timeout_s)));
+    // Outside `--out`, so that the output folder holds only results.
+    let cache_dir = std::env::temp_dir().join(format!("gpu-cilk-bench-ptx-{}", std::process::id()));
+    let device = CudaDevice::open(&config).map(|d| d.with_cache(PtxCache::at(&cache_dir)));
+    let device_line = match &device {
+        Ok(d) => d.description(),
+        Err(e) => format!("no GPU: {e}"),
+    };
+    let threads = rayon::current_num_threads();
+    println!("# gpu-cilk benchmark suite");
+    println!("date:    {}", utc_now());
+    println!("device:  {device_line}");
+    println!("host:    {threads} rayon threads");
+    println!(
+        "sizes:   fib({}), queens({}), reps {} (median; {} warm-up)",
+        args.fib, args.queens, args.reps, args.warmup
+    );
+    report.meta.push(("date".into(), utc_now()));
+    report.meta.push(("device".into(), device_line.clone()));
+    report.meta.push(("host_threads".into(), threads.to_string()));
+    report.meta.push(("reps".into(), args.reps.to_string()));
+
+    // Compile-time columns (NVRTC works without a GPU).
+    let arch = match &device {
+        Ok(d) => d.arch(),
+        Err(_) => args.arch.parse::<Arch>().unwrap_or(Arch::new(9, 0)),
+    };
+    let programs =
+        [fib::program(), queens::program(), channel::program(), alloc::program(), queue::program(), heap::program()];
+    for program in &programs {
+        report.compiles.push(compile_times(&cache_dir, program, arch, device.as_ref().ok()));
+    }
+    print_compiles(&report.compiles);
+
+    if wants("fib") {
+        let rows = fib::bench_fib(&args, device.as_ref());
+        print_rows(&format!("fib({})", args.fib), &rows);
+        report.rows.extend(rows);
+    }
+    if wants("queens") {
+        let rows = queens::bench_queens(&args, device.as_ref());
+        print_rows(&format!("queens({})", args.queens), &rows);
+        report.rows.extend(rows);
+    }
+    if wants("channel") {
+        let rows = channel::bench_channel(&args, device.as_ref());
+        print_rows("channel reservation (enqueue/dequeue items/s)", &rows);
+        report.rows.extend(rows);
+    }
+
+    if wants("alloc") || args.alloc {
+        let rows = alloc::bench_alloc(&args, device.as_ref());
+        print_rows("allocator (MilThreads and mixed sizes; allocations/s)", &rows);
+        report.rows.extend(rows);
+    }
+
+    if wants("queue") || args.queue {
+        let rows = queue::bench_queue(&args, device.as_ref());
+        print_rows("queues (Scogland & Feng patterns; successful enqueues+dequeues/s)", &rows);
+        report.rows.extend(rows);
+    }
+
+    if wants("heap") {
+        let rows = heap::bench_heap(&args, device.as_ref());
+        print_rows("heap (insert N keys, delete them all; (inserts + deletes)/s; CUB: keys sorted/s)", &rows);
+        report.rows.extend(rows);
+    }
+
+    if let Err(e) = report.write(&args.out) {
+        eprintln!("cannot write results under {}: {e}", args.out.display());
+        std::process::exit(2);
+    }
+    let _ = std::fs::remove_dir_all(&cache_dir);
+    println!("\nresults: {}/results.csv, {}/results.json", args.out.display(), args.out.display());
+    if report.rows.iter().any(|r| r.verified == Some(false)) {
+        eprintln!("WRONG RESULTS: see the rows marked WRONG above");
+        std::process::exit(1);
+    }
+}

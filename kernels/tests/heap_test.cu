@@ -1,0 +1,85 @@
+// Device stress kernels for gpu_cilk/heap.cuh, driven by runtime/tests/cuda_heap.rs (which builds
+// the scripts, checks the recorded history with runtime/tests/support/heap_history.rs and the
+// heap's quiescent state).
+//
+// gc_heap_test_ops_k<K>_<key>: block b runs operations [b * ops_per_block, (b + 1) *
+// ops_per_block) of a host-made script: op_kind[i] 0 = insert op_len[i] keys from
+// in_keys[i * K ...], 1 = delete-min into out_keys[i * K ...] (count in out_len[i]). Insert return
+// codes go to op_status[i]. Every operation is stamped from one global counter just before it
+// starts and just after it returns (thread 0: fence, atomicAdd, fence), into stamps[2i], [2i + 1].
+// Launch with gc_heap_smem_bytes<K, Key>() bytes of dynamic shared memory and at most as many
+// blocks as are resident at once (the heap's waits need every block resident).
+
+#include "gpu_cilk/heap.cuh"
+
+typedef gc_heap_key<unsigned, unsigned> gc_test_k32;            // 8 bytes
+typedef gc_heap_key<unsigned, unsigned long long> gc_test_k64;  // 16 bytes (4 bytes of padding)
+
+static_assert(sizeof(gc_heap<gc_test_k32>) == 256, "gc_heap header layout");
+static_assert(sizeof(gc_test_k32) == 8 && sizeof(gc_test_k64) == 16, "key layouts");
+
+struct gc_heap_test_params {
+    void* heap;
+    const void* in_keys;
+    const unsigned* op_kind;
+    const unsigned* op_len;
+    void* out_keys;
+    unsigned* out_len;
+    unsigned* op_status;
+    unsigned long long* stamps;
+    unsigned long long* clock;
+    unsigned ops_per_block;
+    unsigned pad;
+};
+static_assert(sizeof(gc_heap_test_params) == 80, "gc_heap_test_params layout");
+
+__device__ __forceinline__ unsigned long long gc_heap_test_stamp(unsigned long long* clock) {
+    __threadfence();
+    const unsigned long long s = atomicAdd(clock, 1ull);
+    __threadfence();
+    return s;
+}
+
+template <int K, typename Key>
+__device__ void gc_heap_test_run(const gc_heap_test_params& p) {
+    extern __shared__ unsigned long long gc_heap_test_smem[];
+    gc_heap<Key>* h = (gc_heap<Key>*)p.heap;
+    const Key* in = (const Key*)p.in_keys;
+    Key* out = (Key*)p.out_keys;
+    const unsigned first = blockIdx.x * p.ops_per_block;
+    for (unsigned i = first; i < first + p.ops_per_block; ++i) {
+        const unsigned kind = p.op_kind[i];
+        if (threadIdx.x == 0) p.stamps[2 * i] = gc_heap_test_stamp(p.clock);
+        __syncthreads();
+        if (kind == 0u) {
+            const int r = gc_heap_insert<K>(h, in + (unsigned long long)i * K, p.op_len[i], gc_heap_test_smem);
+            if (threadIdx.x == 0) p.op_status[i] = (unsigned)r;
+        } else {
+            const unsigned n = gc_heap_delete_min<K>(h, out + (unsigned long long)i * K, gc_heap_test_smem);
+            if (threadIdx.x == 0) p.out_len[i] = n;
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) p.stamps[2 * i + 1] = gc_heap_test_stamp(p.clock);
+        __syncthreads();
+    }
+}
+
+#define GC_HEAP_TEST_KERNEL(K, KEY, SUFFIX)                                                  \
+    extern "C" __global__ void gc_heap_test_ops_k##K##_##SUFFIX(gc_heap_test_params p) {  \
+        gc_heap_test_run<K, KEY>(p);                                                         \
+    }
+
+GC_HEAP_TEST_KERNEL(1, gc_test_k32, u32)
+GC_HEAP_TEST_KERNEL(4, gc_test_k64, u64)
+GC_HEAP_TEST_KERNEL(64, gc_test_k64, u64)
+GC_HEAP_TEST_KERNEL(256, gc_test_k32, u32)
+GC_HEAP_TEST_KERNEL(1024, gc_test_k32, u32)
+
+// Shared-memory bytes each instantiation needs (the host checks its own formula against these).
+extern "C" __global__ void gc_heap_test_smem_sizes(unsigned* out) {
+    out[0] = gc_heap_smem_bytes<1, gc_test_k32>();
+    out[1] = gc_heap_smem_bytes<4, gc_test_k64>();
+    out[2] = gc_heap_smem_bytes<64, gc_test_k64>();
+    out[3] = gc_heap_smem_bytes<256, gc_test_k32>();
+    out[4] = gc_heap_smem_bytes<1024, gc_test_k32>();
+}

@@ -1,0 +1,234 @@
+//! Token recognizers shared by the stages that read the user's `syn` tree: which macro a
+//! `Macro` invokes (`spawn!`, `sync!`, `alloc!`), the call inside `spawn!`, the arguments of
+//! `alloc!`, `Temp<T>` types, single-name patterns and paths, spawn destinations.
+//!
+//! This module owns *recognizing* the DSL's shapes, nothing else: it reports malformed `spawn!`
+//! and `alloc!` bodies (their catalogue entries live in `error`) but decides nothing about where
+//! they may stand (that is `check`) or what they mean (that is `parse` and `lower`). `check`,
+//! `parse`, `lower`, `expand` and `write` read it; it depends only on `error` and `ir`.
+
+use crate::error;
+use crate::ir::Dest;
+use syn::punctuated::Punctuated;
+use syn::{Expr, FnArg, ItemFn, Macro, Pat, Path, Token, Type};
+
+/// Which of our macros a `Macro` invokes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MacroKind {
+    /// `spawn!(..)`
+    Spawn,
+    /// `sync!(..)`
+    Sync,
+    /// `alloc!(..)`
+    Alloc,
+}
+
+/// `spawn!`, `gpu_cilk::spawn!`, `::gpu_cilk::prelude::spawn!`, ... (any path ending in `spawn`
+/// or `sync` with no generic arguments).
+pub fn macro_kind(mac: &Macro) -> Option<MacroKind> {
+    let last = mac.path.segments.last()?;
+    if !last.arguments.is_none() {
+        return None;
+    }
+    if last.ident == "spawn" {
+        Some(MacroKind::Spawn)
+    } else if last.ident == "sync" {
+        Some(MacroKind::Sync)
+    } else if last.ident == "alloc" {
+        Some(MacroKind::Alloc)
+    } else {
+        None
+    }
+}
+
+/// The `spawn!` invoked by `expr`, if `expr` is one.
+pub fn as_spawn(expr: &Expr) -> Option<&Macro> {
+    match expr {
+        Expr::Macro(m) if macro_kind(&m.mac) == Some(MacroKind::Spawn) => Some(&m.mac),
+        Expr::Group(g) => as_spawn(&g.expr),
+        _ => None,
+    }
+}
+
+/// The `alloc!` invoked by `expr`, if `expr` is one.
+pub fn as_alloc(expr: &Expr) -> Option<&Macro> {
+    match expr {
+        Expr::Macro(m) if macro_kind(&m.mac) == Some(MacroKind::Alloc) => Some(&m.mac),
+        Expr::Group(g) => as_alloc(&g.expr),
+        _ => None,
+    }
+}
+
+/// The element types `alloc!` accepts (the runtime's `Scalar`).
+pub const TEMP_SCALARS: &[&str] =
+    &["u8", "u16", "u32", "u64", "usize", "i8", "i16", "i32", "i64", "isize", "f32", "f64"];
+
+/// `alloc!(T, len)`: the element type (checked against [`TEMP_SCALARS`]) and the length.
+pub fn alloc_args(mac: &Macro) -> syn::Result<(Type, Expr)> {
+    struct Args(Type, Expr);
+    impl syn::parse::Parse for Args {
+        fn parse(input: syn::parse::ParseStream<'_>) -> syn::Result<Self> {
+            let ty: Type = input.parse()?;
+            input.parse::<Token![,]>()?;
+            let len: Expr = input.parse()?;
+            if input.peek(Token![,]) {
+                input.parse::<Token![,]>()?;
+            }
+            if !input.is_empty() {
+                return Err(input.error("extra"));
+            }
+            Ok(Args(ty, len))
+        }
+    }
+    let Args(ty, len) = mac.parse_body::<Args>().map_err(|_| error::ALLOC_ARGS.on(mac))?;
+    if temp_elem_name(&ty).is_none() {
+        return Err(error::ALLOC_ELEM.on(&ty));
+    }
+    Ok((ty, len))
+}
+
+/// `f32` for the type `f32` when it is a [`TEMP_SCALARS`] type.
+pub fn temp_elem_name(ty: &Type) -> Option<String> {
+    match ty {
+        Type::Path(p) if p.qself.is_none() && p.path.leading_colon.is_none() && p.path.segments.len() == 1 => {
+            let seg = &p.path.segments[0];
+            let n = seg.ident.to_string();
+            (seg.arguments.is_none() && TEMP_SCALARS.contains(&n.as_str())).then_some(n)
+        }
+        Type::Paren(p) => temp_elem_name(&p.elem),
+        Type::Group(g) => temp_elem_name(&g.elem),
+        _ => None,
+    }
+}
+
+/// For `Temp<T>` (any path ending in `Temp` with one type argument): `Some(T)`.
+pub fn temp_type_elem(ty: &Type) -> Option<&Type> {
+    match ty {
+        Type::Path(p) if p.qself.is_none() => {
+            let seg = p.path.segments.last()?;
+            if seg.ident != "Temp" {
+                return None;
+            }
+            match &seg.arguments {
+                syn::PathArguments::AngleBracketed(a) if a.args.len() == 1 => match a.args.first() {
+                    Some(syn::GenericArgument::Type(t)) => Some(t),
+                    _ => None,
+                },
+                _ => None,
+            }
+        }
+        Type::Paren(p) => temp_type_elem(&p.elem),
+        Type::Group(g) => temp_type_elem(&g.elem),
+        _ => None,
+    }
+}
+
+/// The names of an item's temporaries: `Temp<T>` parameters and `let t = alloc!(..)` bindings.
+pub fn temp_names(item: &ItemFn) -> Vec<syn::Ident> {
+    let mut out = Vec::new();
+    for arg in &item.sig.inputs {
+        if let FnArg::Typed(pt) = arg {
+            if let (Pat::Ident(pi), Some(_)) = (&*pt.pat, temp_type_elem(&pt.ty)) {
+                out.push(pi.ident.clone());
+            }
+        }
+    }
+    for s in &item.block.stmts {
+        if let syn::Stmt::Local(l) = s {
+            if let (Some((name, _, _)), Some(init)) = (let_binding(&l.pat), &l.init) {
+                if as_alloc(&init.expr).is_some() {
+                    out.push(name);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The `sync!` invoked by `expr`, if `expr` is one.
+pub fn as_sync(expr: &Expr) -> Option<&Macro> {
+    match expr {
+        Expr::Macro(m) if macro_kind(&m.mac) == Some(MacroKind::Sync) => Some(&m.mac),
+        _ => None,
+    }
+}
+
+/// The call inside `spawn!(path(args))`: the callee path and the arguments.
+pub fn spawn_call(mac: &Macro) -> syn::Result<(Path, Vec<Expr>)> {
+    if mac.tokens.is_empty() {
+        return Err(error::SPAWN_EMPTY.on(mac));
+    }
+    let exprs = mac.parse_body_with(Punctuated::<Expr, Token![,]>::parse_terminated)?;
+    if exprs.len() != 1 {
+        return Err(if exprs.is_empty() { error::SPAWN_EMPTY.on(mac) } else { error::SPAWN_MANY.on(&mac.tokens) });
+    }
+    let Some(expr) = exprs.into_iter().next() else { return Err(error::SPAWN_EMPTY.on(mac)) };
+    match expr {
+        Expr::Call(call) => match *call.func {
+            Expr::Path(p) if p.qself.is_none() => {
+                if p.path.segments.iter().any(|s| !s.arguments.is_none()) {
+                    return Err(error::SPAWN_GENERIC.on(&p.path));
+                }
+                Ok((p.path, call.args.into_iter().collect()))
+            }
+            other => Err(error::SPAWN_NOT_CALL.on(other)),
+        },
+        Expr::MethodCall(m) => Err(error::SPAWN_METHOD.on(m)),
+        other => Err(error::SPAWN_NOT_CALL.on(other)),
+    }
+}
+
+/// The single name bound by a `let` pattern (`x`, `mut x`, `x: T`), with its mutability and
+/// annotation; `None` for any other pattern.
+pub fn let_binding(pat: &Pat) -> Option<(syn::Ident, bool, Option<Type>)> {
+    match pat {
+        Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+            Some((pi.ident.clone(), pi.mutability.is_some(), None))
+        }
+        Pat::Type(pt) => {
+            let (name, m, _) = let_binding(&pt.pat)?;
+            Some((name, m, Some((*pt.ty).clone())))
+        }
+        _ => None,
+    }
+}
+
+/// The destination of `lhs = spawn!(..)`: a local or an element of a local array.
+pub fn assign_dest(lhs: &Expr) -> Option<Dest> {
+    match lhs {
+        Expr::Path(p) => single_ident(p).map(|name| Dest::Local { name, decl: None }),
+        Expr::Index(ix) => match &*ix.expr {
+            Expr::Path(p) => single_ident(p).map(|array| Dest::Element { array, index: (*ix.index).clone() }),
+            _ => None,
+        },
+        Expr::Paren(p) => assign_dest(&p.expr),
+        Expr::Group(g) => assign_dest(&g.expr),
+        _ => None,
+    }
+}
+
+/// `x` for the path expression `x` (no `::`, no generics, no qualified self).
+pub fn single_ident(p: &syn::ExprPath) -> Option<syn::Ident> {
+    if p.qself.is_none() && p.path.leading_colon.is_none() && p.path.segments.len() == 1 {
+        let seg = &p.path.segments[0];
+        if seg.arguments.is_none() {
+            return Some(seg.ident.clone());
+        }
+    }
+    None
+}
+
+/// Whether a `spawn!` occurs anywhere inside `e`.
+pub fn contains_spawn(e: &Expr) -> bool {
+    struct Finder(bool);
+    impl<'ast> syn::visit::Visit<'ast> for Finder {
+        fn visit_macro(&mut self, m: &'ast Macro) {
+            if macro_kind(m) == Some(MacroKind::Spawn) {
+                self.0 = true;
+            }
+        }
+    }
+    let mut f = Finder(false);
+    syn::visit::Visit::visit_expr(&mut f, e);
+    f.0
+}

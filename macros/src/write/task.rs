@@ -1,0 +1,273 @@
+//! Whole functions: a task's fragment (`decls`, `types`, `defs` with the segment bodies and the
+//! task's entry to its serial device form, `<name>_task::dev`) and the serial device functions
+//! `<name>_dev` of tasks and `#[gpu_cilk::device]` helpers. Kernels are not written here: the
+//! runtime writes each scheduler's entry points around the fragments when it assembles a program.
+//!
+//! This module owns the assembly of those pieces around the statements that `stmt` writes; it
+//! returns the text as the IR's [`Fragment`] and [`DeviceText`].
+
+use super::ty::{callee_cname, mangle, ty_of_type, Ty};
+use super::writer::{Mode, Writer};
+use crate::ir::{DeviceText, End, FieldType, Fragment, Function, Param, Segment, Task};
+use std::fmt::Write as _;
+use syn::{Ident, Type};
+
+/// The writer's own device helpers, carried (guarded) in every task's `decls`.
+pub const PRELUDE: &str = include_str!("prelude.cuh");
+
+/// The type of a frame field (a spawn destination's is the callee's `<name>_ret`).
+fn field_ty(task: &Task, ty: &FieldType) -> Ty {
+    match ty {
+        FieldType::Declared(t) => ty_of_type(t),
+        FieldType::OutputOf(c) => {
+            Ty::Named(format!("{}_ret", task.callees.get(*c).map(|c| callee_cname(&c.path)).unwrap_or_default()))
+        }
+    }
+}
+
+/// A function's return type (`None`: unit).
+fn output_ty(out: &Option<Type>) -> Option<Ty> {
+    out.as_ref().map(ty_of_type)
+}
+
+/// One `static_assert(false, "..")` per construct that could not be translated.
+fn asserts(unsupported: &[String]) -> String {
+    let mut s = String::new();
+    for u in unsupported {
+        let _ = writeln!(s, "static_assert(false, \"{}\");", u.replace('\\', "\\\\").replace('"', "\\\""));
+    }
+    s
+}
+
+/// The CUDA fragment of a lowered task.
+pub fn task_fragment(task: &Task) -> Fragment {
+    let name = mangle(&task.name.to_string());
+    let ret = output_ty(&task.output);
+    let ret_cxx = ret.as_ref().map_or("gc_unit".to_string(), Ty::cxx);
+
+    let mut decls = String::new();
+    decls.push_str(PRELUDE);
+    let _ = writeln!(decls, "// ---- decls: {name}");
+    let _ = writeln!(decls, "typedef {ret_cxx} {name}_ret;");
+    let arg_fields: Vec<String> =
+        task.params.iter().map(|p| format!("{} {};", ty_of_type(&p.ty).cxx(), mangle(&p.name.to_string()))).collect();
+    let _ = writeln!(decls, "struct {name}_args {{ {} }};", arg_fields.join(" "));
+
+    let mut types = String::new();
+    let _ = writeln!(types, "// ---- types: {name}");
+    let frame_fields: Vec<String> = task
+        .frame
+        .iter()
+        .map(|f| format!("{} {};", field_ty(task, &f.ty).cxx(), mangle(&f.name.to_string())))
+        .collect();
+    let _ = writeln!(types, "struct {name}_frame {{ {} }};", frame_fields.join(" "));
+    let _ = writeln!(types, "struct {name}_task {{");
+    for l in [
+        format!("typedef {name}_args Args;"),
+        format!("typedef {name}_frame Frame;"),
+        format!("typedef {name}_ret Ret;"),
+        format!("static const gc_u32 QBASE = GC_QBASE_{name};"),
+        format!("static const gc_u32 ID = GC_ID_{name};"),
+        format!("static const gc_u32 SYNCS = {};", task.syncs()),
+        "static __device__ bool seg0(gc_cx& cx, Args a, Frame* out, Ret* ret);".into(),
+        "static __device__ bool resume(gc_cx& cx, gc_u32 k, Frame f, Frame* out, Ret* ret);".into(),
+        "static __device__ Ret dev(const gc_cx& cx, Args a);".into(),
+    ] {
+        let _ = writeln!(types, "  {l}");
+    }
+    types.push_str("};\n");
+
+    let mut writer = Writer::new(Some(task), Mode::Segment, name.clone(), ret);
+    // Segment 0.
+    writer.line(&format!("__device__ bool {name}_task::seg0(gc_cx& cx, Args a, Frame* out, Ret* ret) {{"));
+    writer.depth = 1;
+    for p in &task.params {
+        let t = ty_of_type(&p.ty);
+        let n = writer.declare(&p.name, Some(t.clone()));
+        writer.line(&format!("{} {n} = a.{};", t.cxx(), mangle(&p.name.to_string())));
+    }
+    if let Some(seg) = task.segments.first() {
+        writer.temps.clear();
+        segment_body(&mut writer, task, seg);
+    }
+    writer.depth = 0;
+    writer.line("}");
+    writer.line("");
+    // Continuations.
+    writer.line(&format!("__device__ bool {name}_task::resume(gc_cx& cx, gc_u32 k, Frame f, Frame* out, Ret* ret) {{"));
+    writer.depth = 1;
+    writer.line("switch (k) {");
+    for seg in task.segments.iter().skip(1) {
+        writer.depth = 2;
+        writer.line(&format!("case {}: {{", seg.index));
+        writer.depth = 3;
+        writer.scopes = vec![Vec::new()];
+        writer.used.clear();
+        writer.temps.clear();
+        for &i in &seg.restores {
+            if let Some(fl) = task.frame.get(i) {
+                let t = field_ty(task, &fl.ty);
+                let n = writer.declare(&fl.name, Some(t.clone()));
+                writer.line(&format!("{} {n} = f.{};", t.cxx(), mangle(&fl.name.to_string())));
+                if fl.temp {
+                    writer.temps.push(n);
+                }
+            }
+        }
+        segment_body(&mut writer, task, seg);
+        writer.depth = 2;
+        writer.line("}");
+    }
+    writer.depth = 1;
+    writer.line("}");
+    writer.line("return false;");
+    writer.depth = 0;
+    writer.line("}");
+    writer.line("");
+    // The task run as a plain call, whole (what a scheduler runs when it inlines a spawn): its own
+    // serial device form, and those of the tasks it spawns (which a scheduler may run inline), are
+    // part of the program. Not inlined into the scheduler: with mutually recursive tasks, NVVM's
+    // inliner otherwise takes minutes on the persistent kernel.
+    writer.helper(&syn::Path::from(task.name.clone()));
+    for c in &task.callees {
+        writer.helper(&c.path);
+    }
+    let fields: Vec<String> = task.params.iter().map(|p| format!("a.{}", mangle(&p.name.to_string()))).collect();
+    let mut call = vec!["cx".to_string()];
+    call.extend(fields);
+    writer.line(&format!(
+        "__device__ __noinline__ {name}_ret {name}_task::dev(const gc_cx& cx, Args a) {{ return {name}_dev({}); }}",
+        call.join(", ")
+    ));
+    let defs = format!("// ---- defs: {name}\n{}{}", asserts(&writer.unsupported), writer.out);
+    Fragment {
+        name,
+        decls,
+        types,
+        defs,
+        sites: writer.sites,
+        helpers: writer.helpers,
+        arg_cnames: task.params.iter().map(|p| mangle(&p.name.to_string())).collect(),
+        uses_temps: task.frame.iter().any(|f| f.temp),
+    }
+}
+
+/// The body of one segment and its end: store the frame at a sync, or return.
+fn segment_body(writer: &mut Writer<'_>, task: &Task, seg: &Segment) {
+    let tail = match &seg.end {
+        End::Tail(e) => Some(e),
+        _ => None,
+    };
+    writer.stmts(&seg.body, tail);
+    match &seg.end {
+        End::Sync => {
+            let vals: Vec<String> = task
+                .frame
+                .iter()
+                .map(|f| {
+                    if f.segment <= seg.index {
+                        if let Some(b) = writer.lookup(&f.name.to_string()) {
+                            return b.cxx.clone();
+                        }
+                    }
+                    format!("{}()", field_ty(task, &f.ty).cxx())
+                })
+                .collect();
+            writer.line(&format!("*out = {}_frame{{{}}};", writer.task_cname, vals.join(", ")));
+            writer.line("return true;");
+        }
+        End::Tail(e) => writer.ret(Some(e)),
+        End::FallOff => {
+            if task.output.is_none() {
+                writer.ret(None);
+            } else {
+                writer.line("return false;");
+            }
+        }
+    }
+}
+
+/// The serial device function `<name>_dev(cx, params..)` of a task or helper.
+fn device_text(
+    name: &Ident,
+    params: &[Param],
+    output: &Option<Type>,
+    task: Option<&Task>,
+    body: DeviceBody<'_>,
+) -> DeviceText {
+    let dev_cname = format!("{}_dev", mangle(&name.to_string()));
+    let ret = output_ty(output);
+    let ret_cxx = ret.as_ref().map_or("gc_unit".to_string(), Ty::cxx);
+    let mut writer = Writer::new(task, Mode::Device, mangle(&name.to_string()), ret);
+    let base = format!("GC_SITEBASE_{dev_cname}");
+    writer.site_base = Some(base.clone());
+    let mut params_cxx = vec!["const gc_cx& cx".to_string()];
+    for p in params {
+        let t = ty_of_type(&p.ty);
+        let n = writer.declare(&p.name, Some(t.clone()));
+        params_cxx.push(format!("{} {n}", t.cxx()));
+    }
+    let proto = format!("__device__ {ret_cxx} {dev_cname}({})", params_cxx.join(", "));
+    writer.line(&format!("{proto} {{"));
+    writer.depth = 1;
+    if task.is_some() {
+        // A task run serially recurses on the thread's stack: the scheduler bounds the depth.
+        let site = writer.site(name.span());
+        writer.line(&format!("gc_dev_guard gc_guard(cx, {site});"));
+    }
+    match body {
+        DeviceBody::Function(f) => {
+            writer.stmts(&f.body, f.tail.as_ref());
+            match &f.tail {
+                Some(t) => writer.ret(Some(t)),
+                None if f.output.is_none() => writer.ret(None),
+                None => {}
+            }
+        }
+        DeviceBody::Task(t) => {
+            for seg in &t.segments {
+                let tail = match &seg.end {
+                    End::Tail(e) => Some(e),
+                    _ => None,
+                };
+                writer.stmts(&seg.body, tail);
+                match &seg.end {
+                    End::Tail(e) => writer.ret(Some(e)),
+                    End::FallOff if t.output.is_none() => writer.ret(None),
+                    _ => {}
+                }
+            }
+        }
+    }
+    writer.depth = 0;
+    writer.line("}");
+    let decl = format!("#ifndef {base}\n#define {base} 0x80000000u\n#endif\n{proto};\n");
+    let def = format!("{}{}", asserts(&writer.unsupported), writer.out);
+    DeviceText {
+        name: name.to_string(),
+        decl,
+        def,
+        sites: writer.sites,
+        site_base: base,
+        helpers: writer.helpers,
+        calls: writer.calls,
+    }
+}
+
+/// What a device function's body comes from.
+enum DeviceBody<'a> {
+    /// A `#[gpu_cilk::device]` helper's statements.
+    Function(&'a Function),
+    /// A task's segments, run one after the other (spawn = call, sync = nothing).
+    Task(&'a Task),
+}
+
+/// The serial device function of a task (what a plain call of it runs on the device).
+pub fn task_device_fn(task: &Task) -> DeviceText {
+    device_text(&task.name, &task.params, &task.output, Some(task), DeviceBody::Task(task))
+}
+
+/// The device function of a `#[gpu_cilk::device]` helper.
+pub fn device_fn(f: &Function) -> DeviceText {
+    device_text(&f.name, &f.params, &f.output, None, DeviceBody::Function(f))
+}

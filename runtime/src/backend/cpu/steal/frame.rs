@@ -1,0 +1,193 @@
+//! Continuation frames on the heap: [`Cell<T>`] holds a suspended task's frame (or its deferred
+//! return value), its [`Join`] counter, and where its own value goes ([`Dest`]). This module owns
+//! their layout, allocation and the two things done with a finished frame: delivering a value
+//! ([`deliver`]) and resuming a frame whose children are all done ([`Header::resume`]). It does
+//! not decide when anything runs (the worker loop and the segment runner do).
+//!
+//! # Life of a frame
+//!
+//! A segment allocates its task's cell at its first spawn that becomes a real task, before
+//! pushing that child, so the child's destination (`frame + Place offset`) is known when it is
+//! pushed. Children write their results straight into the cell's frame storage while the segment
+//! is still running; when the segment ends with `Step::Sync(frame)` the owner copies its frame
+//! value into the storage *around* the byte ranges its real children own (each child writes only
+//! its own `Place` range, the owner every other byte, so no byte has two writers), then seals the
+//! join counter. Whoever brings the counter to 0 — the last child, or the owner when the children
+//! were faster — resumes the frame: it reads the frame out, runs the next segment (reusing the
+//! cell for that segment's children) and finally frees the cell. A `Step::Return(v)` with
+//! children outstanding (an implicit sync) stores `v` in the cell instead of a frame; resuming
+//! such a cell delivers `v`.
+
+use super::join::Join;
+use super::segment::{run_segments, Ended, Link, Start};
+use super::worker::Worker;
+use crate::task::CilkTask;
+use std::mem::MaybeUninit;
+use std::ptr::{self, NonNull};
+
+/// Where a task's value goes: a typed location inside the parent's frame storage (null for a
+/// discarded result) and the parent's header to signal (null for the root).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Dest {
+    pub(super) slot: *mut u8,
+    pub(super) parent: *mut Header,
+}
+
+/// What a resume or a delivery found ready to run next: a frame whose children are all done.
+pub(super) type Ready = Option<NonNull<Header>>;
+
+/// Resumes a cell of one task type (monomorphized as [`resume_cell::<T>`]).
+type ResumeFn = unsafe fn(NonNull<Header>, &mut Worker<'_>) -> Ready;
+
+/// `Header::next` of a cell that holds a deferred return value instead of a frame.
+pub(super) const DEFERRED: usize = usize::MAX;
+
+/// The type-erased head of every [`Cell`]; children hold a pointer to it.
+#[repr(C)]
+pub(super) struct Header {
+    pub(super) join: Join,
+    /// Runs the continuation; set at allocation.
+    resume: ResumeFn,
+    /// The task's own destination. Written by the owner before the seal, read by the resumer.
+    pub(super) dest: Dest,
+    /// The segment to run next, or [`DEFERRED`]. Written before the seal.
+    pub(super) next: usize,
+    /// The task's recursion depth. Written before the seal.
+    pub(super) depth: usize,
+}
+
+impl Header {
+    /// Runs the continuation of a cell whose join counter reached 0.
+    ///
+    /// # Safety
+    /// `h` must be a live cell whose counter this thread brought to 0 (so it owns the cell).
+    pub(super) unsafe fn resume(h: NonNull<Header>, w: &mut Worker<'_>) -> Ready {
+        // SAFETY: the caller owns the live cell; `resume` was set at allocation and never changes.
+        unsafe { ((*h.as_ptr()).resume)(h, w) }
+    }
+}
+
+/// A frame of task `T` on the heap. `#[repr(C)]` with the header first, so a `*mut Header` of a
+/// cell is a `*mut Cell<T>` for the `T` its `resume` function was made for.
+#[repr(C)]
+pub(super) struct Cell<T: CilkTask> {
+    head: Header,
+    frame: MaybeUninit<T::Frame>,
+    ret: MaybeUninit<T::Output>,
+}
+
+impl<T: CilkTask> Cell<T> {
+    /// Bytes of one cell, for the stats.
+    pub(super) const BYTES: usize = std::mem::size_of::<Self>();
+
+    /// A new cell with a zero counter. The caller accounts for it ([`Worker::frame_alloc`]).
+    pub(super) fn alloc() -> *mut Header {
+        let cell = Box::new(Cell::<T> {
+            head: Header {
+                join: Join::new(),
+                resume: resume_cell::<T>,
+                dest: Dest { slot: ptr::null_mut(), parent: ptr::null_mut() },
+                next: 0,
+                depth: 0,
+            },
+            frame: MaybeUninit::uninit(),
+            ret: MaybeUninit::uninit(),
+        });
+        Box::into_raw(cell).cast()
+    }
+
+    /// Frees a cell made by [`Cell::alloc`] for this `T`, without dropping its contents (the
+    /// frame was moved out, or was never complete).
+    ///
+    /// # Safety
+    /// `h` came from `Cell::<T>::alloc`, is owned by the caller and is not used afterwards.
+    pub(super) unsafe fn free(h: *mut Header) {
+        // SAFETY: guaranteed by the caller; `MaybeUninit` fields have no drop glue.
+        drop(unsafe { Box::from_raw(h.cast::<Cell<T>>()) });
+    }
+
+    /// The first byte of the frame storage of cell `h`.
+    ///
+    /// # Safety
+    /// `h` must be a live `Cell<T>`.
+    pub(super) unsafe fn frame_ptr(h: *mut Header) -> *mut u8 {
+        // SAFETY: `h` is a live `Cell<T>` (caller); `addr_of_mut!` makes no reference.
+        unsafe { ptr::addr_of_mut!((*h.cast::<Cell<T>>()).frame).cast() }
+    }
+
+    /// Stores a deferred return value.
+    ///
+    /// # Safety
+    /// `h` must be a live `Cell<T>` owned by the caller (before its seal).
+    pub(super) unsafe fn put_deferred(h: *mut Header, v: T::Output) {
+        // SAFETY: as above; nothing else reads or writes `ret` before the seal.
+        unsafe { ptr::addr_of_mut!((*h.cast::<Cell<T>>()).ret).write(MaybeUninit::new(v)) };
+    }
+
+    /// Takes what a finished segment left in cell `h`: its deferred value, or its frame.
+    ///
+    /// # Safety
+    /// `h` must be a live `Cell<T>` whose counter reached 0 through this thread (or `all_done`
+    /// held), with `next` as stored by its owner.
+    pub(super) unsafe fn take(h: *mut Header, next: usize) -> Result<T::Frame, T::Output> {
+        let cell = h.cast::<Cell<T>>();
+        if next == DEFERRED {
+            // SAFETY: the owner wrote `ret` before sealing; the counter's acquire orders it.
+            Err(unsafe { ptr::addr_of!((*cell).ret).read().assume_init() })
+        } else {
+            // SAFETY: every byte of the frame that is not padding was written, by the owner or by
+            // the child that owns its range, before their counter operations, which this thread
+            // acquired (module docs of `join`).
+            Ok(unsafe { ptr::addr_of!((*cell).frame).cast::<T::Frame>().read() })
+        }
+    }
+}
+
+/// Resumes a cell of task `T` whose counter reached 0: delivers its deferred value, or runs its
+/// next segment (reusing the cell). Returns the next ready frame, if delivering made one ready.
+///
+/// # Safety
+/// As [`Header::resume`], and `h` must be a `Cell<T>`.
+unsafe fn resume_cell<T: CilkTask>(h: NonNull<Header>, w: &mut Worker<'_>) -> Ready {
+    let h = h.as_ptr();
+    // SAFETY: the caller owns the live cell; the owner wrote these fields before its seal, which
+    // the counter's acquire ordered before this read.
+    let (dest, next, depth) = unsafe { ((*h).dest, (*h).next, (*h).depth) };
+    // SAFETY: as above.
+    match unsafe { Cell::<T>::take(h, next) } {
+        Err(v) => {
+            // SAFETY: the cell is ours and nothing refers to it any more (all children are done).
+            unsafe { Cell::<T>::free(h) };
+            w.frame_free(Cell::<T>::BYTES);
+            // SAFETY: `dest` was made for a `T::Output` by the parent's `Place` (or the root cell).
+            unsafe { deliver::<T::Output>(w, dest, v) }
+        }
+        Ok(frame) => match run_segments::<T>(w, Start::Resume(next, frame), Link::Dest(dest), depth, h) {
+            Ended::Delivered(ready) => ready,
+            Ended::Suspended | Ended::Value(_) => None,
+        },
+    }
+}
+
+/// Writes a finished task's value to its destination and signals the parent. Returns the parent
+/// when this was its last outstanding child (the caller then resumes it).
+///
+/// # Safety
+/// `dest.slot` must be null or point to an `O` in a live frame that only this task writes, and
+/// `dest.parent` must be null (the root) or the live header of that frame.
+pub(super) unsafe fn deliver<O>(w: &mut Worker<'_>, dest: Dest, v: O) -> Ready {
+    if !dest.slot.is_null() {
+        // SAFETY: guaranteed by the caller.
+        unsafe { dest.slot.cast::<O>().write(v) };
+    }
+    if dest.parent.is_null() {
+        w.root_done();
+        return None;
+    }
+    // SAFETY: the parent is live until its counter reaches 0, which needs this call.
+    if unsafe { (*dest.parent).join.child_done() } {
+        NonNull::new(dest.parent)
+    } else {
+        None
+    }
+}

@@ -1,0 +1,211 @@
+//! The stealing scheduler (`GPU_CILK_SCHEDULER=stealing`, the cpu backend's default): Cilk- and
+//! rayon-style work stealing over the generated sub-kernels (design brief, "Schedulers":
+//! `stealing`; Blumofe and Leiserson's work-stealing scheduler with Cilk-5's "work-first"
+//! frames; lazy task creation after Mohr, Kranz and Halstead).
+//!
+//! - [`worker`]: one worker per pool thread with its own deque (crossbeam-deque); it runs its
+//!   newest task first (depth-first, like the serial order) and steals the oldest task of a
+//!   random other worker when it has none (the largest piece of work there).
+//! - [`job`]: a stealable task, a heap record `(args, destination, depth)` with the callee's type
+//!   erased to monomorphized function pointers.
+//! - [`frame`] and [`join`]: a task whose segment ends with real children outstanding leaves its
+//!   frame in a heap cell with a join counter; the last child to finish (or the owner, if the
+//!   children were faster) resumes it on its own worker — there is no level barrier.
+//! - [`segment`]: runs a task's segments and carries out, at each spawn, the
+//!   [`policy`](policy): a stealable task while the own deque is short, else an inline call of
+//!   the callee's sub-kernels, and below `Config::inline_nesting` inline levels a plain call of
+//!   the generated serial function.
+//!
+//! Memory: a suspended task holds one cell; every cell belongs to a task on some worker's current
+//! path or to a task in a deque, and each worker runs depth-first, so live memory is about
+//! P × the serial recursion depth (the bound of Blumofe and Leiserson), at any depth: a million
+//! nested single spawns hold a million small cells, never a million stack frames.
+//!
+//! This module owns the run's setup and its result; it must not touch the levelized scheduler.
+
+mod frame;
+mod job;
+pub mod join;
+mod policy;
+mod segment;
+mod worker;
+
+pub use join::Join;
+
+use crate::config::{Config, SchedulerKind};
+use crate::error::{Error, Result};
+use crate::stats::Report;
+use crate::stats::{Stats, TaskStats};
+use crate::task::{Call, CilkTask, Registry};
+use crate::temp::RunHeap;
+use frame::Dest;
+use job::Job;
+use std::mem::MaybeUninit;
+use std::time::Instant;
+use worker::{Shared, Worker, WorkerStats};
+
+/// Runs `call` to completion on every thread of `pool`.
+pub(super) fn run<T: CilkTask>(pool: &rayon::ThreadPool, config: &Config, call: Call<T>) -> Result<Report<T::Output>> {
+    run_with(pool, config, call, |_| {})
+}
+
+/// [`run`], with `adjust` applied to the run's shared state first (tests change the policy).
+fn run_with<T: CilkTask>(
+    pool: &rayon::ThreadPool,
+    config: &Config,
+    call: Call<T>,
+    adjust: impl FnOnce(&mut Shared<'_>),
+) -> Result<Report<T::Output>> {
+    let start = Instant::now();
+    let threads = pool.current_num_threads().max(1);
+    let temps = RunHeap::new(config.temp_heap_bytes);
+    let mut result = MaybeUninit::<T::Output>::uninit();
+    let deques: Vec<_> = (0..threads).map(|_| crossbeam_deque::Worker::new_lifo()).collect();
+    let root = Dest { slot: result.as_mut_ptr().cast(), parent: std::ptr::null_mut() };
+    deques[0].push(Job::new::<T>(call.args, root, 0));
+    let mut shared = Shared::new(deques, &temps, config, start, Job::bytes::<T>());
+    adjust(&mut shared);
+    // Each pool thread runs one worker until the run is done or failing; `broadcast` returns
+    // when all have, so no task of this run is running afterwards.
+    let per_worker: Vec<WorkerStats> =
+        pool.broadcast(|ctx| Worker::new(&shared, ctx.index()).map(Worker::run).unwrap_or_default());
+    if let Some(e) = shared.take_error() {
+        return Err(e);
+    }
+    if !shared.done() {
+        return Err(Error::Internal("the stealing scheduler stopped before the root task finished".into()));
+    }
+    // SAFETY: `done` is set only after the root task wrote its value through `root.slot`, and
+    // `broadcast` returning orders that write before this read.
+    let value = unsafe { result.assume_init() };
+    let (peak, peak_bytes) = shared.peaks();
+    let mut stats = Stats {
+        scheduler: Some(SchedulerKind::Stealing),
+        tasks: Registry::of::<T>()
+            .entries()
+            .iter()
+            .map(|e| TaskStats { name: e.name, ..TaskStats::default() })
+            .collect(),
+        peak_occupancy: peak,
+        peak_live_frames: peak,
+        peak_frame_bytes: peak_bytes,
+        ..Stats::default()
+    };
+    let reg = Registry::of::<T>();
+    for w in per_worker {
+        stats.tasks_created += w.tasks_created;
+        stats.tasks_inlined += w.tasks_inlined;
+        stats.calls_inlined += w.calls_inlined;
+        stats.steals += w.steals;
+        stats.levels = stats.levels.max(w.levels);
+        for (id, name, pre, cont) in w.tasks {
+            let i = match reg.entries().iter().position(|e| e.id == id) {
+                Some(i) => i,
+                None => {
+                    stats.tasks.push(TaskStats { name, ..TaskStats::default() });
+                    stats.tasks.len() - 1
+                }
+            };
+            add_levels(&mut stats.tasks[i].tasks_per_level, &pre);
+            add_levels(&mut stats.tasks[i].continuations_per_level, &cont);
+        }
+    }
+    stats.wall = start.elapsed();
+    Ok(Report { value, stats })
+}
+
+fn add_levels(into: &mut Vec<u64>, from: &[u64]) {
+    if into.len() < from.len() {
+        into.resize(from.len(), 0);
+    }
+    for (a, b) in into.iter_mut().zip(from) {
+        *a += b;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Paths that need a thief's timing in a real run, forced by a test policy: an inline
+    //! sub-kernel call whose own spawns become tasks, so it ends with real children outstanding
+    //! and becomes a real child of its caller after the fact (`Link::Inline` registration), with
+    //! both a frame and an implicit-sync return (a deferred value) left in its cell.
+    use super::*;
+    use crate::task::{Place, Spawn, Step};
+
+    /// `tree(d, early)`: a full binary tree of depth `d`; every node returns `1 + children`, and
+    /// with `early` the odd depths return at once with their children outstanding (implicit
+    /// sync), their value `7` then standing for their subtree.
+    struct Tree;
+
+    #[repr(C)]
+    struct TreeFrame {
+        x: u64,
+        y: u64,
+    }
+
+    fn tree_serial(d: u32, early: bool) -> u64 {
+        if d == 0 {
+            return 1;
+        }
+        let (x, y) = (tree_serial(d - 1, early), tree_serial(d - 1, early));
+        if early && d % 2 == 1 {
+            return 7;
+        }
+        1 + x + y
+    }
+
+    impl CilkTask for Tree {
+        type Args = (u32, bool);
+        type Frame = TreeFrame;
+        type Output = u64;
+        const NAME: &'static str = "tree";
+        const SYNCS: usize = 1;
+        const FANOUT: Option<usize> = Some(2);
+
+        fn serial((d, early): (u32, bool)) -> u64 {
+            tree_serial(d, early)
+        }
+
+        fn prespawn<S: Spawn<Self>>((d, early): (u32, bool), cx: &mut S) -> Step<Self> {
+            if d == 0 {
+                return Step::Return(1);
+            }
+            cx.spawn::<Tree>((d - 1, early), Place::field(std::mem::offset_of!(TreeFrame, x), |f| &f.x));
+            cx.spawn::<Tree>((d - 1, early), Place::field(std::mem::offset_of!(TreeFrame, y), |f| &f.y));
+            if early && d % 2 == 1 {
+                return Step::Return(7);
+            }
+            Step::Sync(TreeFrame { x: 0, y: 0 })
+        }
+
+        fn resume<S: Spawn<Self>>(_segment: usize, f: TreeFrame, _cx: &mut S) -> Step<Self> {
+            Step::Return(1 + f.x + f.y)
+        }
+
+        fn register<R: crate::task::Registrar>(reg: &mut R) {
+            reg.add::<Self>();
+        }
+    }
+
+    #[test]
+    fn inline_calls_that_end_with_real_children_become_real_children() {
+        for threads in [1, 2, 3] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            for early in [false, true] {
+                for spawn_queue in [1, 2] {
+                    let config = Config::default().spawn_queue(spawn_queue).inline_nesting(5);
+                    let r = run_with(&pool, &config, Call::<Tree>::new((9, early)), |sh| {
+                        // Inline sub-kernel calls even on one worker (`new` would make none).
+                        *sh.policy_mut() = policy::Policy::new(spawn_queue, 5, 2);
+                        sh.policy_mut().odd_nesting_tasks = true;
+                    })
+                    .unwrap();
+                    assert_eq!(r.value, tree_serial(9, early), "{threads} threads, early {early}");
+                    let s = &r.stats;
+                    assert!(s.tasks_created > 0 && s.tasks_inlined > 0, "{s}");
+                    assert_eq!(s.total_tasks(), 1 + s.tasks_created + s.tasks_inlined);
+                }
+            }
+        }
+    }
+}

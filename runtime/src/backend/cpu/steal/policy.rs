@@ -1,0 +1,112 @@
+//! Lazy task creation: what a spawn becomes. This module owns the decision only; the segment
+//! runner carries it out.
+//!
+//! A spawn becomes
+//! 1. a **task** (a heap record pushed on the worker's own deque, stealable) while that deque
+//!    holds fewer than `Config::spawn_queue` tasks: there is then little work for thieves to take
+//!    from this worker, so making more is worth its cost (about a heap record and a deque
+//!    push/pop). A recursion with one spawn per level therefore makes every spawn a task (the
+//!    deque never holds more than the one just pushed) and never recurses on the thread stack;
+//! 2. otherwise an **inline sub-kernel call**: the callee's `prespawn`/`resume` run at once on
+//!    this worker's stack, and its own spawns go through this policy again, so its subtree can
+//!    still be split when thieves empty the deque. Nested at most `Config::inline_nesting` deep
+//!    (below the last task this worker started) while some worker is idle, and a third of that
+//!    while every worker is busy (then nobody needs the splitting now, and an inline sub-kernel
+//!    call costs more than a plain call: the frame value is built, stashed results are written
+//!    into it and it is moved into the continuation — measured at ~80 ns for queens' 256-byte
+//!    frame). With one worker there is nobody to split for: no inline sub-kernel calls at all;
+//! 3. below that, a **serial call**: the generated serial function (`C::serial`), with no
+//!    scheduling cost at all — the automatic cutoff. Its subtree cannot be split, but it sits
+//!    several spawns below a point where this worker's deque was full, and thieves take the
+//!    oldest (largest) tasks of that deque first, so the pieces that cannot be split are the
+//!    small ones.
+//!
+//! This is lazy task creation in the sense of Mohr, Kranz and Halstead (1991) with the
+//! deque-occupancy test of lazy binary splitting (Tzannes et al., PPoPP 2010): a spawn costs a
+//! task only when a thief may want it. The remaining risk: a serial call of a subtree that is
+//! itself very deep recurses on the worker's stack as the serial function would
+//! (`Config::stack_bytes`, 64 MiB by default); `Config::max_depth` is not checked inside it.
+
+/// What one spawn becomes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Choice {
+    /// A stealable task.
+    Task,
+    /// The callee's sub-kernels, run at once on this worker.
+    Inline,
+    /// The callee's serial function, run at once on this worker.
+    Serial,
+}
+
+/// The policy's thresholds (from `Config` and the worker count).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Policy {
+    /// Make a task while the own deque holds fewer than this.
+    spawn_queue: usize,
+    /// Run inline spawns as sub-kernels while nested fewer than this deep, when a worker is idle.
+    nesting_idle: usize,
+    /// ... and when every worker is busy.
+    nesting_busy: usize,
+    /// Tests only: make a task at every odd inline nesting, so inline calls end with real
+    /// children of their own (which otherwise needs a thief's timing).
+    #[cfg(test)]
+    pub(super) odd_nesting_tasks: bool,
+}
+
+impl Policy {
+    /// The policy of `Config::spawn_queue` and `Config::inline_nesting` for `workers` workers.
+    pub(super) fn new(spawn_queue: usize, inline_nesting: usize, workers: usize) -> Self {
+        let nesting_idle = if workers > 1 { inline_nesting } else { 0 };
+        Policy {
+            spawn_queue,
+            nesting_idle,
+            nesting_busy: nesting_idle / 3,
+            #[cfg(test)]
+            odd_nesting_tasks: false,
+        }
+    }
+
+    /// The choice for a spawn made while the own deque holds `queued` tasks, `nest` inline calls
+    /// below the last task this worker started; `idle()` says whether some worker is idle (asked
+    /// only when it matters).
+    #[inline]
+    pub(super) fn choose(&self, queued: usize, nest: usize, idle: impl FnOnce() -> bool) -> Choice {
+        #[cfg(test)]
+        if self.odd_nesting_tasks && nest % 2 == 1 {
+            return Choice::Task;
+        }
+        if queued < self.spawn_queue {
+            Choice::Task
+        } else if nest < self.nesting_busy || (nest < self.nesting_idle && idle()) {
+            Choice::Inline
+        } else {
+            Choice::Serial
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tasks_while_the_deque_is_short_then_sub_kernels_then_serial_calls() {
+        let p = Policy::new(2, 6, 4);
+        let (idle, busy) = (|| true, || false);
+        assert_eq!(p.choose(0, 9, busy), Choice::Task);
+        assert_eq!(p.choose(1, 0, busy), Choice::Task);
+        assert_eq!(p.choose(2, 0, busy), Choice::Inline);
+        assert_eq!(p.choose(2, 1, busy), Choice::Inline);
+        assert_eq!(p.choose(2, 2, busy), Choice::Serial);
+        assert_eq!(p.choose(2, 2, idle), Choice::Inline);
+        assert_eq!(p.choose(9, 5, idle), Choice::Inline);
+        assert_eq!(p.choose(2, 6, idle), Choice::Serial);
+        let every = Policy::new(usize::MAX, 0, 2);
+        assert_eq!(every.choose(1 << 40, 0, idle), Choice::Task);
+        let none = Policy::new(0, 0, 2);
+        assert_eq!(none.choose(0, 0, idle), Choice::Serial);
+        let alone = Policy::new(2, 6, 1);
+        assert_eq!(alone.choose(0, 0, idle), Choice::Task);
+        assert_eq!(alone.choose(2, 0, idle), Choice::Serial);
+    }
+}

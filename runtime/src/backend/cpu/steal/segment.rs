@@ -1,0 +1,373 @@
+//! The segment runner: runs one task's sub-kernels (`prespawn`, then `resume` per sync) on the
+//! current worker, carrying out the lazy-creation [`policy`](super::policy) at each spawn, and
+//! ends each segment by continuing at once, suspending on a heap frame, or finishing. It owns
+//! [`Cx`] (the `Spawn` implementation the generated code calls) and the per-segment bookkeeping;
+//! it must not touch deques other than through the worker, nor decide policy.
+//!
+//! Results of children that ran at once (inline) are *stashed* on the worker while the segment
+//! runs (the segment's frame value does not exist until it returns `Step::Sync(frame)`), then
+//! written into the frame value. Real children write straight into the frame's heap storage,
+//! which is why a segment allocates its cell at its first real spawn, before pushing that child.
+//! An inline child that itself ends with real children outstanding cannot hand its value back
+//! synchronously: it becomes a real child of its parent after the fact ([`Link::Inline`]), with
+//! a destination in the parent's cell, before it seals its own counter.
+
+use super::frame::{deliver, Cell, Dest, Header, Ready, DEFERRED};
+use super::job::Job;
+use super::policy::Choice;
+use super::worker::{Marks, Worker};
+use crate::error::Error;
+use crate::task::{CilkTask, Place, Spawn, Step};
+use crate::temp::{Scalar, Temp};
+use std::marker::PhantomData;
+use std::mem::size_of;
+use std::ptr;
+
+/// Where a task starts.
+pub(super) enum Start<T: CilkTask> {
+    /// Its pre-spawn sub-kernel, from its arguments.
+    Pre(T::Args),
+    /// Continuation `segment` (1-based), from its frame.
+    Resume(usize, T::Frame),
+}
+
+/// How [`run_segments`] ended.
+pub(super) enum Ended<O> {
+    /// The task finished and was inline ([`Link::Inline`]): the caller stashes the value.
+    Value(O),
+    /// The task finished and delivered its value; maybe a frame became ready.
+    Delivered(Ready),
+    /// The task waits for children on its heap frame; whoever finishes last resumes it.
+    Suspended,
+}
+
+/// Where the running task's value goes.
+pub(super) enum Link<'p> {
+    /// A known destination (a task from a deque, or a resumed frame).
+    Dest(Dest),
+    /// Back to the running segment `parent` that called this task inline, for its frame field at
+    /// `offset`.
+    Inline { parent: &'p mut Seg, offset: Option<usize> },
+}
+
+/// One running segment's state.
+pub(super) struct Seg {
+    /// The task's heap frame, allocated at the first real spawn (or reused from the last
+    /// segment); null until then.
+    cell: *mut Header,
+    alloc: fn() -> *mut Header,
+    frame_ptr: unsafe fn(*mut Header) -> *mut u8,
+    cell_bytes: usize,
+    /// Real children spawned (and inline children that became real) in this segment.
+    real: usize,
+    depth: usize,
+}
+
+impl Seg {
+    fn new<T: CilkTask>(cell: *mut Header, depth: usize) -> Seg {
+        Seg {
+            cell,
+            alloc: Cell::<T>::alloc,
+            frame_ptr: Cell::<T>::frame_ptr,
+            cell_bytes: Cell::<T>::BYTES,
+            real: 0,
+            depth,
+        }
+    }
+
+    /// The frame storage of this segment's cell, allocating the cell if needed.
+    fn frame(&mut self, w: &mut Worker<'_>) -> *mut u8 {
+        if self.cell.is_null() {
+            self.cell = (self.alloc)();
+            w.frame_alloc(self.cell_bytes);
+        }
+        // SAFETY: `cell` is a live cell of the task `frame_ptr` was made for (`Seg::new`).
+        unsafe { (self.frame_ptr)(self.cell) }
+    }
+
+    /// The destination of a new real child writing an `O` at `offset`, registering the child:
+    /// its byte range is the child's alone (the owner copies its frame around it).
+    fn child_dest<O>(&mut self, w: &mut Worker<'_>, offset: Option<usize>) -> Dest {
+        let base = self.frame(w);
+        self.real += 1;
+        let slot = match offset {
+            Some(off) => {
+                w.ranges.push((off, size_of::<O>()));
+                // SAFETY: `off` comes from `Place` (checked by its type witness to be an `O` field
+                // of the frame), so it lies inside the frame storage.
+                unsafe { base.add(off) }
+            }
+            None => ptr::null_mut(),
+        };
+        Dest { slot, parent: self.cell }
+    }
+}
+
+/// The sub-kernels' view of the scheduler while one segment of task `T` runs.
+pub(super) struct Cx<'a, 'r, T> {
+    w: &'a mut Worker<'r>,
+    seg: Seg,
+    _task: PhantomData<fn() -> T>,
+}
+
+impl<T: CilkTask> Spawn<T> for Cx<'_, '_, T> {
+    #[inline]
+    fn spawn<C: CilkTask>(&mut self, args: C::Args, place: Place<T::Frame, C::Output>) {
+        let w = &mut *self.w;
+        let depth = self.seg.depth + 1;
+        let idle = w.idle_workers();
+        match w.policy.choose(w.local.len(), w.nest, || idle.load(std::sync::atomic::Ordering::Relaxed) > 0) {
+            Choice::Serial => {
+                w.stats.calls_inlined += 1;
+                let outer = std::mem::replace(&mut w.current, (C::NAME, depth));
+                let v = C::serial(args);
+                w.current = outer;
+                if let Some(off) = place.offset() {
+                    w.stash(off, v);
+                }
+            }
+            choice => {
+                if w.failing() {
+                    return; // the run is stopping: nothing more is started
+                }
+                if depth >= w.max_depth {
+                    w.fail(Error::DepthExceeded { task: C::NAME, limit: w.max_depth });
+                    return;
+                }
+                if choice == Choice::Task {
+                    let dest = self.seg.child_dest::<C::Output>(w, place.offset());
+                    w.push_task::<C>(Job::new::<C>(args, dest, depth));
+                } else {
+                    w.stats.tasks_inlined += 1;
+                    w.nest += 1;
+                    let link = Link::Inline { parent: &mut self.seg, offset: place.offset() };
+                    let ended = run_segments::<C>(w, Start::Pre(args), link, depth, ptr::null_mut());
+                    w.nest -= 1;
+                    if let (Ended::Value(v), Some(off)) = (ended, place.offset()) {
+                        w.stash(off, v);
+                    }
+                }
+            }
+        }
+    }
+
+    fn alloc_temp<E: Scalar>(&mut self, len: usize) -> Option<Temp<E>> {
+        let heap = self.w.temps();
+        let t = heap.alloc(len);
+        if t.is_none() {
+            self.w.fail(Error::TempHeapExhausted {
+                heap: "temporary heap",
+                task: T::NAME,
+                level: self.seg.depth,
+                elements: len as u64,
+                bytes: (len as u64).saturating_mul(8),
+                capacity: heap.capacity() as u64,
+            });
+        }
+        t
+    }
+
+    fn free_temp<E: Scalar>(&mut self, t: Temp<E>) {
+        self.w.temps().free(t);
+    }
+}
+
+/// Runs task `T` from `start` at recursion `depth` on this worker until it finishes or suspends
+/// on its heap frame. `spare` is the task's cell when resuming (reused for the next segment's
+/// children), else null.
+pub(super) fn run_segments<T: CilkTask>(
+    w: &mut Worker<'_>,
+    mut start: Start<T>,
+    mut link: Link<'_>,
+    depth: usize,
+    mut spare: *mut Header,
+) -> Ended<T::Output> {
+    loop {
+        let marks = w.marks();
+        if !spare.is_null() {
+            // SAFETY: a spare cell is owned by this thread (its counter reached 0, or all_done).
+            unsafe { (*spare).join.reset() };
+        }
+        let (segment, step, seg) = {
+            let mut cx = Cx::<T> { w: &mut *w, seg: Seg::new::<T>(spare, depth), _task: PhantomData };
+            let outer = std::mem::replace(&mut cx.w.current, (T::NAME, depth));
+            let (segment, step) = match start {
+                Start::Pre(args) => {
+                    cx.w.stats.segment::<T>(depth, false);
+                    (0, T::prespawn(args, &mut cx))
+                }
+                Start::Resume(k, frame) => {
+                    cx.w.stats.segment::<T>(depth, true);
+                    (k, T::resume(k, frame, &mut cx))
+                }
+            };
+            cx.w.current = outer;
+            (segment, step, cx.seg)
+        };
+
+        if seg.real == 0 {
+            // Nothing outstanding: finish, or run the next segment here and now.
+            match step {
+                Step::Return(v) => {
+                    w.drop_stash(marks);
+                    if !seg.cell.is_null() {
+                        // SAFETY: an unused spare cell of this task, owned by this thread.
+                        unsafe { Cell::<T>::free(seg.cell) };
+                        w.frame_free(Cell::<T>::BYTES);
+                    }
+                    return finish(w, link, v);
+                }
+                Step::Sync(mut frame) => {
+                    w.apply_stash(marks, ptr::addr_of_mut!(frame).cast());
+                    spare = seg.cell;
+                    start = Start::Resume(segment + 1, frame);
+                    continue;
+                }
+            }
+        }
+
+        // Real children outstanding: leave the frame (or the deferred value) in the cell.
+        let cell = seg.cell;
+        let next = match step {
+            Step::Return(v) => {
+                w.drop_stash(marks);
+                // SAFETY: the cell is this segment's, not sealed yet.
+                unsafe { Cell::<T>::put_deferred(cell, v) };
+                DEFERRED
+            }
+            Step::Sync(mut frame) => {
+                w.apply_stash(marks, ptr::addr_of_mut!(frame).cast());
+                // SAFETY: the cell is this segment's `Cell<T>`; the ranges are those of its real
+                // children (pushed by `child_dest` since `marks`), which the copy leaves alone.
+                unsafe { copy_around(&frame, Cell::<T>::frame_ptr(cell), &mut w.ranges[marks.ranges..]) };
+                std::mem::forget(frame); // its bytes now live in the cell
+                segment + 1
+            }
+        };
+        w.ranges.truncate(marks.ranges);
+
+        // SAFETY (all blocks below): `cell` is this segment's live cell; until the seal only this
+        // thread writes its header, and its children touch only the counter and their ranges.
+        if unsafe { (*cell).join.all_done(seg.real) } {
+            // Every child already finished: the cell is ours again, no seal needed.
+            match unsafe { Cell::<T>::take(cell, next) } {
+                Err(v) => {
+                    unsafe { Cell::<T>::free(cell) };
+                    w.frame_free(Cell::<T>::BYTES);
+                    return finish(w, link, v);
+                }
+                Ok(frame) => {
+                    spare = cell;
+                    start = Start::Resume(next, frame);
+                    continue;
+                }
+            }
+        }
+
+        // Suspend. The destination must be in the cell before the seal: from then on the last
+        // child may resume the frame and deliver through it on another worker.
+        let dest = match link {
+            Link::Dest(d) => d,
+            // This inline task becomes a real child of the segment that called it.
+            Link::Inline { parent, offset } => parent.child_dest::<T::Output>(w, offset),
+        };
+        link = Link::Dest(dest);
+        unsafe {
+            (*cell).dest = dest;
+            (*cell).next = next;
+            (*cell).depth = depth;
+        }
+        if !unsafe { (*cell).join.seal(seg.real) } {
+            return Ended::Suspended;
+        }
+        // The children finished between the check and the seal: continue here.
+        match unsafe { Cell::<T>::take(cell, next) } {
+            Err(v) => {
+                unsafe { Cell::<T>::free(cell) };
+                w.frame_free(Cell::<T>::BYTES);
+                return finish(w, link, v);
+            }
+            Ok(frame) => {
+                spare = cell;
+                start = Start::Resume(next, frame);
+            }
+        }
+    }
+}
+
+/// Hands a finished task's value to where `link` says.
+fn finish<O>(w: &mut Worker<'_>, link: Link<'_>, v: O) -> Ended<O> {
+    match link {
+        Link::Inline { .. } => Ended::Value(v),
+        // SAFETY: a `Link::Dest` was made by `Seg::child_dest` for this task's output type (or is
+        // the root's result cell), and its frame waits for this delivery.
+        Link::Dest(d) => Ended::Delivered(unsafe { deliver::<O>(w, d, v) }),
+    }
+}
+
+/// Copies the bytes of `frame` to `dst` except the byte ranges in `ranges` (sorted here), which
+/// belong to real children that may be writing them concurrently.
+///
+/// # Safety
+/// `dst` must be valid for `size_of::<F>()` bytes and every range must lie inside it.
+unsafe fn copy_around<F>(frame: &F, dst: *mut u8, ranges: &mut [(usize, usize)]) {
+    let src = (frame as *const F).cast::<u8>();
+    let size = size_of::<F>();
+    ranges.sort_unstable_by_key(|r| r.0);
+    let mut at = 0;
+    for &(off, len) in ranges.iter() {
+        if off > at {
+            // SAFETY: `at..off` lies inside both the frame and `dst` (caller), and no child owns it.
+            unsafe { ptr::copy_nonoverlapping(src.add(at), dst.add(at), off - at) };
+        }
+        at = at.max(off + len);
+    }
+    if at < size {
+        // SAFETY: as above for `at..size`.
+        unsafe { ptr::copy_nonoverlapping(src.add(at), dst.add(at), size - at) };
+    }
+}
+
+impl Worker<'_> {
+    /// Stashes the value of an inline child for frame offset `off` of the running segment.
+    #[inline]
+    fn stash<O>(&mut self, off: usize, v: O) {
+        let at = self.stash_bytes.len();
+        // SAFETY: `v` is a live `O`; its bytes are copied as plain bytes (outputs are `Copy`).
+        let bytes = unsafe { std::slice::from_raw_parts(ptr::addr_of!(v).cast::<u8>(), size_of::<O>()) };
+        self.stash_bytes.extend_from_slice(bytes);
+        self.stash_at.push((off, at, size_of::<O>()));
+        std::mem::forget(v);
+    }
+
+    /// Writes the running segment's stashed values into its frame value at `frame`.
+    fn apply_stash(&mut self, marks: Marks, frame: *mut u8) {
+        for &(off, at, len) in &self.stash_at[marks.stash..] {
+            // SAFETY: `off` came from a `Place` of this frame type with an output of `len` bytes.
+            unsafe { ptr::copy_nonoverlapping(self.stash_bytes.as_ptr().add(at), frame.add(off), len) };
+        }
+        self.drop_stash(marks);
+    }
+
+    /// Forgets the running segment's stashed values.
+    fn drop_stash(&mut self, marks: Marks) {
+        self.stash_at.truncate(marks.stash);
+        self.stash_bytes.truncate(marks.stash_bytes);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::copy_around;
+
+    #[test]
+    fn the_copy_leaves_the_childrens_ranges_alone() {
+        let src: [u8; 16] = std::array::from_fn(|i| i as u8);
+        let mut dst = [0xffu8; 16];
+        let mut ranges = vec![(8, 4), (0, 2), (9, 1)];
+        // SAFETY: 16-byte buffers, ranges inside.
+        unsafe { copy_around(&src, dst.as_mut_ptr(), &mut ranges) };
+        let expect: Vec<u8> = (0..16u8).map(|i| if i < 2 || (8..12).contains(&i) { 0xff } else { i }).collect();
+        assert_eq!(dst.to_vec(), expect);
+    }
+}

@@ -1,0 +1,439 @@
+//! The workers: one per pool thread, each with its own deque (crossbeam-deque: the owner pushes
+//! and pops the newest end, thieves steal the oldest), looping over its own newest task, else a
+//! task stolen from a random other worker, else backing off. It owns the run's shared state
+//! ([`Shared`]: the stealers, the done/failed flags, the first error, the live-frame counters) and
+//! each worker's private state ([`Worker`]); it does not run sub-kernels itself (jobs and frames
+//! do, through the segment runner).
+//!
+//! Termination: the root's delivery sets `done`; every task is a descendant of the root and is
+//! counted in its parent's join counter, so nothing is left in any deque then. Failure (a panic,
+//! an exhausted temporary heap, `max_depth`, the timeout) records the first error and sets
+//! `failed`: workers stop at their next task boundary, drop what is left in their own deques, and
+//! never resume another frame, so a failing run stops as soon as the running tasks return. Idle
+//! workers spin, then yield, then park for short intervals; `done` and `failed` unpark them.
+
+use super::frame::Header;
+use super::job::Job;
+use super::policy::Policy;
+use crate::config::Config;
+use crate::error::panic_message;
+use crate::error::Error;
+use crate::task::CilkTask;
+use crate::temp::RunHeap;
+use crossbeam_deque::{Steal, Stealer};
+use std::any::TypeId;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::thread::Thread;
+use std::time::{Duration, Instant};
+
+/// Frames and records counted locally before they are added to the shared live counters.
+const LIVE_BATCH: isize = 32;
+
+/// What all workers of one run share.
+pub(super) struct Shared<'a> {
+    stealers: Vec<Stealer<Job>>,
+    /// Each worker's deque until its thread takes it.
+    deques: Vec<Mutex<Option<crossbeam_deque::Worker<Job>>>>,
+    /// The root delivered its value (set with `Release` after the write).
+    done: AtomicBool,
+    /// The run is failing; `error` holds why.
+    failed: AtomicBool,
+    error: Mutex<Option<Error>>,
+    /// Worker threads, to unpark at the end.
+    threads: Mutex<Vec<Thread>>,
+    temps: &'a RunHeap,
+    policy: Policy,
+    /// Workers looking for work (`Relaxed`: a hint for the policy only).
+    idle: AtomicUsize,
+    max_depth: usize,
+    deadline: Option<(Instant, Duration)>,
+    live: AtomicIsize,
+    live_bytes: AtomicIsize,
+    peak: AtomicIsize,
+    peak_bytes: AtomicIsize,
+}
+
+impl<'a> Shared<'a> {
+    /// The shared state of a run over `deques` (one per worker; the root is already in one).
+    pub(super) fn new(
+        deques: Vec<crossbeam_deque::Worker<Job>>,
+        temps: &'a RunHeap,
+        config: &Config,
+        start: Instant,
+        root_bytes: usize,
+    ) -> Self {
+        let workers = deques.len();
+        Shared {
+            stealers: deques.iter().map(crossbeam_deque::Worker::stealer).collect(),
+            deques: deques.into_iter().map(|d| Mutex::new(Some(d))).collect(),
+            done: AtomicBool::new(false),
+            failed: AtomicBool::new(false),
+            error: Mutex::new(None),
+            threads: Mutex::new(Vec::new()),
+            temps,
+            policy: Policy::new(config.spawn_queue, config.inline_nesting, workers),
+            // Every worker starts out looking for work (counted until it finds some), so the first
+            // spawns of a run already see idle workers and keep their subtrees splittable.
+            idle: AtomicUsize::new(workers),
+            max_depth: config.max_depth,
+            deadline: config.timeout.map(|t| (start + t, t)),
+            live: AtomicIsize::new(1),
+            live_bytes: AtomicIsize::new(root_bytes as isize),
+            peak: AtomicIsize::new(1),
+            peak_bytes: AtomicIsize::new(root_bytes as isize),
+        }
+    }
+
+    /// Whether the root delivered its value.
+    pub(super) fn done(&self) -> bool {
+        self.done.load(Ordering::Acquire)
+    }
+
+    /// The first error of a failed run.
+    pub(super) fn take_error(&self) -> Option<Error> {
+        self.error.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+
+    /// Tests only: the policy in force.
+    #[cfg(test)]
+    pub(super) fn policy_mut(&mut self) -> &mut Policy {
+        &mut self.policy
+    }
+
+    /// The peaks of live frames and their bytes.
+    pub(super) fn peaks(&self) -> (usize, usize) {
+        (self.peak.load(Ordering::Relaxed).max(0) as usize, self.peak_bytes.load(Ordering::Relaxed).max(0) as usize)
+    }
+
+    fn wake_all(&self) {
+        for t in self.threads.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            t.unpark();
+        }
+    }
+}
+
+/// Positions in a worker's per-segment stacks when a segment started.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Marks {
+    pub(super) ranges: usize,
+    pub(super) stash: usize,
+    pub(super) stash_bytes: usize,
+}
+
+/// Per task function: (type, name, pre-spawn runs per level, continuation runs per level).
+type TaskCounts = (TypeId, &'static str, Vec<u64>, Vec<u64>);
+
+/// One worker's counts, summed into [`crate::Stats`] at the end of the run.
+#[derive(Default)]
+pub(super) struct WorkerStats {
+    pub(super) tasks: Vec<TaskCounts>,
+    pub(super) tasks_created: u64,
+    pub(super) tasks_inlined: u64,
+    pub(super) calls_inlined: u64,
+    pub(super) steals: u64,
+    /// Deepest recursion level that ran sub-kernels, + 1.
+    pub(super) levels: usize,
+}
+
+impl WorkerStats {
+    /// Counts a segment of `T` at `depth` (a pre-spawn run, or a continuation).
+    #[inline]
+    pub(super) fn segment<T: CilkTask>(&mut self, depth: usize, continuation: bool) {
+        let id = TypeId::of::<T>();
+        let i = match self.tasks.iter().position(|t| t.0 == id) {
+            Some(i) => i,
+            None => {
+                self.tasks.push((id, T::NAME, Vec::new(), Vec::new()));
+                self.tasks.len() - 1
+            }
+        };
+        let t = &mut self.tasks[i];
+        let per_level = if continuation { &mut t.3 } else { &mut t.2 };
+        if per_level.len() <= depth {
+            per_level.resize(depth + 1, 0);
+        }
+        per_level[depth] += 1;
+        self.levels = self.levels.max(depth + 1);
+    }
+}
+
+/// One worker thread's state during a run.
+pub(super) struct Worker<'r> {
+    sh: &'r Shared<'r>,
+    index: usize,
+    /// This worker's deque (the owner's end).
+    pub(super) local: crossbeam_deque::Worker<Job>,
+    pub(super) policy: Policy,
+    pub(super) max_depth: usize,
+    /// Inline sub-kernel calls nested on this worker's stack below the task it started last.
+    pub(super) nest: usize,
+    /// Byte ranges of the running segments' real children in their frames (a stack: each
+    /// segment owns the entries above its [`Marks`]).
+    pub(super) ranges: Vec<(usize, usize)>,
+    /// Values of inline children, stashed until their segment's frame exists: bytes, and
+    /// (frame offset, start in `stash_bytes`, length).
+    pub(super) stash_bytes: Vec<u8>,
+    pub(super) stash_at: Vec<(usize, usize, usize)>,
+    /// The task function and level running now, for the error if it panics.
+    pub(super) current: (&'static str, usize),
+    pub(super) stats: WorkerStats,
+    rng: u64,
+    live: Live,
+    jobs_since_clock: u32,
+}
+
+/// A worker's view of the run's live frames: the shared count when it last added its own
+/// changes (`base`), its changes since (`delta`), and the highest `base + delta` it has seen,
+/// which is the true count within the other workers' unflushed changes (±[`LIVE_BATCH`] each).
+#[derive(Clone, Copy, Default)]
+struct Live {
+    base: [isize; 2],
+    delta: [isize; 2],
+    peak: [isize; 2],
+}
+
+impl<'r> Worker<'r> {
+    /// Worker `index` of the run `sh` (takes its deque).
+    pub(super) fn new(sh: &'r Shared<'r>, index: usize) -> Option<Self> {
+        let local = sh.deques.get(index)?.lock().unwrap_or_else(|p| p.into_inner()).take()?;
+        sh.threads.lock().unwrap_or_else(|p| p.into_inner()).push(std::thread::current());
+        Some(Worker {
+            sh,
+            index,
+            local,
+            policy: sh.policy,
+            max_depth: sh.max_depth,
+            nest: 0,
+            ranges: Vec::with_capacity(64),
+            stash_bytes: Vec::with_capacity(256),
+            stash_at: Vec::with_capacity(64),
+            current: ("?", 0),
+            stats: WorkerStats::default(),
+            rng: 0x9e37_79b9_7f4a_7c15 ^ ((index as u64 + 1) << 17),
+            live: Live {
+                base: [sh.live.load(Ordering::Relaxed), sh.live_bytes.load(Ordering::Relaxed)],
+                ..Live::default()
+            },
+            jobs_since_clock: 0,
+        })
+    }
+
+    /// The worker loop: own newest task, else a stolen one, else back off; until the run is
+    /// done or failing. Returns this worker's counts.
+    pub(super) fn run(mut self) -> WorkerStats {
+        // > 0 while this worker is counted in `Shared::idle` (it starts counted).
+        let mut idle = 1u32;
+        loop {
+            if self.failing() {
+                break;
+            }
+            let job = match self.local.pop() {
+                Some(j) => j,
+                None => match self.steal() {
+                    Some(j) => j,
+                    None => {
+                        if self.sh.done() || self.clock_expired() {
+                            break;
+                        }
+                        if idle == 0 {
+                            self.sh.idle.fetch_add(1, Ordering::Relaxed);
+                        }
+                        backoff(&mut idle);
+                        continue;
+                    }
+                },
+            };
+            if idle > 0 {
+                self.sh.idle.fetch_sub(1, Ordering::Relaxed);
+            }
+            idle = 0;
+            self.jobs_since_clock += 1;
+            if self.jobs_since_clock >= 64 {
+                self.jobs_since_clock = 0;
+                if self.clock_expired() {
+                    drop(job);
+                    break;
+                }
+            }
+            self.execute(job);
+        }
+        if idle > 0 {
+            self.sh.idle.fetch_sub(1, Ordering::Relaxed);
+        }
+        // Only a failing run leaves tasks behind; their records are freed, never run.
+        while let Some(job) = self.local.pop() {
+            drop(job);
+        }
+        self.flush_live();
+        self.stats
+    }
+
+    /// Runs `job`, then every frame its completion makes ready, in a loop (never recursively:
+    /// a chain of a million frames finishing one after another stays flat on the stack).
+    fn execute(&mut self, job: Job) {
+        let ran = catch_unwind(AssertUnwindSafe(|| {
+            self.nest = 0;
+            let mut ready = job.run(self);
+            while let Some(h) = ready {
+                if self.failing() {
+                    break; // the frame stays suspended; the failing run never resumes it
+                }
+                self.nest = 0;
+                // SAFETY: `h` is a frame whose counter this thread brought to 0.
+                ready = unsafe { Header::resume(h, self) };
+            }
+        }));
+        if let Err(payload) = ran {
+            let (task, level) = self.current;
+            self.ranges.clear();
+            self.stash_at.clear();
+            self.stash_bytes.clear();
+            self.nest = 0;
+            self.fail(Error::TaskPanicked { task, level, message: panic_message(&*payload) });
+        }
+    }
+
+    /// A task from another worker's deque (the oldest there), trying every other worker once
+    /// from a random one.
+    fn steal(&mut self) -> Option<Job> {
+        let n = self.sh.stealers.len();
+        if n < 2 {
+            return None;
+        }
+        // xorshift64
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        let first = (self.rng % n as u64) as usize;
+        for k in 0..n {
+            let victim = (first + k) % n;
+            if victim == self.index {
+                continue;
+            }
+            loop {
+                match self.sh.stealers[victim].steal() {
+                    Steal::Success(job) => {
+                        self.stats.steals += 1;
+                        return Some(job);
+                    }
+                    Steal::Empty => break,
+                    Steal::Retry => std::hint::spin_loop(),
+                }
+            }
+        }
+        None
+    }
+
+    /// Pushes a new task of `C` on this worker's deque.
+    #[inline]
+    pub(super) fn push_task<C: CilkTask>(&mut self, job: Job) {
+        self.local.push(job);
+        self.stats.tasks_created += 1;
+        self.frame_alloc(Job::bytes::<C>());
+    }
+
+    /// The count of workers looking for work.
+    #[inline]
+    pub(super) fn idle_workers(&self) -> &'r AtomicUsize {
+        &self.sh.idle
+    }
+
+    /// The run's temporary heap.
+    pub(super) fn temps(&self) -> &'r RunHeap {
+        self.sh.temps
+    }
+
+    /// Whether the run is failing (nothing new should start).
+    #[inline]
+    pub(super) fn failing(&self) -> bool {
+        self.sh.failed.load(Ordering::Relaxed)
+    }
+
+    /// Fails the run with `e` (the first error wins).
+    pub(super) fn fail(&self, e: Error) {
+        {
+            let mut first = self.sh.error.lock().unwrap_or_else(|p| p.into_inner());
+            if first.is_none() {
+                *first = Some(e);
+            }
+        }
+        self.sh.failed.store(true, Ordering::Release);
+        self.sh.wake_all();
+    }
+
+    /// The root delivered its value.
+    pub(super) fn root_done(&self) {
+        self.sh.done.store(true, Ordering::Release);
+        self.sh.wake_all();
+    }
+
+    /// Whether the run's timeout has passed (and if so, fails it).
+    fn clock_expired(&self) -> bool {
+        match self.sh.deadline {
+            Some((at, limit)) if Instant::now() >= at => {
+                self.fail(Error::Timeout(limit));
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Positions of the per-segment stacks, for a segment starting now.
+    #[inline]
+    pub(super) fn marks(&self) -> Marks {
+        Marks { ranges: self.ranges.len(), stash: self.stash_at.len(), stash_bytes: self.stash_bytes.len() }
+    }
+
+    /// A task record or frame of `bytes` was allocated.
+    #[inline]
+    pub(super) fn frame_alloc(&mut self, bytes: usize) {
+        let l = &mut self.live;
+        l.delta[0] += 1;
+        l.delta[1] += bytes as isize;
+        for k in 0..2 {
+            l.peak[k] = l.peak[k].max(l.base[k] + l.delta[k]);
+        }
+        if l.delta[0] >= LIVE_BATCH {
+            self.flush_live();
+        }
+    }
+
+    /// A task record or frame of `bytes` was freed.
+    #[inline]
+    pub(super) fn frame_free(&mut self, bytes: usize) {
+        self.live.delta[0] -= 1;
+        self.live.delta[1] -= bytes as isize;
+        if self.live.delta[0] <= -LIVE_BATCH {
+            self.flush_live();
+        }
+    }
+
+    /// Adds this worker's changes to the shared counts and its peaks to the shared peaks
+    /// (`Relaxed`: statistics only, read after the run's join).
+    fn flush_live(&mut self) {
+        let l = &mut self.live;
+        let counters = [(&self.sh.live, &self.sh.peak), (&self.sh.live_bytes, &self.sh.peak_bytes)];
+        for (k, (count, peak)) in counters.into_iter().enumerate() {
+            l.base[k] = count.fetch_add(l.delta[k], Ordering::Relaxed) + l.delta[k];
+            l.delta[k] = 0;
+            l.peak[k] = l.peak[k].max(l.base[k]);
+            peak.fetch_max(l.peak[k], Ordering::Relaxed);
+        }
+    }
+}
+
+/// One idle round: spin, then yield, then park briefly (`done`/`failed` unpark).
+fn backoff(step: &mut u32) {
+    if *step < 7 {
+        for _ in 0..(1u32 << *step) {
+            std::hint::spin_loop();
+        }
+    } else if *step < 24 {
+        std::thread::yield_now();
+    } else {
+        std::thread::park_timeout(Duration::from_micros(100));
+    }
+    *step = step.saturating_add(1);
+}

@@ -1,0 +1,73 @@
+//! Device fault records to [`Error`]s: a `gc_fault` (the first device-side check that failed in a
+//! run) becomes the error a user reads, naming the `#[gpu_cilk]` function, the Rust source location
+//! and the recursion level. Shared by both device schedulers; owns the wording, not the detection
+//! (that is `gc_raise` in `runtime.cuh`).
+
+use super::abi::{FaultCode, GcFault};
+use super::program::{AssembledProgram, DEVICE_SITE_BASE};
+use crate::error::Error;
+
+/// What a scheduler knows about its pools when a fault names one.
+pub(crate) struct PoolSizes {
+    /// Bytes per spill-pool record (levelized scheduler), for converting the pool's bytes to records.
+    pub(crate) spill_stride: u64,
+    /// Bytes in the device temporary heap, 0 when the program has none.
+    pub(crate) temp_heap: u64,
+}
+
+/// The error for fault record `f` of a run of `asm`.
+pub(crate) fn fault_error(asm: &AssembledProgram, pools: &PoolSizes, f: &GcFault) -> Error {
+    let task = asm.tasks.get(f.task as usize);
+    // A site of a device function (a helper, or a task's serial form run inline) names that
+    // function; a segment's site is the task's own.
+    let (name, location) = match f.site.checked_sub(DEVICE_SITE_BASE) {
+        Some(i) => match asm.device_sites.get(i as usize) {
+            Some(&(func, at)) => (func, at.to_string()),
+            None => (task.map_or("?", |t| t.name), format!("fault site {}", f.site)),
+        },
+        None => (
+            task.map_or("?", |t| t.name),
+            task.and_then(|t| t.fragment.sites.get(f.site as usize))
+                .map_or_else(|| format!("fault site {}", f.site), |s| (*s).to_string()),
+        ),
+    };
+    let device_fault = |message: String| Error::DeviceFault {
+        task: name,
+        location: location.clone(),
+        level: f.level as usize,
+        message,
+    };
+    match f.fault_code() {
+        Some(FaultCode::SpillPool) => Error::PoolExhausted {
+            pool: "device spill pool",
+            task: name,
+            level: f.level as usize + 1,
+            capacity: (f.detail / pools.spill_stride.max(1)) as usize,
+            knob: "device_spill_capacity",
+        },
+        Some(FaultCode::TempPool) => Error::TempHeapExhausted {
+            heap: "device temporary heap",
+            task: name,
+            level: f.level as usize,
+            elements: f.detail & ((1 << 56) - 1),
+            bytes: (f.detail & ((1 << 56) - 1)).saturating_mul(f.detail >> 56),
+            capacity: pools.temp_heap,
+        },
+        Some(FaultCode::ChannelFull) => Error::Internal(format!(
+            "a frame of `{name}` at level {} found its continuation channel ({} slots) full",
+            f.level, f.detail
+        )),
+        Some(FaultCode::Index) => device_fault(format!("index out of bounds: the index is {}", f.detail)),
+        Some(FaultCode::DivZero) => device_fault("attempt to divide by zero".to_string()),
+        Some(FaultCode::DivOverflow) => device_fault("attempt to divide with overflow".to_string()),
+        Some(FaultCode::Shift) => device_fault("shift amount out of range".to_string()),
+        Some(FaultCode::Depth) => Error::DepthExceeded { task: name, limit: f.detail as usize },
+        Some(FaultCode::DevDepth) => device_fault(format!(
+            "serial recursion through task calls deeper than {} levels on the device (a plain call of a \
+             task, or a spawn the persistent scheduler ran depth-first); set Config::device_inline(false) \
+             (GPU_CILK_DEVICE_INLINE=0) to run every spawn as a task",
+            f.detail
+        )),
+        None => device_fault(format!("unknown device fault code {}", f.code)),
+    }
+}
