@@ -49,6 +49,11 @@ if command -v compute-sanitizer >/dev/null; then
     step "sanitizer-$tool-fib" compute-sanitizer --tool "$tool" --error-exitcode 1 "$here/fib" 12 --backend cuda
     step "sanitizer-$tool-queens" compute-sanitizer --tool "$tool" --error-exitcode 1 "$here/queens" 6 --backend cuda
   done
+  # A parameterless root task (and parameterless children), on every cuda configuration.
+  if [ -x "$here/tests/compile_subset" ]; then
+    STEP_TIMEOUT=300 step sanitizer-memcheck-parameterless compute-sanitizer --tool memcheck --error-exitcode 1 \
+      "$here/tests/compile_subset" parameterless_tasks_run_on_cuda --include-ignored --exact
+  fi
 fi
 if [ -x "$here/gpu_suite" ] && [ -z "${SKIP_BENCH:-}" ]; then
   STEP_TIMEOUT=${BENCH_TIMEOUT:-400} step bench "$here/gpu_suite" --out "$out/bench" --only "${BENCH_ONLY:-fib,queens,channel,alloc,queue}" ${BENCH_ARGS:-}

@@ -294,12 +294,17 @@ fn stress_typed<Kt: TestKey>(dev: &CudaDevice, cfg: Cfg, seed: u64) {
     let mut next_id = 0u64;
     let mut ops = Vec::new();
     for &pct in cfg.phases {
+        eprintln!("{cfg:?}: a phase of {pct}% inserts on {blocks} blocks");
         let script = make_script::<Kt>(&cfg, blocks, pct, &mut rng, &mut next_id);
         launch(dev, &kernel, &cfg, &heap, &clock, blocks, &script, &mut ops).unwrap();
     }
     // Drain with one block, recorded like every other delete, until a delete finds nothing.
+    // Every delete of a non-empty heap returns at least one key, so a heap that holds at most
+    // `max_keys` keys drains in at most `max_keys / 64 + 1` launches: more is a failure, not a hang.
     let drain_cfg = Cfg { ops_per_block: 64, ..cfg };
-    loop {
+    eprintln!("{cfg:?}: {} operations on {blocks} blocks, draining", ops.len());
+    for launches in 0.. {
+        assert!(launches <= max_keys / 64 + 1, "{cfg:?}: the drain did not end after {launches} launches");
         let script = Script { kind: vec![1; 64], len: vec![0; 64], keys: vec![Kt::default(); 64 * cfg.k as usize] };
         let before = ops.len();
         launch(dev, &kernel, &drain_cfg, &heap, &clock, 1, &script, &mut ops).unwrap();

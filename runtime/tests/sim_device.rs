@@ -8,7 +8,7 @@
 //! - concurrency: a cooperative grid whose threads spin-wait on each other (a grid barrier) runs,
 //!   and the same kernel in independent mode is killed at its timeout with a message that says
 //!   to launch it cooperatively;
-//! - `__device__` globals persist across (forked) launches;
+//! - `__device__` globals persist across (forked) launches, and each load has its own;
 //! - faults come back as errors naming kernel, block and thread (trap, assert, invalid address,
 //!   a bad warp mask, `__syncthreads` in independent mode), and the process lives on;
 //! - launch checks (shape, parameter bytes, unknown kernel) and compile errors (g++'s log; a
@@ -273,11 +273,14 @@ fn device_globals_persist_across_launches() {
     kernel(&p, "sim_global_set").launch(LaunchDims::linear(1, 1), &params(&out, &out, 0, 1234)).unwrap();
     kernel(&p, "sim_global_get").launch(LaunchDims::linear(1, 1), &params(&out, &out, 0, 0)).unwrap();
     assert_eq!(out.to_vec(), [1234, 1234, 1235, 1236, 1237]);
-    // A second handle on the same (cached) object sees the same globals.
+    // A second load of the same (cached) object has globals of its own, as a second module load
+    // on a GPU does: programs loaded side by side (tests on parallel threads) never share them.
     let again = SimProgram::compile(&source()).unwrap();
     let out2 = zeroed(5);
     kernel(&again, "sim_global_get").launch(LaunchDims::linear(1, 1), &params(&out2, &out2, 0, 0)).unwrap();
-    assert_eq!(out2.to_vec()[0], 1234);
+    assert_eq!(out2.to_vec()[0], 0, "a fresh load starts from zeroed globals");
+    kernel(&p, "sim_global_get").launch(LaunchDims::linear(1, 1), &params(&out2, &out2, 0, 0)).unwrap();
+    assert_eq!(out2.to_vec()[0], 1234, "the first load keeps its own");
 }
 
 fn expect_fault(p: &SimProgram, name: &str, dims: LaunchDims, prm: Params, wants: &[&str]) {

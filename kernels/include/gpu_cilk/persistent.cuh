@@ -53,11 +53,12 @@
 //   spawns run inline). No item is ever dropped: a spawn that can be neither deferred nor inlined
 //   (no frame, inline recursion too deep) fails the run with a fault.
 //
-// MEMORY ORDERING (CUDA atomics are relaxed; "fence; atomic" releases, "atomic; fence" acquires):
-// - child: store result -> __threadfence() -> atomicSub(pending) -> (if it saw 1) __threadfence()
-//   -> read the frame (all children's results and the parent's stored frame).
-// - parent: masked frame store, header fields -> __threadfence() -> atomicAdd(pending, n) -> (if
-//   the sum is 0) __threadfence() -> read the frame.
+// MEMORY ORDERING (plain CUDA atomics are relaxed; "fence; atomic" releases, "atomic; fence"
+// acquires; gc_join_add is one acquire-release RMW at GPU scope, which does both):
+// - child: store result -> gc_join_add(pending, -1) -> (if it saw 1) read the frame (all
+//   children's results, each released by its own add, and the parent's stored frame).
+// - parent: masked frame store, header fields -> gc_join_add(pending, n) -> (if the sum is 0) read
+//   the frame. (When every child is still on this warp's stack, a plain store; see gc_pfinish.)
 // - items: the pool is a ticket queue (ticket_queue.cuh: turn words with fences); a warp's stack is
 //   touched by its own lanes only; pushes during a run phase claim slots with shared-memory
 //   atomics and the batch-start pop happens after __syncwarp (a block-scope barrier and fence).
@@ -506,18 +507,35 @@ __device__ inline typename Callee::Ret gc_spawn(gc_cx& cx, typename Callee::Args
 // ---------------------------------------------------------------------------------------------
 // Running tasks.
 
+// Adds `v` to a join counter and returns the old value, as one acquire-release read-modify-write
+// at GPU scope: it releases this thread's earlier writes (a child's result, a parent's frame) and
+// acquires those of every earlier add on the counter (PTX `atom.acq_rel.gpu`, sm_70+). Built with
+// -DGC_JOIN_SC_FENCES it is the older `__threadfence(); atomicAdd; __threadfence()` instead (set
+// GPU_CILK_NVRTC_FLAGS to compare the two). The simulation: a sequentially consistent RMW.
+__device__ __forceinline__ int gc_join_add(int* counter, int v) {
+#if defined(GC_HOST_SIM) || defined(GC_JOIN_SC_FENCES)
+  __threadfence();
+  const int old = atomicAdd(counter, v);
+  __threadfence();
+  return old;
+#else
+  int old;
+  asm volatile("atom.acq_rel.gpu.add.s32 %0, [%1], %2;" : "=r"(old) : "l"(counter), "r"(v) : "memory");
+  return old;
+#endif
+}
+
 // A task finished (its result delivered): tells its parent. Returns the parent's frame when this
 // was its last outstanding child and the parent had already stored its frame (run it next).
 __device__ inline gc_frame_hdr* gc_child_done(const gc_psched* P, gc_frame_hdr* parent) {
-  __threadfence();  // release: the result before the count
   if (parent == nullptr) {
+    __threadfence();  // release: the result before `done`
     atomicExch(&P->ctl[GC_PCTL_DONE], 1u);
     return nullptr;
   }
-  if (atomicSub(&parent->pending, 1) == 1) {
-    __threadfence();  // acquire: every child's result and the parent's frame
-    return parent;
-  }
+  // Release: the result before the count; acquire (when last): every child's result and the
+  // parent's frame.
+  if (gc_join_add(&parent->pending, -1) == 1) return parent;
   return nullptr;
 }
 
@@ -567,9 +585,8 @@ __device__ gc_frame_hdr* gc_pfinish(gc_cx& cx, gc_u32 seg, bool sync, typename T
       cx.local_joins += 1u;
       return nullptr;
     }
-    __threadfence();  // release: the frame before the count
-    if (atomicAdd(&slot->h.pending, n) + n == 0) {
-      __threadfence();  // acquire: the children's results
+    // Release: the frame before the count; acquire (when the sum is 0): the children's results.
+    if (gc_join_add(&slot->h.pending, n) + n == 0) {
       return cx.frame;  // every child already finished: resume here
     }
     return nullptr;

@@ -113,11 +113,16 @@ impl ProgramSource {
         self
     }
 
-    /// The full option list NVRTC gets for `arch`.
+    /// The full option list NVRTC gets for `arch`: the architecture, [`DEFAULT_OPTIONS`], this
+    /// program's options, then the whitespace-separated words of `GPU_CILK_NVRTC_FLAGS` when set
+    /// (for experiments, e.g. `-DGC_JOIN_SC_FENCES`; part of the PTX cache key like every option).
     pub fn options_for(&self, arch: Arch) -> Vec<String> {
         let mut opts = vec![format!("--gpu-architecture={}", arch.compute())];
         opts.extend(DEFAULT_OPTIONS.iter().map(|s| s.to_string()));
         opts.extend(self.options.iter().cloned());
+        if let Ok(extra) = std::env::var("GPU_CILK_NVRTC_FLAGS") {
+            opts.extend(extra.split_whitespace().map(str::to_string));
+        }
         opts
     }
 }

@@ -43,7 +43,9 @@
 //! By default a launch runs in a **forked child process**: simulated device memory
 //! ([`SimBuffer`]) is `MAP_SHARED` anonymous memory, and the loaded object's globals (the
 //! `__device__` variables) are remapped `MAP_SHARED` right after loading, so the child's writes
-//! are the parent's, as device memory and device globals persist across launches on a GPU. A
+//! are the parent's, as device memory and device globals persist across launches on a GPU
+//! (and, as with modules on a GPU, every [`SimProgram::compile`] has its own globals, even of a
+//! cached object). A
 //! kernel that traps (`__trap()`, `assert`), touches invalid memory, misuses an intrinsic or does
 //! not finish within the timeout then comes back as [`Error::SimKernelFailed`] naming the kernel,
 //! block and thread, and the test process lives on. Memory a kernel writes must come from
@@ -518,25 +520,31 @@ struct Loaded {
 static FORK_LOCK: Mutex<()> = Mutex::new(());
 
 /// Loads (once per path per process) the object at `path`.
+/// Loads the object at `path` as a program of its own: every call gets its own instance of the
+/// object's globals (`__device__` variables), as every module load on a GPU does. The dynamic
+/// loader keeps one instance per file (it compares device and inode), so each call opens a
+/// private copy of the file, unlinked as soon as it is mapped. Loaded objects are never unloaded
+/// (kept in LOADED): no termination routine runs while a launch may still use one.
 fn load(path: &Path) -> Result<Arc<Loaded>> {
-    static LOADED: OnceLock<Mutex<HashMap<PathBuf, Arc<Loaded>>>> = OnceLock::new();
-    let registry = LOADED.get_or_init(|| Mutex::new(HashMap::new()));
-    let mut registry = registry.lock().map_err(|_| poisoned())?;
-    if let Some(l) = registry.get(path) {
-        return Ok(l.clone());
-    }
+    static LOADED: OnceLock<Mutex<Vec<Arc<Loaded>>>> = OnceLock::new();
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let fail = |what: String| Error::BackendUnavailable {
         backend: "sim",
         reason: format!("loading the simulation object {}: {what}", path.display()),
     };
-    let lib = {
+    let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let private = std::env::temp_dir().join(format!("gpu-cilk-sim-load.{}.{n}.so", std::process::id()));
+    std::fs::copy(path, &private).map_err(|e| fail(format!("copying it to {}: {e}", private.display())))?;
+    let opened = {
         let _fork = FORK_LOCK.lock().map_err(|_| poisoned())?;
         // SAFETY: the object was built by `build` from gc_sim.h and device code: its initializers
         // are the C++ runtime's for gc_sim.h (no static constructors of its own), and it is never
         // unloaded (kept in LOADED), so no termination routine runs while it is in use.
-        unsafe { libloading::os::unix::Library::open(Some(path), libc::RTLD_NOW | libc::RTLD_LOCAL) }
-            .map_err(|e| fail(e.to_string()))?
+        unsafe { libloading::os::unix::Library::open(Some(&private), libc::RTLD_NOW | libc::RTLD_LOCAL) }
     };
+    // The mapping outlives the file.
+    let _ = std::fs::remove_file(&private);
+    let lib = opened.map_err(|e| fail(e.to_string()))?;
     let lib = libloading::Library::from(lib);
     // SAFETY (the symbol lookups below): each symbol is defined by gc_sim.h or by `wrapper` with
     // exactly the C signature it is read as here.
@@ -551,8 +559,8 @@ fn load(path: &Path) -> Result<Arc<Loaded>> {
     type ShareFn = unsafe extern "C" fn(*mut c_char, u64) -> c_int;
     let share: ShareFn = *unsafe { lib.get::<ShareFn>("gc_sim_share_globals") }.map_err(|e| fail(e.to_string()))?;
     let mut msg = vec![0u8; 512];
-    // SAFETY: `msg` is a writable buffer of the length passed; nothing else uses the object yet
-    // (it is not in LOADED), as gc_sim_share_globals requires.
+    // SAFETY: `msg` is a writable buffer of the length passed; nothing else uses this instance
+    // of the object yet (it is private to this call), as gc_sim_share_globals requires.
     if unsafe { share(msg.as_mut_ptr().cast(), msg.len() as u64) } != 0 {
         return Err(fail(format!("sharing its globals: {}", c_message(&msg))));
     }
@@ -580,7 +588,7 @@ fn load(path: &Path) -> Result<Arc<Loaded>> {
         kernels.push(name);
     }
     let loaded = Arc::new(Loaded { _lib: lib, launch, kernels, entries });
-    registry.insert(path.to_path_buf(), loaded.clone());
+    LOADED.get_or_init(|| Mutex::new(Vec::new())).lock().map_err(|_| poisoned())?.push(loaded.clone());
     Ok(loaded)
 }
 
