@@ -116,11 +116,13 @@ template <typename Any> struct gc_items;  // defined by the assembled program: `
 // Scheduler state (the kernel parameter; mirrored by `GcPersistent` in the runtime's abi.rs).
 
 enum gc_pctl_word : gc_u32 {
+  // Line 0, written once: what every warp polls to know when to stop.
   GC_PCTL_DONE = 0,    // the root has returned
   GC_PCTL_ABORT = 1,   // a fault was raised: stop
-  GC_PCTL_HUNGRY = 2,  // warps that found no work
-  GC_PCTL_INLINE_FLOOR = 3,  // spawns of a child at a shallower level never run inline (learned)
-  GC_PCTL_WORDS = 32,  // (one 128-byte line)
+  // Line 1, updated with atomics while the run goes on (kept off the polled line).
+  GC_PCTL_HUNGRY = 32,  // warps that found no work
+  GC_PCTL_INLINE_FLOOR = 33,  // spawns of a child at a shallower level never run inline (learned)
+  GC_PCTL_WORDS = 64,  // (two 128-byte lines)
 };
 
 enum gc_pstat : gc_u32 {
@@ -818,9 +820,12 @@ template <typename Prog> __device__ void gc_persistent_loop(const gc_psched& P) 
   gc_u32 round = 0;
   const long long loop_start = clock64();
   for (;;) {
-    // Only lane 0 reads the control words (one load per warp), and a busy warp looks only every
-    // 8th batch: idle warps poll, and a busy warp's work is finite anyway.
-    if (idle || (round & 7u) == 0u) {
+    // Only lane 0 reads the control words (one load per warp), and only every 8th round (or
+    // every round once an idle warp sleeps 4 µs or more between rounds): the polled lines are hot
+    // (every idle warp reads them), and a late stop costs a few rounds once, while every read
+    // slows the warps that have work. A busy warp's work is finite anyway.
+    const bool look = (round & 7u) == 0u || (idle && ns >= 4096u);
+    if (look) {
       int stop = 0;
       if (W.lane == 0) stop = (int)gc_pstopped(&P);
       if (__shfl_sync(0xffffffffu, stop, 0)) break;
@@ -840,7 +845,7 @@ template <typename Prog> __device__ void gc_persistent_loop(const gc_psched& P) 
     ns = 64u;
     if (idle && W.lane == 0) atomicSub(&P.ctl[GC_PCTL_HUNGRY], 1u);
     idle = false;
-    if (W.lane == 0) {
+    if (W.lane == 0 && look) {
       W.h->hungry = (int)*(volatile gc_u32*)&P.ctl[GC_PCTL_HUNGRY];
       W.h->floor = (int)*(volatile gc_u32*)&P.ctl[GC_PCTL_INLINE_FLOOR];
     }
@@ -858,7 +863,11 @@ template <typename Prog> __device__ void gc_persistent_loop(const gc_psched& P) 
     if ((int)W.lane < n) {
       deepest = mine.h.depth > deepest ? mine.h.depth : deepest;
       gc_frame_hdr* next = Prog::start(&W, mine, frame, &used, stats);
-      while (next != nullptr && !gc_pstopped(&P)) next = Prog::resume(&W, next, stats);
+      // A continuation chain climbs at most to the root; look for a stop every 64 steps only.
+      for (gc_u32 k = 1u; next != nullptr; ++k) {
+        if ((k & 63u) == 0u && gc_pstopped(&P)) break;
+        next = Prog::resume(&W, next, stats);
+      }
     }
     __syncwarp();
     if (W.lane == 0) {

@@ -182,11 +182,11 @@ pub(crate) mod pctl {
     /// A fault was raised: stop.
     pub(crate) const ABORT: usize = 1;
     /// Warps that found no work.
-    pub(crate) const HUNGRY: usize = 2;
+    pub(crate) const HUNGRY: usize = 32;
     /// Spawns of children shallower than this never run inline (raised by the device).
-    pub(crate) const INLINE_FLOOR: usize = 3;
-    /// Words in the control block (one 128-byte line).
-    pub(crate) const WORDS: usize = 32;
+    pub(crate) const INLINE_FLOOR: usize = 33;
+    /// Words in the control block: two 128-byte lines, the polled stop words and the counters.
+    pub(crate) const WORDS: usize = 64;
 }
 
 /// The counter indices of `gc_psched::stats` (`enum gc_pstat`).
