@@ -7,9 +7,10 @@
 // in_keys[i * K ...], 1 = delete-min into out_keys[i * K ...] (count in out_len[i]). Insert return
 // codes go to op_status[i]. Every operation is stamped from one global counter just before it
 // starts and just after it returns (thread 0: fence, atomicAdd, fence), into stamps[2i], [2i + 1].
-// Launch with gc_heap_smem_bytes<K, Key>() bytes of dynamic shared memory and at most as many
+// Launch with gc_heap_smem_bytes<K, Key>() bytes of dynamic shared memory (gc_dynamic_smem()) and at most as many
 // blocks as are resident at once (the heap's waits need every block resident).
 
+#include "gpu_cilk/portable.cuh"  // gc_dynamic_smem()
 #include "gpu_cilk/heap.cuh"
 
 typedef gc_heap_key<unsigned, unsigned> gc_test_k32;            // 8 bytes
@@ -42,7 +43,7 @@ __device__ __forceinline__ unsigned long long gc_heap_test_stamp(unsigned long l
 
 template <int K, typename Key>
 __device__ void gc_heap_test_run(const gc_heap_test_params& p) {
-    extern __shared__ unsigned long long gc_heap_test_smem[];
+    void* const gc_heap_test_smem = gc_dynamic_smem();
     gc_heap<Key>* h = (gc_heap<Key>*)p.heap;
     const Key* in = (const Key*)p.in_keys;
     Key* out = (Key*)p.out_keys;

@@ -198,7 +198,12 @@ struct gc_heap {
     unsigned long long pad1[15];
 };
 
-// Control words of one operation, at the start of the dynamic shared memory workspace.
+// Control words of one operation, at the start of the dynamic shared memory workspace. Thread 0
+// writes them (lock words, the path taken), a barrier publishes them, every thread copies what it
+// needs into registers, and thread 0 writes a word again only after a later barrier: a warp may
+// lag behind thread 0 by a whole step, and one that read a rewritten word would take another
+// path and meet other barriers (runtime/tests/sim_heap.rs found duplicated keys and a crash
+// from exactly that, 2026-11-26).
 struct gc_heap_ctl {
     unsigned long long w[8];
 };
@@ -565,9 +570,10 @@ __device__ int gc_heap_insert_top_down(gc_heap<Key>* h, const gc_heap_ws<K, Key>
         }
     }
     __syncthreads();
-    if (c->w[0] == 1ull) return gc_heap_insert_through_buffer<K>(h, ws, K);
-    if (c->w[0] == 2ull) return GC_HEAP_FULL;
-    const unsigned long long t = c->w[1], root_w = c->w[2];
+    const unsigned long long path = c->w[0], t = c->w[1], root_w = c->w[2];
+    __syncthreads();  // every thread has its copy before thread 0 writes the words again
+    if (path == 1ull) return gc_heap_insert_through_buffer<K>(h, ws, K);
+    if (path == 2ull) return GC_HEAP_FULL;
     gc_heap_load(ws.b, gc_heap_node<K>(h, 1), K);
     __syncthreads();
     if (gc_heap_less(ws.a[0], ws.b[K - 1])) {
@@ -606,10 +612,11 @@ __device__ int gc_heap_insert_bottom_up(gc_heap<Key>* h, const gc_heap_ws<K, Key
         }
     }
     __syncthreads();
-    if (c->w[0] == 1ull) return gc_heap_insert_through_buffer<K>(h, ws, K);
-    if (c->w[0] == 2ull) return GC_HEAP_FULL;
+    const unsigned long long path = c->w[0], me = c->w[2];
     unsigned long long cn = c->w[1];
-    const unsigned long long me = c->w[2];
+    __syncthreads();  // every thread has its copy before thread 0 writes the words again
+    if (path == 1ull) return gc_heap_insert_through_buffer<K>(h, ws, K);
+    if (path == 2ull) return GC_HEAP_FULL;
     gc_heap_store(gc_heap_node<K>(h, cn), ws.a, K);
     __syncthreads();
     if (threadIdx.x == 0) gc_heap_unlock_word(&h->states[cn], gc_heap_inshold(me));
@@ -812,10 +819,13 @@ __device__ unsigned gc_heap_delete_min(gc_heap<Key>* h, Key* out, void* smem) {
         if (n > 0ull) c->w[2] = gc_heap_lock_word(&h->states[1]);
     }
     __syncthreads();
+    // Read once, here: on the paths below thread 0 reuses the words (the sift-down's locks)
+    // while a lagging warp may not have read them yet.
     const unsigned long long n = c->w[0];
+    const unsigned ps = (unsigned)c->w[1];
     unsigned result = K;
     if (n == 0ull) {
-        result = (unsigned)c->w[1];
+        result = ps;
         gc_heap_load(out, h->pbuf, result);  // (out may be global: the cg path is fine for both)
         __syncthreads();
         if (threadIdx.x == 0) {
@@ -851,7 +861,6 @@ __device__ unsigned gc_heap_delete_min(gc_heap<Key>* h, Key* out, void* smem) {
             gc_heap_load(ws.a, gc_heap_node<K>(h, last), K);  // Z
             __syncthreads();
             if (threadIdx.x == 0) gc_heap_unlock_word(&h->states[last], GC_HEAP_EMPTY);
-            const unsigned ps = (unsigned)c->w[1];
             if (ps > 0u) {
                 gc_heap_load(ws.b, h->pbuf, ps);
                 __syncthreads();

@@ -1,0 +1,64 @@
+//! The batched heap `kernels/include/gpu_cilk/heap.cuh` under the host simulation of device code
+//! (`backend::cuda::sim`): the stress harness of the GPU test `cuda_heap.rs`
+//! (`support/heap_stress.rs`, the same scripts and history checks) on small grids, so CI runs the
+//! device heap's code, not only compiles it.
+//!
+//! Every launch is **cooperative** (one host thread per simulated thread: blocks wait for each
+//! other's locks, as on a GPU where they are all resident). Grids are small (a few blocks of 8 to
+//! 64 threads) to keep a run to seconds on two cores; K = 1024 with 64 threads makes every
+//! block-wide step loop 16 times per thread. Differences from the GPU run: one-lane warps, x86's
+//! stronger memory model. Skips visibly without a C++ compiler unless `GPU_CILK_REQUIRE_SIM=1`.
+
+#![cfg(target_os = "linux")]
+
+#[path = "support/heap_history.rs"]
+mod history;
+#[path = "support/heap_mirror.rs"]
+mod mirror;
+#[path = "support/sim.rs"]
+mod sim;
+#[path = "support/heap_stress.rs"]
+mod stress;
+
+use gpu_cilk_runtime::backend::cuda::sim::{SimBuffer, SimDevice, SimKernel, SimProgram};
+use stress::{source, stress, Batches, Cfg, Dist, Params, MIXED, PHASED};
+
+type Dev = SimDevice;
+type Buf<T> = SimBuffer<T>;
+type Kern<P> = SimKernel<P>;
+
+/// The stress kernel `name`, launched cooperatively; every block of the small grids is resident.
+fn open_kernel(dev: &Dev, name: &str, _threads: u32, _smem: u32) -> (SimProgram, Kern<Params>, u32) {
+    let program = dev.load_program(&source()).unwrap_or_else(|e| panic!("compiling heap_test.cu: {e}"));
+    // SAFETY: the kernel takes one `gc_heap_test_params` (mirrored by `Params`; `SimProgram::kernel`
+    // checks the size); every launch of the harness passes live buffers sized for its script: `n`
+    // kinds, lengths, statuses, `n * K` input and output keys, `2n` stamps, one clock, and a heap
+    // header whose arrays hold `slots * K` keys, `slots` state words and `K` buffer keys.
+    let kernel = unsafe { program.kernel::<Params>(name) }.unwrap().cooperative();
+    (program, kernel, u32::MAX)
+}
+
+fn small(k: u32, wide: bool, threads: u32) -> Cfg {
+    Cfg { k, wide, blocks: 6, threads, ops_per_block: 12, phases: MIXED, batches: Batches::Mixed, dist: Dist::Random }
+}
+
+#[test]
+fn small_nodes_all_distributions() {
+    let Some(dev) = sim::sim_device("small_nodes_all_distributions") else { return };
+    let mut cfgs = vec![Cfg { batches: Batches::Full, ..small(1, false, 8) }];
+    for dist in [Dist::Random, Dist::Ascending, Dist::Descending, Dist::Equal] {
+        cfgs.push(Cfg { dist, ..small(4, true, 8) });
+    }
+    cfgs.push(Cfg { phases: PHASED, batches: Batches::Partial, ..small(64, true, 32) });
+    stress(&dev, &cfgs);
+}
+
+#[test]
+fn large_nodes_fewer_threads_than_keys() {
+    let Some(dev) = sim::sim_device("large_nodes_fewer_threads_than_keys") else { return };
+    let big = Cfg { ops_per_block: 6, phases: PHASED, batches: Batches::Full, ..small(1024, false, 64) };
+    stress(
+        &dev,
+        &[Cfg { blocks: 4, ..small(256, false, 64) }, big, Cfg { phases: MIXED, batches: Batches::Mixed, ..big }],
+    );
+}

@@ -1,0 +1,289 @@
+//! The stress harness of the batched heap `kernels/include/gpu_cilk/heap.cuh`, shared by the GPU
+//! test (`cuda_heap.rs`) and its host-simulation twin (`sim_heap.rs`): host-made scripts of
+//! inserts and delete-mins over many blocks (tiny and large K, full and partial batches, random,
+//! ascending, descending and equal priorities, mixed traffic and insert-then-delete phases), every
+//! operation stamped on the device before and after, the heap drained, the whole history checked
+//! by `heap_history.rs` (multiset preserved, nothing lost or duplicated, batches sorted and full
+//! unless the heap had no node, no delete returns a key larger than one in the heap during its
+//! whole execution), then the header quiescent and every state word EMPTY.
+//!
+//! The including test file names its device at its crate root: `Dev` (with `alloc_zeroed`,
+//! `htod`, `dtoh`, `sync`), `Buf<T>` (its buffers), `Kern<P>` (a kernel with `launch(dims, &p)`),
+//! and `open_kernel(dev, name, threads, smem) -> (program, kernel, resident blocks)`.
+
+#![allow(dead_code)]
+
+use super::history::{check, Op, OpKind};
+use super::mirror::{smem_bytes, DevKey32, DevKey64, GcHeap};
+use super::{open_kernel, Buf, Dev, Kern};
+use gpu_cilk_runtime::backend::cuda::{DeviceCopy, DevicePtr, LaunchDims, ProgramSource};
+use gpu_cilk_runtime::Error;
+
+pub const TEST_CU: &str = include_str!("../../../kernels/tests/heap_test.cu");
+
+pub fn source() -> ProgramSource {
+    ProgramSource::new("heap_test", TEST_CU)
+        .header("gpu_cilk/portable.cuh", gpu_cilk_kernels::PORTABLE_CUH)
+        .header("gpu_cilk/heap.cuh", gpu_cilk_kernels::HEAP_CUH)
+}
+
+/// Mirrors `gc_heap_test_params`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct Params {
+    pub heap: DevicePtr<GcHeap>,
+    pub in_keys: u64,
+    pub op_kind: DevicePtr<u32>,
+    pub op_len: DevicePtr<u32>,
+    pub out_keys: u64,
+    pub out_len: DevicePtr<u32>,
+    pub op_status: DevicePtr<u32>,
+    pub stamps: DevicePtr<u64>,
+    pub clock: DevicePtr<u64>,
+    pub ops_per_block: u32,
+    pub pad: u32,
+}
+// SAFETY: repr(C): nine 8-byte words then two u32 (80 bytes, no padding, every bit pattern
+// valid), the layout of `gc_heap_test_params` (static_assert'ed 80 in heap_test.cu).
+unsafe impl DeviceCopy for Params {}
+
+/// The instantiations of heap_test.cu: (K, 16-byte keys).
+pub const KERNELS: [(u32, bool); 5] = [(1, false), (4, true), (64, true), (256, false), (1024, false)];
+
+pub fn kernel_name(k: u32, wide: bool) -> String {
+    format!("gc_heap_test_ops_k{k}_{}", if wide { "u64" } else { "u32" })
+}
+
+/// A device key type of the tests: built from (priority, unique id), compared as a pair.
+pub trait TestKey: DeviceCopy + Default {
+    const BYTES: u32;
+    fn make(prio: u32, id: u64) -> Self;
+    fn pair(&self) -> (u32, u64);
+}
+
+impl TestKey for DevKey32 {
+    const BYTES: u32 = 8;
+    fn make(prio: u32, id: u64) -> Self {
+        DevKey32 { prio, payload: u32::try_from(id).expect("test ids fit u32") }
+    }
+    fn pair(&self) -> (u32, u64) {
+        (self.prio, self.payload as u64)
+    }
+}
+
+impl TestKey for DevKey64 {
+    const BYTES: u32 = 16;
+    fn make(prio: u32, id: u64) -> Self {
+        DevKey64 { prio, pad: 0, payload: id | (1u64 << 40) } // ids above u32: exercise the wide payload
+    }
+    fn pair(&self) -> (u32, u64) {
+        (self.prio, self.payload)
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub enum Dist {
+    Random,
+    Ascending,
+    Descending,
+    Equal,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub enum Batches {
+    Full,
+    Partial,
+    Mixed,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Cfg {
+    pub k: u32,
+    pub wide: bool,
+    pub blocks: u32,
+    pub threads: u32,
+    pub ops_per_block: u32,
+    /// Percent inserts, one entry per launch (a phase).
+    pub phases: &'static [u32],
+    pub batches: Batches,
+    pub dist: Dist,
+}
+
+/// splitmix64.
+pub struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+pub struct Script<Kt> {
+    pub kind: Vec<u32>,
+    pub len: Vec<u32>,
+    pub keys: Vec<Kt>,
+}
+
+pub fn make_script<Kt: TestKey>(
+    cfg: &Cfg,
+    blocks: u32,
+    insert_pct: u32,
+    rng: &mut Rng,
+    next_id: &mut u64,
+) -> Script<Kt> {
+    let k = cfg.k as usize;
+    let ops = (blocks * cfg.ops_per_block) as usize;
+    let mut s = Script { kind: vec![0; ops], len: vec![0; ops], keys: vec![Kt::default(); ops * k] };
+    for i in 0..ops {
+        if rng.below(100) >= insert_pct as u64 {
+            s.kind[i] = 1;
+            continue;
+        }
+        let len = match cfg.batches {
+            Batches::Full => k,
+            Batches::Partial => 1 + rng.below(k.max(2) as u64 - 1) as usize,
+            Batches::Mixed if rng.below(2) == 0 => k,
+            Batches::Mixed => 1 + rng.below(k as u64) as usize,
+        }
+        .min(k);
+        s.len[i] = len as u32;
+        for j in 0..len {
+            *next_id += 1;
+            let prio = match cfg.dist {
+                Dist::Random => rng.next() as u32,
+                Dist::Ascending => *next_id as u32,
+                Dist::Descending => u32::MAX - *next_id as u32,
+                Dist::Equal => 7,
+            };
+            s.keys[i * k + j] = Kt::make(prio, *next_id);
+        }
+    }
+    s
+}
+
+/// One launch of `script` on `blocks` blocks; appends its operations to `ops`.
+#[allow(clippy::too_many_arguments)]
+pub fn launch<Kt: TestKey>(
+    dev: &Dev,
+    kernel: &Kern<Params>,
+    cfg: &Cfg,
+    heap: &Buf<GcHeap>,
+    clock: &Buf<u64>,
+    blocks: u32,
+    script: &Script<Kt>,
+    ops: &mut Vec<Op<(u32, u64)>>,
+) -> Result<(), Error> {
+    let k = cfg.k as usize;
+    let n = script.kind.len();
+    let in_keys = dev.htod(&script.keys)?;
+    let kind = dev.htod(&script.kind)?;
+    let len = dev.htod(&script.len)?;
+    let out_keys = dev.alloc_zeroed::<Kt>(n * k)?;
+    let out_len = dev.alloc_zeroed::<u32>(n)?;
+    let status = dev.alloc_zeroed::<u32>(n)?;
+    let stamps = dev.alloc_zeroed::<u64>(2 * n)?;
+    let p = Params {
+        heap: heap.ptr(),
+        in_keys: in_keys.ptr().addr(),
+        op_kind: kind.ptr(),
+        op_len: len.ptr(),
+        out_keys: out_keys.ptr().addr(),
+        out_len: out_len.ptr(),
+        op_status: status.ptr(),
+        stamps: stamps.ptr(),
+        clock: clock.ptr(),
+        ops_per_block: (n as u32) / blocks,
+        pad: 0,
+    };
+    let dims = LaunchDims::linear(blocks, cfg.threads).shared_mem(smem_bytes(cfg.k, Kt::BYTES));
+    kernel.launch(dims, &p)?;
+    dev.sync()?;
+    let (outs, out_len, status, stamps) =
+        (dev.dtoh(&out_keys)?, dev.dtoh(&out_len)?, dev.dtoh(&status)?, dev.dtoh(&stamps)?);
+    for i in 0..n {
+        let who = i as u32 / p.ops_per_block;
+        let (start, end) = (stamps[2 * i], stamps[2 * i + 1]);
+        if script.kind[i] == 0 {
+            assert_eq!(status[i], 0, "{cfg:?}: insert {i} returned {}", status[i]);
+            let keys = script.keys[i * k..i * k + script.len[i] as usize].iter().map(|x| x.pair()).collect();
+            ops.push(Op { kind: OpKind::Insert, start, end, keys, who });
+        } else {
+            let m = out_len[i] as usize;
+            assert!(m <= k, "{cfg:?}: delete {i} reported {m} keys");
+            let keys = outs[i * k..i * k + m].iter().map(|x| x.pair()).collect();
+            ops.push(Op { kind: OpKind::Delete, start, end, keys, who });
+        }
+    }
+    Ok(())
+}
+
+pub fn stress_typed<Kt: TestKey>(dev: &Dev, cfg: Cfg, seed: u64) {
+    let smem = smem_bytes(cfg.k, Kt::BYTES);
+    let (_program, kernel, resident) = open_kernel(dev, &kernel_name(cfg.k, cfg.wide), cfg.threads, smem);
+    assert!(resident > 0, "{cfg:?}: no block of {} threads with {smem} B fits", cfg.threads);
+    let blocks = cfg.blocks.min(resident);
+    let k = cfg.k as u64;
+    let max_keys = blocks as u64 * cfg.ops_per_block as u64 * k * cfg.phases.len() as u64;
+    let capacity = max_keys / k + blocks as u64 + 2;
+    let slots = GcHeap::slots(capacity);
+    let nodes = dev.alloc_zeroed::<Kt>((slots * k) as usize).unwrap();
+    let states = dev.alloc_zeroed::<u64>(slots as usize).unwrap();
+    let pbuf = dev.alloc_zeroed::<Kt>(k as usize).unwrap();
+    let heap =
+        dev.htod(&[GcHeap::empty(nodes.ptr().addr(), states.ptr().addr(), pbuf.ptr().addr(), k, capacity)]).unwrap();
+    let clock = dev.htod(&[1u64]).unwrap();
+    let mut rng = Rng(seed);
+    let mut next_id = 0u64;
+    let mut ops = Vec::new();
+    for &pct in cfg.phases {
+        eprintln!("{cfg:?}: a phase of {pct}% inserts on {blocks} blocks");
+        let script = make_script::<Kt>(&cfg, blocks, pct, &mut rng, &mut next_id);
+        launch(dev, &kernel, &cfg, &heap, &clock, blocks, &script, &mut ops).unwrap();
+    }
+    // Drain with one block, recorded like every other delete, until a delete finds nothing.
+    // Every delete of a non-empty heap returns at least one key, so a heap that holds at most
+    // `max_keys` keys drains in at most `max_keys / 64 + 1` launches: more is a failure, not a hang.
+    let drain_cfg = Cfg { ops_per_block: 64, ..cfg };
+    eprintln!("{cfg:?}: {} operations on {blocks} blocks, draining", ops.len());
+    for launches in 0.. {
+        assert!(launches <= max_keys / 64 + 1, "{cfg:?}: the drain did not end after {launches} launches");
+        let script = Script { kind: vec![1; 64], len: vec![0; 64], keys: vec![Kt::default(); 64 * cfg.k as usize] };
+        let before = ops.len();
+        launch(dev, &kernel, &drain_cfg, &heap, &clock, 1, &script, &mut ops).unwrap();
+        if ops[before..].iter().any(|o| o.keys.is_empty()) {
+            break;
+        }
+    }
+    let h = dev.dtoh(&heap).unwrap()[0];
+    assert_eq!(h.error, 0, "{cfg:?}: the heap recorded protocol fault {}", h.error);
+    assert_eq!((h.count, h.pbuf_len, h.hlock, h.mode), (0, 0, 0, 0), "{cfg:?}: not quiescent and empty: {h:?}");
+    let words = dev.dtoh(&states).unwrap();
+    if let Some(i) = words.iter().position(|&w| w != 0) {
+        panic!("{cfg:?}: node {i} has state word {:#x} after the drain", words[i]);
+    }
+    let summary = check(&ops, cfg.k as usize).unwrap_or_else(|e| panic!("{cfg:?} (seed {seed:#x}): {e}"));
+    println!("{cfg:?} on {blocks} blocks: {summary}");
+    eprintln!("{cfg:?} on {blocks} blocks: {summary}");
+}
+
+/// Runs every configuration on `dev` (seeded by its position and K), panicking on the first
+/// failure with the configuration and seed.
+pub fn stress(dev: &Dev, cfgs: &[Cfg]) {
+    for (i, cfg) in cfgs.iter().enumerate() {
+        let seed = 0x6865_6170 ^ (i as u64) << 32 ^ cfg.k as u64;
+        if cfg.wide {
+            stress_typed::<DevKey64>(dev, *cfg, seed);
+        } else {
+            stress_typed::<DevKey32>(dev, *cfg, seed);
+        }
+    }
+}
+
+pub const MIXED: &[u32] = &[55];
+pub const PHASED: &[u32] = &[100, 0];
