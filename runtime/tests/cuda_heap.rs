@@ -186,7 +186,10 @@ fn largest_nodes_k1024() {
             ],
         );
     } else {
-        println!(
+        // Written past libtest's capture, so scripts/gpu-check.sh counts it as skipped.
+        use std::io::Write as _;
+        let _ = writeln!(
+            std::io::stderr(),
             "SKIPPED largest_nodes_k1024 on 264 blocks: known hang (issue 12); GPU_CILK_HEAP_K1024_FULL=1 runs it"
         );
     }
