@@ -127,6 +127,11 @@ pub struct Config {
     /// holds fewer than this many tasks; otherwise it runs at once on the spawning worker
     /// (`GPU_CILK_SPAWN_QUEUE`, default 2; `usize::MAX` makes every spawn a task).
     pub spawn_queue: usize,
+    /// Stealing scheduler: while some worker is idle, a spawn becomes a task while the own deque
+    /// holds fewer than this many (at least [`Config::spawn_queue`]): wide spawners (queens' loop
+    /// of up to 15 children) then leave thieves more than two pieces, and narrow ones (fib) are
+    /// unaffected once every worker is busy (`GPU_CILK_SPAWN_QUEUE_IDLE`, default 2).
+    pub spawn_queue_idle: usize,
     /// Stealing scheduler: how many spawns deep, below the last real task, a spawn that runs at
     /// once still runs as sub-kernels (so its own spawns can still become tasks for idle
     /// workers); deeper ones call the generated serial function, which has no scheduling cost
@@ -198,6 +203,7 @@ impl Default for Config {
             threads: 0,
             stack_bytes: 64 << 20,
             spawn_queue: 2,
+            spawn_queue_idle: 2,
             inline_nesting: 4,
             level_capacity: 1 << 14,
             segment_capacity: 1 << 14,
@@ -246,6 +252,9 @@ impl Config {
         }
         if let Some(v) = num("GPU_CILK_SPAWN_QUEUE")? {
             c.spawn_queue = v;
+        }
+        if let Some(v) = num("GPU_CILK_SPAWN_QUEUE_IDLE")? {
+            c.spawn_queue_idle = v;
         }
         if let Some(v) = num("GPU_CILK_INLINE_NESTING")? {
             c.inline_nesting = v;
@@ -324,6 +333,13 @@ impl Config {
     /// Sets the stealing scheduler's task-creation threshold ([`Config::spawn_queue`]).
     pub fn spawn_queue(mut self, n: usize) -> Self {
         self.spawn_queue = n;
+        self
+    }
+
+    /// Sets the stealing scheduler's task-creation threshold while a worker is idle
+    /// ([`Config::spawn_queue_idle`]).
+    pub fn spawn_queue_idle(mut self, n: usize) -> Self {
+        self.spawn_queue_idle = n;
         self
     }
 

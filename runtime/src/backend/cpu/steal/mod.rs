@@ -196,7 +196,7 @@ mod tests {
                     let config = Config::default().spawn_queue(spawn_queue).inline_nesting(5);
                     let r = run_with(&pool, &config, Call::<Tree>::new((9, early)), |sh| {
                         // Inline sub-kernel calls even on one worker (`new` would make none).
-                        *sh.policy_mut() = policy::Policy::new(spawn_queue, 5, 2);
+                        *sh.policy_mut() = policy::Policy::new(spawn_queue, spawn_queue, 5, 2);
                         sh.policy_mut().odd_nesting_tasks = true;
                     })
                     .unwrap();

@@ -3,10 +3,11 @@
 //!
 //! A spawn becomes
 //! 1. a **task** (a heap record pushed on the worker's own deque, stealable) while that deque
-//!    holds fewer than `Config::spawn_queue` tasks: there is then little work for thieves to take
-//!    from this worker, so making more is worth its cost (about a heap record and a deque
-//!    push/pop). A recursion with one spawn per level therefore makes every spawn a task (the
-//!    deque never holds more than the one just pushed) and never recurses on the thread stack;
+//!    holds fewer than `Config::spawn_queue` tasks, or fewer than `Config::spawn_queue_idle`
+//!    while some worker is idle: there is then little work for thieves to take from this worker,
+//!    so making more is worth its cost (about a heap record and a deque push/pop). A recursion
+//!    with one spawn per level therefore makes every spawn a task (the deque never holds more
+//!    than the one just pushed) and never recurses on the thread stack;
 //! 2. otherwise an **inline sub-kernel call**: the callee's `prespawn`/`resume` run at once on
 //!    this worker's stack, and its own spawns go through this policy again, so its subtree can
 //!    still be split when thieves empty the deque. Nested at most `Config::inline_nesting` deep
@@ -43,6 +44,8 @@ pub(super) enum Choice {
 pub(super) struct Policy {
     /// Make a task while the own deque holds fewer than this.
     spawn_queue: usize,
+    /// ... or fewer than this while some worker is idle.
+    spawn_queue_idle: usize,
     /// Run inline spawns as sub-kernels while nested fewer than this deep, when a worker is idle.
     nesting_idle: usize,
     /// ... and when every worker is busy.
@@ -54,11 +57,14 @@ pub(super) struct Policy {
 }
 
 impl Policy {
-    /// The policy of `Config::spawn_queue` and `Config::inline_nesting` for `workers` workers.
-    pub(super) fn new(spawn_queue: usize, inline_nesting: usize, workers: usize) -> Self {
+    /// The policy of `Config::spawn_queue`, `Config::spawn_queue_idle` and
+    /// `Config::inline_nesting` for `workers` workers.
+    pub(super) fn new(spawn_queue: usize, spawn_queue_idle: usize, inline_nesting: usize, workers: usize) -> Self {
         let nesting_idle = if workers > 1 { inline_nesting } else { 0 };
         Policy {
             spawn_queue,
+            // One worker: nobody is ever idle while it runs (and nobody to split for).
+            spawn_queue_idle: if workers > 1 { spawn_queue_idle.max(spawn_queue) } else { spawn_queue },
             nesting_idle,
             nesting_busy: nesting_idle / 3,
             #[cfg(test)]
@@ -76,8 +82,13 @@ impl Policy {
             return Choice::Task;
         }
         if queued < self.spawn_queue {
+            return Choice::Task;
+        }
+        // Asked only where the answer matters.
+        let idle_now = (queued < self.spawn_queue_idle || nest < self.nesting_idle) && idle();
+        if queued < self.spawn_queue_idle && idle_now {
             Choice::Task
-        } else if nest < self.nesting_busy || (nest < self.nesting_idle && idle()) {
+        } else if nest < self.nesting_busy || (nest < self.nesting_idle && idle_now) {
             Choice::Inline
         } else {
             Choice::Serial
@@ -91,7 +102,7 @@ mod tests {
 
     #[test]
     fn tasks_while_the_deque_is_short_then_sub_kernels_then_serial_calls() {
-        let p = Policy::new(2, 6, 4);
+        let p = Policy::new(2, 2, 6, 4);
         let (idle, busy) = (|| true, || false);
         assert_eq!(p.choose(0, 9, busy), Choice::Task);
         assert_eq!(p.choose(1, 0, busy), Choice::Task);
@@ -101,12 +112,19 @@ mod tests {
         assert_eq!(p.choose(2, 2, idle), Choice::Inline);
         assert_eq!(p.choose(9, 5, idle), Choice::Inline);
         assert_eq!(p.choose(2, 6, idle), Choice::Serial);
-        let every = Policy::new(usize::MAX, 0, 2);
+        let every = Policy::new(usize::MAX, usize::MAX, 0, 2);
         assert_eq!(every.choose(1 << 40, 0, idle), Choice::Task);
-        let none = Policy::new(0, 0, 2);
+        let none = Policy::new(0, 0, 0, 2);
         assert_eq!(none.choose(0, 0, idle), Choice::Serial);
-        let alone = Policy::new(2, 6, 1);
+        let alone = Policy::new(2, 2, 6, 1);
         assert_eq!(alone.choose(0, 0, idle), Choice::Task);
         assert_eq!(alone.choose(2, 0, idle), Choice::Serial);
+        let wide = Policy::new(2, 8, 6, 4);
+        assert_eq!(wide.choose(5, 0, idle), Choice::Task);
+        assert_eq!(wide.choose(5, 0, busy), Choice::Inline);
+        assert_eq!(wide.choose(8, 0, idle), Choice::Inline);
+        assert_eq!(wide.choose(8, 6, idle), Choice::Serial);
+        let wide_alone = Policy::new(2, 8, 6, 1);
+        assert_eq!(wide_alone.choose(5, 0, idle), Choice::Serial);
     }
 }

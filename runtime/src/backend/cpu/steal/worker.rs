@@ -73,7 +73,7 @@ impl<'a> Shared<'a> {
             error: Mutex::new(None),
             threads: Mutex::new(Vec::new()),
             temps,
-            policy: Policy::new(config.spawn_queue, config.inline_nesting, workers),
+            policy: Policy::new(config.spawn_queue, config.spawn_queue_idle, config.inline_nesting, workers),
             // Every worker starts out looking for work (counted until it finds some), so the first
             // spawns of a run already see idle workers and keep their subtrees splittable.
             idle: AtomicUsize::new(workers),
