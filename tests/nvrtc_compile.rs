@@ -19,6 +19,8 @@ mod temps;
 
 #[path = "support/backends.rs"]
 mod backends;
+#[path = "support/control.rs"]
+mod control;
 #[path = "support/fixtures.rs"]
 mod fixtures;
 #[path = "support/random_tree.rs"]
@@ -51,6 +53,12 @@ fn programs() -> Vec<(&'static str, [(DeviceScheduler, String); 2])> {
         ("tree_root", assemble::<temps::tree_root::Task>()),
         ("two_rounds", assemble::<temps::two_rounds::Task>()),
         ("waves", assemble::<temps::waves::Task>()),
+        ("bsum", assemble::<control::bsum::Task>()),
+        ("rounds", assemble::<control::rounds::Task>()),
+        ("steps", assemble::<control::steps::Task>()),
+        ("grid", assemble::<control::grid::Task>()),
+        ("until", assemble::<control::until::Task>()),
+        ("relax_root", assemble::<control::relax_root::Task>()),
     ]
 }
 

@@ -289,15 +289,10 @@ impl Checker<'_> {
         if self.mode == Mode::Device {
             return self.err(error::SYNC_IN_DEVICE.on(mac));
         }
-        let msg = match place {
-            Place::Top => None,
-            Place::Loop => Some(error::SYNC_IN_LOOP),
-            Place::Branch => Some(error::SYNC_IN_BRANCH),
-            Place::Block => Some(error::SYNC_IN_BLOCK),
-            Place::Value => Some(error::SYNC_IN_EXPR),
-        };
-        if let Some(msg) = msg {
-            self.err(msg.on(mac));
+        // A statement anywhere in the body's control flow; not inside an expression whose value
+        // is used (`let v = { sync!(); 1 };`), which has no place to resume at.
+        if place == Place::Value {
+            self.err(error::SYNC_IN_EXPR.on(mac));
         } else if !mac.tokens.is_empty() {
             self.err(error::SYNC_ARGS.on(&mac.tokens));
         }
@@ -338,17 +333,18 @@ impl Checker<'_> {
             Expr::If(i) => self.if_expr(i, place, spawnable),
             Expr::While(w) => {
                 self.label(&w.label);
-                self.cond(&w.cond, Place::Loop);
-                self.stmts(&w.body.stmts, Place::Loop, spawnable);
+                let inner = Self::loop_place(place);
+                self.cond(&w.cond, inner);
+                self.stmts(&w.body.stmts, inner, spawnable);
             }
             Expr::Loop(l) => {
                 self.label(&l.label);
-                self.stmts(&l.body.stmts, Place::Loop, spawnable);
+                self.stmts(&l.body.stmts, Self::loop_place(place), spawnable);
             }
             Expr::ForLoop(f) => {
                 self.label(&f.label);
                 self.for_head(f, place);
-                self.stmts(&f.body.stmts, Place::Loop, spawnable);
+                self.stmts(&f.body.stmts, Self::loop_place(place), spawnable);
             }
             Expr::Block(b) => {
                 self.label(&b.label);
@@ -356,6 +352,15 @@ impl Checker<'_> {
                 self.stmts(&b.block.stmts, inner, spawnable);
             }
             _ => self.expr(e, place),
+        }
+    }
+
+    /// The place of a loop body: a loop whose value is used stays a value.
+    fn loop_place(place: Place) -> Place {
+        if place == Place::Value {
+            Place::Value
+        } else {
+            Place::Loop
         }
     }
 
@@ -565,25 +570,24 @@ mod tests {
     }
 
     #[test]
-    fn sync_placement_names_the_construct() {
+    fn sync_may_stand_wherever_a_statement_can_but_not_in_a_value() {
         let m = messages(
             Mode::Task,
             quote! {
                 fn f(n: u32) {
                     while n > 0 { sync!(); }
-                    if n > 0 { sync!(); }
+                    if n > 0 { sync!(); } else { for i in 0..n { { sync!(); } } }
                     { sync!(); }
                     let v = { sync!(); 1 };
+                    let w = loop { sync!(); break; };
                     sync!(n);
                 }
             },
         );
-        assert_eq!(m.len(), 5, "{m:#?}");
-        assert!(m[0].ends_with("not inside a loop"));
-        assert!(m[1].ends_with("not inside `if`/`else`"));
-        assert!(m[2].ends_with("not inside a block"));
-        assert!(m[3].ends_with("not part of an expression"));
-        assert_eq!(m[4], "`sync!()` takes no arguments");
+        assert_eq!(m.len(), 3, "{m:#?}");
+        assert!(m[0].ends_with("not part of an expression"), "{m:#?}");
+        assert!(m[1].ends_with("not part of an expression"), "{m:#?}");
+        assert_eq!(m[2], "`sync!()` takes no arguments");
     }
 
     #[test]

@@ -24,6 +24,11 @@ impl Msg {
         syn::Error::new_spanned(tokens, self.render())
     }
 
+    /// This message at `span`.
+    pub fn on_span(self, span: Span) -> syn::Error {
+        syn::Error::new(span, self.render())
+    }
+
     fn render(self) -> String {
         format!("{}\nhint: {}", self.text, self.hint)
     }
@@ -179,25 +184,20 @@ pub const RETURN_ARRAY: Msg = Msg {
 
 // ---- sync! --------------------------------------------------------------------------------------
 
-/// `sync!()` inside a loop.
-pub const SYNC_IN_LOOP: Msg = Msg {
-    text: "`sync!()` must be a top-level statement of the function body, not inside a loop",
-    hint: "move it out of the loop; sync inside loops is not supported yet",
-};
-/// `sync!()` inside `if`/`else`.
-pub const SYNC_IN_BRANCH: Msg = Msg {
-    text: "`sync!()` must be a top-level statement of the function body, not inside `if`/`else`",
-    hint: "move it after the `if`/`else` (a sync with no outstanding children costs nothing)",
-};
-/// `sync!()` inside a nested block.
-pub const SYNC_IN_BLOCK: Msg = Msg {
-    text: "`sync!()` must be a top-level statement of the function body, not inside a block",
-    hint: "move it out of the block, to the top level of the function body",
-};
 /// `sync!()` used as a value.
 pub const SYNC_IN_EXPR: Msg = Msg {
-    text: "`sync!()` must be a top-level statement of the function body, not part of an expression",
+    text: "`sync!()` must be a statement of its own, not part of an expression",
     hint: "write `sync!();` on its own line",
+};
+/// `alloc!` in a function whose `sync!()` stands inside control flow.
+pub const ALLOC_IN_MACHINE: Msg = Msg {
+    text: "`alloc!` cannot be used in a function with a `sync!()` inside a branch, loop or block",
+    hint: "allocate the temporary in the caller and pass it as a `Temp<T>` parameter, or keep every `sync!()` of this function at the top level of its body",
+};
+/// `break`/`continue` inside a value, in a loop that contains a `sync!()`.
+pub const JUMP_IN_VALUE: Msg = Msg {
+    text: "`break`/`continue` of a loop that contains a `sync!()` must be a statement of its own",
+    hint: "write `if cond { break; }` rather than using `break`/`continue` inside an expression whose value is used",
 };
 /// `sync!(x)`.
 pub const SYNC_ARGS: Msg =
@@ -390,6 +390,26 @@ pub fn spawn_into_unknown(name: &syn::Ident) -> syn::Error {
         name,
         &format!("cannot find local `{name}` to store the spawned result in"),
         &format!("declare it at the top level of the function body first: `let mut {name} = ..;`"),
+    )
+}
+
+/// A frame field of a function with nested syncs declared where another of its name is visible.
+pub fn machine_shadowed(name: &syn::Ident) -> syn::Error {
+    custom(
+        name,
+        &format!("`{name}` is declared again where another `{name}` that lives in the task frame is visible (or with another type)"),
+        &format!("a function with a `sync!()` inside a branch, loop or block keeps its locals in one frame: rename this `{name}`"),
+    )
+}
+
+/// The variable of a `for` loop that contains a `sync!()` has no known type.
+pub fn for_type_unknown(name: &syn::Ident) -> syn::Error {
+    custom(
+        name,
+        &format!(
+            "the type of `{name}` is not known, and it lives in the task frame because the loop contains a `sync!()`"
+        ),
+        "give the range a type: a suffixed literal (`0u32..n`), a cast (`0..n as usize`) or a typed local",
     )
 }
 

@@ -19,6 +19,7 @@
 //! `resolve`'s, the rule about temporaries and returns `temps`'; this file is the sequence of
 //! steps and the frame layout.
 
+mod machine;
 mod resolve;
 mod temps;
 
@@ -28,6 +29,9 @@ use resolve::{Decl, Resolved};
 
 /// Lowers a parsed, checked function.
 pub fn task(f: Function) -> Result<Task, syn::Error> {
+    if f.body.iter().any(|s| !matches!(s, Stmt::Sync(_)) && machine::has_sync(s)) {
+        return machine_task(f);
+    }
     let mut errors = Errors::new();
 
     // 1. Split at the top-level syncs.
@@ -119,7 +123,53 @@ pub fn task(f: Function) -> Result<Task, syn::Error> {
     // FANOUT: the most spawn sites of one segment, unknowable when a spawn sits in a loop.
     let fanout = if any_loop_spawn { None } else { Some(segments.iter().map(|s| s.spawns).max().unwrap_or(0)) };
 
-    let task = Task { name: f.name, vis: f.vis, params: f.params, output: f.output, frame, callees, segments, fanout };
+    let task = Task {
+        name: f.name,
+        vis: f.vis,
+        params: f.params,
+        output: f.output,
+        frame,
+        callees,
+        segments,
+        fanout,
+        machine: None,
+    };
+    errors.finish(task)
+}
+
+/// A function with a `sync!()` nested in control flow: a [`crate::ir::Machine`] (see `machine`),
+/// with the whole structured body kept as segment 0 for the serial device form.
+fn machine_task(f: Function) -> Result<Task, syn::Error> {
+    let mut errors = Errors::new();
+    let mut body = f.body;
+    let mut callees: Vec<Callee> = Vec::new();
+    let mut next_site = 0;
+    number_spawns(&mut body, &mut callees, &mut next_site, false);
+    let (m, frame) = machine::build(&f.params, body.clone(), f.tail.clone(), &mut errors);
+    let mut spawns = 0;
+    let mut any_loop_spawn = false;
+    crate::ir::visit_spawns(&body, &mut |s: &SpawnSite| {
+        spawns += 1;
+        any_loop_spawn |= s.in_loop;
+    });
+    // Between two syncs control may pass every site once (a site in a loop: unbounded).
+    let fanout = if any_loop_spawn { None } else { Some(spawns) };
+    let end = match f.tail {
+        Some(t) => End::Tail(t),
+        None => End::FallOff,
+    };
+    let segments = vec![Segment { index: 0, restores: Vec::new(), body, end, spawns }];
+    let task = Task {
+        name: f.name,
+        vis: f.vis,
+        params: f.params,
+        output: f.output,
+        frame,
+        callees,
+        segments,
+        fanout,
+        machine: Some(m),
+    };
     errors.finish(task)
 }
 
@@ -144,7 +194,7 @@ fn number_spawns(stmts: &mut [Stmt], callees: &mut Vec<Callee>, next: &mut usize
             Stmt::While { body, .. } | Stmt::Loop { body } => number_spawns(body, callees, next, true),
             Stmt::For(f) => number_spawns(&mut f.body, callees, next, true),
             Stmt::Block(b) => number_spawns(b, callees, next, in_loop),
-            Stmt::Let(_) | Stmt::Return(_) | Stmt::Expr { .. } | Stmt::Sync(_) => {}
+            Stmt::Let(_) | Stmt::Return(_) | Stmt::Expr { .. } | Stmt::Sync(_) | Stmt::Jump(_) => {}
         }
     }
 }

@@ -223,7 +223,7 @@ impl<'e> Resolver<'e> {
                 }
             }
             Stmt::Expr { expr, .. } => self.visit_expr(expr),
-            Stmt::Sync(_) => {}
+            Stmt::Sync(_) | Stmt::Jump(_) => {}
         }
     }
 

@@ -186,7 +186,7 @@ fn walk_stmt_exprs<'a>(s: &'a Stmt, f: &mut dyn FnMut(&'a Expr)) {
             }
         }
         Stmt::Return(Some(e)) | Stmt::Expr { expr: e, .. } => f(e),
-        Stmt::Return(None) | Stmt::Sync(_) => {}
+        Stmt::Return(None) | Stmt::Sync(_) | Stmt::Jump(_) => {}
     }
 }
 

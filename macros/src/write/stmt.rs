@@ -112,10 +112,13 @@ impl Writer<'_> {
             }
             Stmt::Return(e) => self.ret(e.as_ref()),
             Stmt::Expr { expr, .. } => self.expr_stmt(expr),
+            // The serial device form runs the children at their spawns: a sync has nothing to do.
+            Stmt::Sync(_) if self.mode == Mode::Device => {}
             Stmt::Sync(span) => {
                 let u = self.unsupported("`sync!()` inside a segment", *span);
                 self.line(&format!("(void){u};"));
             }
+            Stmt::Jump(k) => self.line(&format!("goto gc_b{k};")),
         }
     }
 
