@@ -171,7 +171,7 @@ impl Builder<'_> {
                     if let Some(t) = tail {
                         let mut names = Vec::new();
                         all_names(t, &mut names);
-                        in_tail = names.iter().any(|n| *n == l.name);
+                        in_tail = names.contains(&l.name);
                     }
                     in_tail || mentions(&stmts[j..], &l.name)
                 }
