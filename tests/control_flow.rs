@@ -1,7 +1,8 @@
 //! `sync!()` inside control flow (`tests/support/control.rs`): every backend that can run such
 //! tasks (serial, cpu with the stealing scheduler, the cuda persistent scheduler on the host
 //! simulation and, in `#[ignore]`d GPU tests, on a GPU) gives the serial function's results; the
-//! levels schedulers refuse them with an error that names the task.
+//! levels schedulers refuse them with an error that names the task. Also arrays and tuples as
+//! results of tasks and helpers (`hash5`, `range_mm`, `minmax`, `mm_rounds`).
 
 use gpu_cilk::prelude::*;
 use gpu_cilk::runtime::SchedulerKind;
@@ -44,6 +45,15 @@ fn all_equal_serial(rts: &[Runtime]) {
         for s in [0u32, 1, 5, 123] {
             assert_eq!(rt.run(until::task(s)).expect("until"), until(s), "until({s}) on {c:?}");
         }
+        for (s, d) in [(0u32, 0u32), (5, 1), (77, 4)] {
+            assert_eq!(rt.run(hash5::task(s, d)).expect("hash5"), hash5(s, d), "hash5({s}, {d}) on {c:?}");
+        }
+        for (lo, hi) in [(0u32, 1u32), (3, 20), (0, 64)] {
+            assert_eq!(rt.run(range_mm::task(lo, hi)).expect("mm"), range_mm(lo, hi), "range_mm({lo}, {hi}) on {c:?}");
+        }
+        for n in [0u32, 1, 6] {
+            assert_eq!(rt.run(mm_rounds::task(n)).expect("mm_rounds"), mm_rounds(n), "mm_rounds({n}) on {c:?}");
+        }
         for (n, r) in [(3u32, 0u32), (5, 1), (16, 4), (33, 9)] {
             assert_eq!(rt.run(relax_root::task(n, r)).expect("relax"), relax_root(n, r), "relax({n}, {r}) on {c:?}");
         }
@@ -85,4 +95,8 @@ fn the_serial_functions_compute_what_they_say() {
     // 3 cells [0, 2^40, 2]: the middle one becomes (left + 2 mid + right) / 4 per round, 2^35
     // after five, and the checksum folds the cells of the buffer the last round wrote.
     assert_eq!(relax_root(3, 5), (1u64 << 35) * 31 + 2);
+    assert_eq!(hash5(9, 0), [9, 9 ^ 0x5a5a, 27, 9u32.rotate_left(7), 1]);
+    assert_eq!(minmax(5, 2), (2, 5));
+    let all: Vec<u64> = (3u64..20).map(|i| i.wrapping_mul(2_654_435_761) % 1009).collect();
+    assert_eq!(range_mm(3, 20), (*all.iter().min().unwrap(), *all.iter().max().unwrap()));
 }

@@ -59,6 +59,9 @@ fn programs() -> Vec<(&'static str, [(DeviceScheduler, String); 2])> {
         ("grid", assemble::<control::grid::Task>()),
         ("until", assemble::<control::until::Task>()),
         ("relax_root", assemble::<control::relax_root::Task>()),
+        ("hash5", assemble::<control::hash5::Task>()),
+        ("range_mm", assemble::<control::range_mm::Task>()),
+        ("mm_rounds", assemble::<control::mm_rounds::Task>()),
     ]
 }
 

@@ -154,6 +154,15 @@ pub fn check_type(ty: &Type) -> Result<(), syn::Error> {
         Type::Group(g) => check_type(&g.elem),
         Type::Reference(_) | Type::Slice(_) | Type::Ptr(_) => Err(error::TYPE_REFERENCE.on(ty)),
         Type::ImplTrait(_) | Type::TraitObject(_) => Err(error::TYPE_IMPL_TRAIT.on(ty)),
+        Type::Tuple(t) if (2..=4).contains(&t.elems.len()) => {
+            for e in &t.elems {
+                if matches!(e, Type::Tuple(_)) || syntax::temp_type_elem(e).is_some() {
+                    return Err(error::TYPE_TUPLE.on(ty));
+                }
+                check_type(e)?;
+            }
+            Ok(())
+        }
         Type::Tuple(_) => Err(error::TYPE_TUPLE.on(ty)),
         _ => Err(error::TYPE_OTHER.on(ty)),
     }
@@ -200,14 +209,18 @@ impl Checker<'_> {
                         Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {}
                         other => self.err(error::PARAM_PATTERN.on(other)),
                     }
-                    self.ty(&pt.ty);
+                    // A tuple's layout is Rust's choice: root arguments are bytes the host copies.
+                    if matches!(&*pt.ty, Type::Tuple(t) if !t.elems.is_empty()) {
+                        self.err(error::TYPE_TUPLE.on(&pt.ty));
+                    } else {
+                        self.ty(&pt.ty);
+                    }
                 }
             }
         }
         if let ReturnType::Type(_, ty) = &sig.output {
             match &**ty {
                 Type::Tuple(t) if t.elems.is_empty() => {}
-                Type::Array(_) if self.mode == Mode::Task => self.err(error::RETURN_ARRAY.on(ty)),
                 other if syntax::temp_type_elem(other).is_some() => self.err(error::RETURN_TEMP.on(ty)),
                 other => self.ty(other),
             }
@@ -232,6 +245,11 @@ impl Checker<'_> {
                     }
                     None if local.init.as_ref().is_some_and(|i| syntax::as_spawn(&i.expr).is_some()) => {
                         self.err(error::SPAWN_LET_PATTERN.on(&local.pat))
+                    }
+                    None if local.init.is_some() && syntax::tuple_binding(&local.pat).is_some() => {
+                        if let Some((_, Some(ty))) = syntax::tuple_binding(&local.pat) {
+                            self.ty(&ty);
+                        }
                     }
                     None => self.err(error::LET_PATTERN.on(&local.pat)),
                 }
@@ -524,7 +542,13 @@ impl Checker<'_> {
             Expr::RawAddr(r) => self.err(error::REFERENCE.on(r)),
             Expr::Struct(s) => self.err(error::STRUCT_LIT.on(s)),
             Expr::Tuple(t) if t.elems.is_empty() => {}
+            Expr::Tuple(t) if (2..=4).contains(&t.elems.len()) => {
+                for x in &t.elems {
+                    self.expr(x, place);
+                }
+            }
             Expr::Tuple(t) => self.err(error::TUPLE.on(t)),
+            Expr::Field(f) if matches!(f.member, syn::Member::Unnamed(_)) => self.expr(&f.base, place),
             Expr::Field(f) => self.err(error::FIELD.on(f)),
             Expr::Range(r) => self.err(error::RANGE.on(r)),
             Expr::Unsafe(u) => self.err(error::UNSAFE_BLOCK.on(u.unsafe_token)),

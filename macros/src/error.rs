@@ -163,8 +163,8 @@ pub const TYPE_IMPL_TRAIT: Msg = Msg {
 };
 /// A tuple type.
 pub const TYPE_TUPLE: Msg = Msg {
-    text: "tuple types are not supported in the gpu-cilk subset",
-    hint: "use separate parameters, or a fixed-size array `[T; N]` when the elements share a type",
+    text: "this tuple type is not supported in the gpu-cilk subset",
+    hint: "tuples of 2 to 4 scalars or arrays are results and locals, not parameters: use separate parameters, or a fixed-size array `[T; N]`",
 };
 /// `String`, `str`, `Vec`, `Box`.
 pub const TYPE_HEAP: Msg = Msg {
@@ -175,11 +175,6 @@ pub const TYPE_HEAP: Msg = Msg {
 pub const TYPE_OTHER: Msg = Msg {
     text: "this type is not supported in the gpu-cilk subset",
     hint: "use an integer or float scalar (`u32`, `i64`, `f32`, ..), `bool`, or a fixed-size array `[T; N]` of them",
-};
-/// Array return type.
-pub const RETURN_ARRAY: Msg = Msg {
-    text: "a `#[gpu_cilk]` function must return a scalar or `()`",
-    hint: "return a scalar; to produce several values, spawn one task per value",
 };
 
 // ---- sync! --------------------------------------------------------------------------------------
@@ -271,7 +266,7 @@ pub const TRY: Msg = Msg {
 };
 /// `let (a, b) = ..`
 pub const LET_PATTERN: Msg = Msg {
-    text: "only `let name` and `let mut name` bindings are supported (no destructuring patterns)",
+    text: "only `let name`, `let mut name` and tuple bindings `let (a, mut b) = ..` are supported",
     hint: "bind each value with its own `let`",
 };
 /// `let .. else`.
@@ -304,13 +299,13 @@ pub const STRUCT_LIT: Msg = Msg {
 };
 /// `(a, b)`.
 pub const TUPLE: Msg = Msg {
-    text: "tuples are not supported in the gpu-cilk subset",
+    text: "tuples of more than 4 elements are not supported in the gpu-cilk subset",
     hint: "use separate locals, or a fixed-size array `[T; N]` when the elements share a type",
 };
-/// `s.field`, `t.0`.
+/// `s.field`.
 pub const FIELD: Msg = Msg {
-    text: "field access is not supported in the gpu-cilk subset",
-    hint: "there are no structs or tuples on the device: use separate locals or an array",
+    text: "named field access is not supported in the gpu-cilk subset",
+    hint: "there are no structs on the device: use separate locals, an array, or a tuple (`t.0`)",
 };
 /// `"text"`, `'c'`, `b"bytes"`.
 pub const STRING_LIT: Msg = Msg {

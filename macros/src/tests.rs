@@ -175,7 +175,8 @@ fn every_problem_is_reported_at_once() {
             let c = |a: u32| a + 1;
             let v = { sync!(); 1 };
             println!("hi");
-            let (a, b) = (1, 2);
+            let [a, b] = [1, 2];
+            let t = (1, 2, 3, 4, 5);
             spawn!(x.len());
         }
     })
@@ -183,7 +184,7 @@ fn every_problem_is_reported_at_once() {
     let mut errors = crate::error::Errors::new();
     crate::check::function(&func, crate::check::Mode::Task, &mut errors);
     // async, generics, slice param, String return, closure, sync in a value, println!, let
-    // pattern, tuple, spawn of a method call.
+    // pattern, 5-tuple, spawn of a method call.
     assert_eq!(errors.len(), 10, "{errors:#?}");
 }
 
@@ -605,4 +606,57 @@ fn nested_sync_expansion() {
 #[test]
 fn nested_sync_cuda() {
     insta::assert_snapshot!(cuda(nested_sync()));
+}
+
+// ---- arrays and tuples as results ---------------------------------------------------------------
+
+/// A task returning `[u32; 5]`, spawning itself into `[u32; 5]` destinations.
+fn array_result() -> TokenStream {
+    quote! {
+        pub fn hash5(seed: u32, depth: u32) -> [u32; 5] {
+            if depth == 0 {
+                return [seed, seed ^ 0x5a5a, seed.wrapping_mul(3), seed.rotate_left(7), 1];
+            }
+            let a = spawn!(hash5(seed + 1, depth - 1));
+            let b = spawn!(hash5(seed * 7, depth - 1));
+            sync!();
+            let mut out: [u32; 5] = [0; 5];
+            for i in 0..5usize {
+                out[i] = a[i].wrapping_mul(31) ^ b[(i + 1) % 5];
+            }
+            out
+        }
+    }
+}
+
+/// A helper returning `(u64, u64)`, and a destructuring `let` of its result.
+fn tuple_helper() -> TokenStream {
+    quote! {
+        pub fn minmax(a: u64, b: u64) -> (u64, u64) {
+            let (lo, hi) = if a < b { (a, b) } else { (b, a) };
+            (lo, hi.max(lo))
+        }
+    }
+}
+
+#[test]
+fn array_result_expansion() {
+    insta::assert_snapshot!(expand(quote!(), array_result()));
+}
+
+#[test]
+fn array_result_cuda() {
+    insta::assert_snapshot!(cuda(array_result()));
+}
+
+#[test]
+fn tuple_helper_expansion() {
+    let out = crate::device_macro(quote!(), tuple_helper());
+    let file: syn::File = syn::parse2(out).expect("valid Rust");
+    insta::assert_snapshot!(prettyplease::unparse(&file));
+}
+
+#[test]
+fn tuple_helper_cuda() {
+    insta::assert_snapshot!(device(tuple_helper()));
 }

@@ -76,6 +76,12 @@ pub trait CilkTask: Sized + Send + Sync + 'static {
     /// checks against the C struct the compiler wrote for the device. [`ArgsLayout::UNCHECKED`]
     /// for hand-written tasks.
     const ARGS_LAYOUT: ArgsLayout = ArgsLayout::UNCHECKED;
+
+    /// The Rust layout of [`CilkTask::Output`]: its size and, for a tuple, each element's offset
+    /// and size (named `f0`, `f1`, .. as in the C struct `<task>_ret`), which the cuda backend
+    /// checks against the device's (a root's result travels as bytes). [`ArgsLayout::UNCHECKED`]
+    /// for hand-written tasks.
+    const OUTPUT_LAYOUT: ArgsLayout = ArgsLayout::UNCHECKED;
 }
 
 /// The segment to run after `segment` of `T` ended at a sync: `segment + 1`, or, after the last
@@ -346,6 +352,8 @@ pub struct TaskEntry {
     pub args_layout: ArgsLayout,
     /// `CilkTask::MACHINE`.
     pub machine: bool,
+    /// `CilkTask::OUTPUT_LAYOUT`.
+    pub output_layout: ArgsLayout,
 }
 
 impl fmt::Debug for TaskEntry {
@@ -419,6 +427,7 @@ impl Registrar for Registry {
             cuda: T::CUDA,
             args_layout: T::ARGS_LAYOUT,
             machine: T::MACHINE,
+            output_layout: T::OUTPUT_LAYOUT,
         });
         true
     }

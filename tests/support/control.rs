@@ -154,3 +154,65 @@ pub fn relax_root(n: u32, rounds: u32) -> u64 {
     sync!();
     s
 }
+
+// ---- arrays and tuples as results -------------------------------------------------------------
+
+/// A five-word hash of a tree of calls: a task returning `[u32; 5]`, spawn destinations of that
+/// type.
+#[gpu_cilk]
+pub fn hash5(seed: u32, depth: u32) -> [u32; 5] {
+    if depth == 0 {
+        return [seed, seed ^ 0x5a5a, seed.wrapping_mul(3), seed.rotate_left(7), 1];
+    }
+    let a = spawn!(hash5(seed.wrapping_add(1), depth - 1));
+    let b = spawn!(hash5(seed.wrapping_mul(7), depth - 1));
+    sync!();
+    let mut out: [u32; 5] = [0; 5];
+    for i in 0..5usize {
+        out[i] = a[i].wrapping_mul(31) ^ b[(i + 1) % 5];
+    }
+    out
+}
+
+/// `(min, max)` of two values: a helper returning a tuple.
+#[gpu_cilk::device]
+pub fn minmax(a: u64, b: u64) -> (u64, u64) {
+    if a < b {
+        (a, b)
+    } else {
+        (b, a)
+    }
+}
+
+/// `(min, max)` of a pseudo-random value over `lo..hi`: a task returning a tuple, tuple spawn
+/// destinations, destructuring `let`s after the sync.
+#[gpu_cilk]
+pub fn range_mm(lo: u32, hi: u32) -> (u64, u64) {
+    if hi - lo <= 1 {
+        let v = (lo as u64).wrapping_mul(2_654_435_761) % 1009;
+        return (v, v);
+    }
+    let mid = lo + (hi - lo) / 2;
+    let l = spawn!(range_mm(lo, mid));
+    let r = spawn!(range_mm(mid, hi));
+    sync!();
+    let (mn, _big) = minmax(l.0, r.0);
+    let (_small, mx) = minmax(l.1, r.1);
+    (mn, mx)
+}
+
+/// Rounds of `range_mm` over growing ranges with a sync per round: a tuple destination reused
+/// by every iteration of a loop with a sync, and a loop-carried tuple.
+#[gpu_cilk]
+pub fn mm_rounds(n: u32) -> (u64, u64) {
+    let mut best: (u64, u64) = (u64::MAX, 0);
+    for k in 1..=n {
+        let p = spawn!(range_mm(k, 3 * k + 1));
+        sync!();
+        if p.0 < best.0 {
+            best.0 = p.0;
+        }
+        best.1 = best.1.max(p.1);
+    }
+    best
+}

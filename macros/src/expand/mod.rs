@@ -260,6 +260,7 @@ impl<'t> Emitter<'t> {
         });
         let cuda = cuda::cuda_const(fragment);
         let args_layout = cuda::args_layout_const(&t.params, fragment);
+        let output_layout = cuda::output_layout_const(&t.output);
         let device_items = cuda::device_items(device, true);
         // The functions this task spawns (with the arity of their first spawn) or calls.
         let mut names = Callees::default();
@@ -334,6 +335,7 @@ impl<'t> Emitter<'t> {
                     #machine_const
                     #cuda
                     #args_layout
+                    #output_layout
 
                     fn serial(#args_id: Args) -> #output {
                         let Args { #(#param_names),* } = #args_id;

@@ -143,11 +143,20 @@ impl Builder<'_> {
         if let Some(t) = syntactic_type(e) {
             return Some(t);
         }
-        let Expr::Path(p) = e else { return None };
-        let name = p.path.get_ident()?.to_string();
-        match &self.fields[self.visible(&name)?].ty {
-            FieldType::Declared(t) => Some(t.clone()),
-            FieldType::OutputOf(_) => None,
+        match e {
+            Expr::Path(p) => {
+                let name = p.path.get_ident()?.to_string();
+                match &self.fields[self.visible(&name)?].ty {
+                    FieldType::Declared(t) => Some(t.clone()),
+                    FieldType::OutputOf(_) => None,
+                }
+            }
+            // `t.0` of a tuple-typed field.
+            Expr::Field(f) => match (&f.member, self.type_of(&f.base)?) {
+                (syn::Member::Unnamed(i), Type::Tuple(t)) => t.elems.iter().nth(i.index as usize).cloned(),
+                _ => None,
+            },
+            _ => None,
         }
     }
 

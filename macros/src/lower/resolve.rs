@@ -391,6 +391,10 @@ pub fn syntactic_type(e: &Expr) -> Option<Type> {
             let len = &r.len;
             Some(syn::parse_quote!([#elem; #len]))
         }
+        Expr::Tuple(t) if !t.elems.is_empty() => {
+            let elems = t.elems.iter().map(syntactic_type).collect::<Option<Vec<Type>>>()?;
+            Some(syn::parse_quote!((#(#elems),*)))
+        }
         Expr::Array(a) => {
             let elem = a.elems.iter().find_map(syntactic_type)?;
             let len = a.elems.len();

@@ -20,7 +20,12 @@ fn field_ty(task: &Task, ty: &FieldType) -> Ty {
     match ty {
         FieldType::Declared(t) => ty_of_type(t),
         FieldType::OutputOf(c) => {
-            Ty::Named(format!("{}_ret", task.callees.get(*c).map(|c| callee_cname(&c.path)).unwrap_or_default()))
+            let callee = task.callees.get(*c).map(|c| callee_cname(&c.path)).unwrap_or_default();
+            // A spawn of the task itself: its own output type, which the writer can see into.
+            match &task.output {
+                Some(t) if task.name == callee => ty_of_type(t),
+                _ => Ty::Named(format!("{callee}_ret")),
+            }
         }
     }
 }
