@@ -34,7 +34,7 @@ pub trait CilkTask: Sized + Send + Sync + 'static {
     /// The continuation frame: every local that lives across a `sync!()`, and every spawn
     /// destination, `#[repr(C)]`.
     type Frame: Send + 'static;
-    /// The function's return type (a scalar or `()`).
+    /// The function's return type (a scalar, an array, a tuple of those, or `()`).
     type Output: Copy + Default + Send + Sync + 'static;
 
     /// The function's name, for statistics and error messages.
