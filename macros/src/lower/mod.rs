@@ -421,4 +421,87 @@ mod tests {
         assert!(t.output.is_none());
         assert!(matches!(t.segments[1].end, End::FallOff));
     }
+
+    #[test]
+    fn a_sync_in_a_loop_makes_a_machine_with_loop_carried_locals_in_the_frame() {
+        let t = lower(quote! {
+            fn f(n: u32) -> u64 {
+                let mut acc: u64 = 0;
+                let unused_later = 3u32;
+                let k = (unused_later + 1) as u32;
+                for i in 0..n {
+                    let a = spawn!(g(i + k));
+                    sync!();
+                    let tmp = a * 2;
+                    acc += tmp;
+                }
+                acc
+            }
+        })
+        .expect("lowers");
+        // `unused_later` is only read before the loop; `tmp` only after the sync in its block.
+        assert_eq!(frame_names(&t), ["n", "acc", "k", "__gc_end0", "i", "a"]);
+        assert_eq!(t.syncs(), 1);
+        assert_eq!(t.fanout, None);
+        let m = t.machine.as_ref().expect("machine");
+        assert_eq!(m.resumes().len(), 1);
+        assert!(m.blocks.iter().any(|b| b.header));
+    }
+
+    #[test]
+    fn sibling_branches_share_a_field_and_break_becomes_a_jump() {
+        let t = lower(quote! {
+            fn f(n: u32) -> u64 {
+                let mut s: u64 = 0;
+                loop {
+                    if n > 3 {
+                        let x = spawn!(g(n));
+                        sync!();
+                        s += x;
+                    } else {
+                        let x = spawn!(g(1));
+                        sync!();
+                        s += x * 2;
+                    }
+                    if s > 10 { break; }
+                }
+                s
+            }
+        })
+        .expect("lowers");
+        assert_eq!(frame_names(&t), ["n", "s", "x"]);
+        let m = t.machine.as_ref().expect("machine");
+        assert_eq!(m.resumes().len(), 2);
+        let jumps = m
+            .blocks
+            .iter()
+            .flat_map(|b| &b.stmts)
+            .filter(|s| matches!(s, Stmt::If(i) if matches!(i.then[..], [Stmt::Jump(_)])))
+            .count();
+        assert_eq!(jumps, 1);
+    }
+
+    #[test]
+    fn a_read_on_a_path_without_a_sync_and_a_shadowing_frame_local_are_reported() {
+        let e = lower(quote! {
+            fn f(n: u32) -> u64 {
+                let x = spawn!(g(n));
+                if n > 2 {
+                    sync!();
+                }
+                let mut i: u32 = 0;
+                while i < n {
+                    let i: u32 = 5;
+                    sync!();
+                    let y = i;
+                }
+                x + 1
+            }
+        })
+        .expect_err("rejected");
+        let m = messages(e);
+        assert_eq!(m.len(), 2, "{m:#?}");
+        assert!(m.iter().any(|s| s.contains("`x` holds the result of a `spawn!`")));
+        assert!(m.iter().any(|s| s.contains("`i` is declared again")));
+    }
 }
