@@ -1,7 +1,7 @@
 //! The supported subset, checked on the `syn` tree before anything is lowered.
 //!
 //! This module owns the *syntactic* rules: the signature (no `async`/`unsafe`/generics/`self`,
-//! scalar and array types only), where `sync!()` may stand (top-level statements only), the shape
+//! scalar, array and tuple types), where `sync!()` may stand (any statement, not a value), the shape
 //! and position of `spawn!` (a statement, a call to a named function), and which expressions,
 //! statements, methods and types belong to the subset. It reports every violation it finds (into
 //! an [`Errors`]), each on the exact span, so the user sees all problems at once. Rules that need

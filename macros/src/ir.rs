@@ -34,7 +34,7 @@ pub struct Function {
     pub params: Vec<Param>,
     /// The return type; `None` for `()`.
     pub output: Option<Type>,
-    /// The top-level statements, `sync!()` included.
+    /// The top-level statements, `sync!()` included (also nested in control flow).
     pub body: Vec<Stmt>,
     /// The tail expression of the body (its value), if any.
     pub tail: Option<Expr>,
