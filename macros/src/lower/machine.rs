@@ -12,7 +12,8 @@
 //!   used they are rejected);
 //! - every parameter, every `let` of a statement list that a `sync!()` follows in that list, and
 //!   every spawn destination is a frame field (its type must be known); a field may not shadow
-//!   another visible field; two sibling declarations of one name and type share a field;
+//!   another visible field (nor may a `let` of a split statement list that stays a block local);
+//!   two sibling declarations of one name and type share a field;
 //! - a spawn destination must be a visible field (not a local of a sync-free nested block);
 //! - a destination may not be read where a spawn into it may still be outstanding, on any path
 //!   through the graph (a dataflow over the blocks; a `sync!()` clears every destination).
@@ -251,6 +252,11 @@ impl Builder<'_> {
                     if let Some(a) = &l.alloc {
                         self.errors.push(error::ALLOC_IN_MACHINE.on_span(a.span));
                         return;
+                    }
+                    // A block-local `let` stays in scope to the end of its block, where a sync
+                    // stores the frame by name: it may not hide a field.
+                    if self.visible(&l.name.to_string()).is_some() {
+                        self.errors.push(error::machine_shadowed(&l.name));
                     }
                 }
                 self.nested_dests(&other);

@@ -504,4 +504,27 @@ mod tests {
         assert!(m.iter().any(|s| s.contains("`x` holds the result of a `spawn!`")));
         assert!(m.iter().any(|s| s.contains("`i` is declared again")));
     }
+
+    #[test]
+    fn a_block_local_that_would_hide_a_field_at_a_sync_is_reported() {
+        let e = lower(quote! {
+            fn f(n: u32) -> u64 {
+                let x = spawn!(g(n));
+                sync!();
+                let mut s: u64 = x;
+                loop {
+                    let x: u64 = 5;
+                    s += x;
+                    spawn!(g(1));
+                    sync!();
+                    if s > 20 { break; }
+                }
+                s + x
+            }
+        })
+        .expect_err("rejected");
+        let m = messages(e);
+        assert_eq!(m.len(), 1, "{m:#?}");
+        assert!(m[0].contains("`x` is declared again"), "{m:#?}");
+    }
 }
