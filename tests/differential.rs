@@ -15,8 +15,9 @@ mod random_tree;
 
 use fib_workload::fib;
 use gpu_cilk::prelude::*;
+use gpu_cilk::runtime::SchedulerKind;
 use queens_workload::{queens, queens_bits, KNOWN};
-use random_tree::rnode;
+use random_tree::{cnode, rnode};
 
 fn host() -> Vec<Runtime> {
     backends::host(Config::default())
@@ -42,6 +43,29 @@ fn queens_equal_known_counts(rts: &[Runtime]) {
             assert_eq!(rt.run(queens_bits::task(n, 0, 0, 0)).unwrap(), k, "queens_bits({n}) on {:?}", rt.config());
         }
     }
+}
+
+/// Random trees whose syncs stand in branches and loops, on every backend but the levels
+/// schedulers (which refuse such tasks).
+fn control_trees_equal_serial(rts: &[Runtime]) {
+    let rts: Vec<&Runtime> = rts.iter().filter(|rt| rt.config().scheduler != SchedulerKind::Levels).collect();
+    assert!(!rts.is_empty());
+    let mut shapes = std::collections::BTreeSet::new();
+    for seed in 0..80u64 {
+        let depth = (seed % 5) as u32;
+        let expected = cnode(seed, depth);
+        shapes.insert(expected.1.min(50));
+        for rt in &rts {
+            assert_eq!(
+                rt.run(cnode::task(seed, depth)).unwrap(),
+                expected,
+                "cnode({seed}, {depth}) on {:?}",
+                rt.config()
+            );
+        }
+    }
+    // The seeds make trees of many sizes (the node counts differ), not one shape again and again.
+    assert!(shapes.len() > 10, "{shapes:?}");
 }
 
 fn random_trees_equal_serial(rts: &[Runtime]) {
@@ -84,6 +108,17 @@ fn queens_equal_known_counts_on_cuda() {
 #[test]
 fn randomized_task_trees_equal_serial_on_the_host_backends() {
     random_trees_equal_serial(&host());
+}
+
+#[test]
+fn randomized_control_flow_trees_equal_serial_on_the_host_backends() {
+    control_trees_equal_serial(&host());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
+fn randomized_control_flow_trees_equal_serial_on_cuda() {
+    control_trees_equal_serial(&cuda());
 }
 
 #[test]

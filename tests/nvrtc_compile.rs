@@ -19,6 +19,8 @@ mod temps;
 
 #[path = "support/backends.rs"]
 mod backends;
+#[path = "support/control.rs"]
+mod control;
 #[path = "support/fixtures.rs"]
 mod fixtures;
 #[path = "support/random_tree.rs"]
@@ -45,12 +47,22 @@ fn programs() -> Vec<(&'static str, [(DeviceScheduler, String); 2])> {
         ("early", assemble::<early::Task>()),
         ("mixed", assemble::<mixed::Task>()),
         ("rnode", assemble::<rnode::Task>()),
+        ("cnode", assemble::<random_tree::cnode::Task>()),
         ("no_params", assemble::<no_params::Task>()),
         ("nothing", assemble::<nothing::Task>()),
         ("scatter_sum", assemble::<temps::scatter_sum::Task>()),
         ("tree_root", assemble::<temps::tree_root::Task>()),
         ("two_rounds", assemble::<temps::two_rounds::Task>()),
         ("waves", assemble::<temps::waves::Task>()),
+        ("bsum", assemble::<control::bsum::Task>()),
+        ("rounds", assemble::<control::rounds::Task>()),
+        ("steps", assemble::<control::steps::Task>()),
+        ("grid", assemble::<control::grid::Task>()),
+        ("until", assemble::<control::until::Task>()),
+        ("relax_root", assemble::<control::relax_root::Task>()),
+        ("hash5", assemble::<control::hash5::Task>()),
+        ("range_mm", assemble::<control::range_mm::Task>()),
+        ("mm_rounds", assemble::<control::mm_rounds::Task>()),
     ]
 }
 

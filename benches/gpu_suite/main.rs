@@ -15,7 +15,7 @@
 //!
 //! Layout: this file holds the command line and the driver; [`common`] the rows, measurement,
 //! gpu-cilk runtime columns, NVRTC compile times and the output files; one module per benchmark
-//! ([`fib`], [`queens`], [`channel`], [`alloc`], [`queue`]) holds its peers, kernels' parameter
+//! ([`fib`], [`queens`], [`channel`], [`loopsync`], [`alloc`], [`queue`]) holds its peers, kernels' parameter
 //! mirrors and verification. Device headers come from the `gpu-cilk-kernels` crate; device
 //! structs shared with the runtime's GPU tests are mirrored once under `runtime/tests/support/`.
 
@@ -24,6 +24,7 @@ mod channel;
 mod common;
 mod fib;
 mod heap;
+mod loopsync;
 mod queens;
 mod queue;
 
@@ -61,9 +62,15 @@ pub(crate) struct Args {
     /// Output directory for results.csv and results.json.
     #[arg(long, default_value = "target/gpu-bench")]
     pub(crate) out: PathBuf,
-    /// Workloads to run (comma-separated): fib, queens, channel, alloc, queue, heap.
-    #[arg(long, default_value = "fib,queens,channel", value_delimiter = ',')]
+    /// Workloads to run (comma-separated): fib, queens, channel, loopsync, alloc, queue, heap.
+    #[arg(long, default_value = "fib,queens,channel,loopsync", value_delimiter = ',')]
     pub(crate) only: Vec<String>,
+    /// Loop-sync benchmark: chains run at once.
+    #[arg(long, default_value_t = 1024)]
+    pub(crate) loop_sync_width: u32,
+    /// Loop-sync benchmark: iterations (spawn + sync) per chain.
+    #[arg(long, default_value_t = 256)]
+    pub(crate) loop_sync_rounds: u32,
     /// rayon fib: below this n, recurse serially.
     #[arg(long, default_value_t = 20)]
     pub(crate) fib_cutoff: u32,
@@ -205,6 +212,12 @@ fn main() {
     if wants("channel") {
         let rows = channel::bench_channel(&args, device.as_ref());
         print_rows("channel reservation (enqueue/dequeue items/s)", &rows);
+        report.rows.extend(rows);
+    }
+
+    if wants("loopsync") {
+        let rows = loopsync::bench_loopsync(&args);
+        print_rows("sync in a loop (spawn + sync + resume per iteration; iterations/s)", &rows);
         report.rows.extend(rows);
     }
 

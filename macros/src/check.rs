@@ -1,7 +1,7 @@
 //! The supported subset, checked on the `syn` tree before anything is lowered.
 //!
 //! This module owns the *syntactic* rules: the signature (no `async`/`unsafe`/generics/`self`,
-//! scalar and array types only), where `sync!()` may stand (top-level statements only), the shape
+//! scalar, array and tuple types), where `sync!()` may stand (any statement, not a value), the shape
 //! and position of `spawn!` (a statement, a call to a named function), and which expressions,
 //! statements, methods and types belong to the subset. It reports every violation it finds (into
 //! an [`Errors`]), each on the exact span, so the user sees all problems at once. Rules that need
@@ -154,6 +154,15 @@ pub fn check_type(ty: &Type) -> Result<(), syn::Error> {
         Type::Group(g) => check_type(&g.elem),
         Type::Reference(_) | Type::Slice(_) | Type::Ptr(_) => Err(error::TYPE_REFERENCE.on(ty)),
         Type::ImplTrait(_) | Type::TraitObject(_) => Err(error::TYPE_IMPL_TRAIT.on(ty)),
+        Type::Tuple(t) if (2..=4).contains(&t.elems.len()) => {
+            for e in &t.elems {
+                if matches!(e, Type::Tuple(_)) || syntax::temp_type_elem(e).is_some() {
+                    return Err(error::TYPE_TUPLE.on(ty));
+                }
+                check_type(e)?;
+            }
+            Ok(())
+        }
         Type::Tuple(_) => Err(error::TYPE_TUPLE.on(ty)),
         _ => Err(error::TYPE_OTHER.on(ty)),
     }
@@ -200,14 +209,18 @@ impl Checker<'_> {
                         Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {}
                         other => self.err(error::PARAM_PATTERN.on(other)),
                     }
-                    self.ty(&pt.ty);
+                    // A tuple's layout is Rust's choice: root arguments are bytes the host copies.
+                    if matches!(&*pt.ty, Type::Tuple(t) if !t.elems.is_empty()) {
+                        self.err(error::TYPE_TUPLE.on(&pt.ty));
+                    } else {
+                        self.ty(&pt.ty);
+                    }
                 }
             }
         }
         if let ReturnType::Type(_, ty) = &sig.output {
             match &**ty {
                 Type::Tuple(t) if t.elems.is_empty() => {}
-                Type::Array(_) if self.mode == Mode::Task => self.err(error::RETURN_ARRAY.on(ty)),
                 other if syntax::temp_type_elem(other).is_some() => self.err(error::RETURN_TEMP.on(ty)),
                 other => self.ty(other),
             }
@@ -232,6 +245,11 @@ impl Checker<'_> {
                     }
                     None if local.init.as_ref().is_some_and(|i| syntax::as_spawn(&i.expr).is_some()) => {
                         self.err(error::SPAWN_LET_PATTERN.on(&local.pat))
+                    }
+                    None if local.init.is_some() && syntax::tuple_binding(&local.pat).is_some() => {
+                        if let Some((_, Some(ty))) = syntax::tuple_binding(&local.pat) {
+                            self.ty(&ty);
+                        }
                     }
                     None => self.err(error::LET_PATTERN.on(&local.pat)),
                 }
@@ -289,15 +307,10 @@ impl Checker<'_> {
         if self.mode == Mode::Device {
             return self.err(error::SYNC_IN_DEVICE.on(mac));
         }
-        let msg = match place {
-            Place::Top => None,
-            Place::Loop => Some(error::SYNC_IN_LOOP),
-            Place::Branch => Some(error::SYNC_IN_BRANCH),
-            Place::Block => Some(error::SYNC_IN_BLOCK),
-            Place::Value => Some(error::SYNC_IN_EXPR),
-        };
-        if let Some(msg) = msg {
-            self.err(msg.on(mac));
+        // A statement anywhere in the body's control flow; not inside an expression whose value
+        // is used (`let v = { sync!(); 1 };`), which has no place to resume at.
+        if place == Place::Value {
+            self.err(error::SYNC_IN_EXPR.on(mac));
         } else if !mac.tokens.is_empty() {
             self.err(error::SYNC_ARGS.on(&mac.tokens));
         }
@@ -338,17 +351,18 @@ impl Checker<'_> {
             Expr::If(i) => self.if_expr(i, place, spawnable),
             Expr::While(w) => {
                 self.label(&w.label);
-                self.cond(&w.cond, Place::Loop);
-                self.stmts(&w.body.stmts, Place::Loop, spawnable);
+                let inner = Self::loop_place(place);
+                self.cond(&w.cond, inner);
+                self.stmts(&w.body.stmts, inner, spawnable);
             }
             Expr::Loop(l) => {
                 self.label(&l.label);
-                self.stmts(&l.body.stmts, Place::Loop, spawnable);
+                self.stmts(&l.body.stmts, Self::loop_place(place), spawnable);
             }
             Expr::ForLoop(f) => {
                 self.label(&f.label);
                 self.for_head(f, place);
-                self.stmts(&f.body.stmts, Place::Loop, spawnable);
+                self.stmts(&f.body.stmts, Self::loop_place(place), spawnable);
             }
             Expr::Block(b) => {
                 self.label(&b.label);
@@ -356,6 +370,15 @@ impl Checker<'_> {
                 self.stmts(&b.block.stmts, inner, spawnable);
             }
             _ => self.expr(e, place),
+        }
+    }
+
+    /// The place of a loop body: a loop whose value is used stays a value.
+    fn loop_place(place: Place) -> Place {
+        if place == Place::Value {
+            Place::Value
+        } else {
+            Place::Loop
         }
     }
 
@@ -519,7 +542,13 @@ impl Checker<'_> {
             Expr::RawAddr(r) => self.err(error::REFERENCE.on(r)),
             Expr::Struct(s) => self.err(error::STRUCT_LIT.on(s)),
             Expr::Tuple(t) if t.elems.is_empty() => {}
+            Expr::Tuple(t) if (2..=4).contains(&t.elems.len()) => {
+                for x in &t.elems {
+                    self.expr(x, place);
+                }
+            }
             Expr::Tuple(t) => self.err(error::TUPLE.on(t)),
+            Expr::Field(f) if matches!(f.member, syn::Member::Unnamed(_)) => self.expr(&f.base, place),
             Expr::Field(f) => self.err(error::FIELD.on(f)),
             Expr::Range(r) => self.err(error::RANGE.on(r)),
             Expr::Unsafe(u) => self.err(error::UNSAFE_BLOCK.on(u.unsafe_token)),
@@ -565,25 +594,24 @@ mod tests {
     }
 
     #[test]
-    fn sync_placement_names_the_construct() {
+    fn sync_may_stand_wherever_a_statement_can_but_not_in_a_value() {
         let m = messages(
             Mode::Task,
             quote! {
                 fn f(n: u32) {
                     while n > 0 { sync!(); }
-                    if n > 0 { sync!(); }
+                    if n > 0 { sync!(); } else { for i in 0..n { { sync!(); } } }
                     { sync!(); }
                     let v = { sync!(); 1 };
+                    let w = loop { sync!(); break; };
                     sync!(n);
                 }
             },
         );
-        assert_eq!(m.len(), 5, "{m:#?}");
-        assert!(m[0].ends_with("not inside a loop"));
-        assert!(m[1].ends_with("not inside `if`/`else`"));
-        assert!(m[2].ends_with("not inside a block"));
-        assert!(m[3].ends_with("not part of an expression"));
-        assert_eq!(m[4], "`sync!()` takes no arguments");
+        assert_eq!(m.len(), 3, "{m:#?}");
+        assert!(m[0].ends_with("not part of an expression"), "{m:#?}");
+        assert!(m[1].ends_with("not part of an expression"), "{m:#?}");
+        assert_eq!(m[2], "`sync!()` takes no arguments");
     }
 
     #[test]

@@ -24,6 +24,11 @@ impl Msg {
         syn::Error::new_spanned(tokens, self.render())
     }
 
+    /// This message at `span`.
+    pub fn on_span(self, span: Span) -> syn::Error {
+        syn::Error::new(span, self.render())
+    }
+
     fn render(self) -> String {
         format!("{}\nhint: {}", self.text, self.hint)
     }
@@ -158,8 +163,8 @@ pub const TYPE_IMPL_TRAIT: Msg = Msg {
 };
 /// A tuple type.
 pub const TYPE_TUPLE: Msg = Msg {
-    text: "tuple types are not supported in the gpu-cilk subset",
-    hint: "use separate parameters, or a fixed-size array `[T; N]` when the elements share a type",
+    text: "this tuple type is not supported in the gpu-cilk subset",
+    hint: "tuples of 2 to 4 scalars or arrays are results and locals, not parameters: use separate parameters, or a fixed-size array `[T; N]`",
 };
 /// `String`, `str`, `Vec`, `Box`.
 pub const TYPE_HEAP: Msg = Msg {
@@ -171,33 +176,23 @@ pub const TYPE_OTHER: Msg = Msg {
     text: "this type is not supported in the gpu-cilk subset",
     hint: "use an integer or float scalar (`u32`, `i64`, `f32`, ..), `bool`, or a fixed-size array `[T; N]` of them",
 };
-/// Array return type.
-pub const RETURN_ARRAY: Msg = Msg {
-    text: "a `#[gpu_cilk]` function must return a scalar or `()`",
-    hint: "return a scalar; to produce several values, spawn one task per value",
-};
 
 // ---- sync! --------------------------------------------------------------------------------------
 
-/// `sync!()` inside a loop.
-pub const SYNC_IN_LOOP: Msg = Msg {
-    text: "`sync!()` must be a top-level statement of the function body, not inside a loop",
-    hint: "move it out of the loop; sync inside loops is not supported yet",
-};
-/// `sync!()` inside `if`/`else`.
-pub const SYNC_IN_BRANCH: Msg = Msg {
-    text: "`sync!()` must be a top-level statement of the function body, not inside `if`/`else`",
-    hint: "move it after the `if`/`else` (a sync with no outstanding children costs nothing)",
-};
-/// `sync!()` inside a nested block.
-pub const SYNC_IN_BLOCK: Msg = Msg {
-    text: "`sync!()` must be a top-level statement of the function body, not inside a block",
-    hint: "move it out of the block, to the top level of the function body",
-};
 /// `sync!()` used as a value.
 pub const SYNC_IN_EXPR: Msg = Msg {
-    text: "`sync!()` must be a top-level statement of the function body, not part of an expression",
+    text: "`sync!()` must be a statement of its own, not part of an expression",
     hint: "write `sync!();` on its own line",
+};
+/// `alloc!` in a function whose `sync!()` stands inside control flow.
+pub const ALLOC_IN_MACHINE: Msg = Msg {
+    text: "`alloc!` cannot be used in a function with a `sync!()` inside a branch, loop or block",
+    hint: "allocate the temporary in the caller and pass it as a `Temp<T>` parameter, or keep every `sync!()` of this function at the top level of its body",
+};
+/// `break`/`continue` inside a value, in a loop that contains a `sync!()`.
+pub const JUMP_IN_VALUE: Msg = Msg {
+    text: "`break`/`continue` of a loop that contains a `sync!()` must be a statement of its own",
+    hint: "write `if cond { break; }` rather than using `break`/`continue` inside an expression whose value is used",
 };
 /// `sync!(x)`.
 pub const SYNC_ARGS: Msg =
@@ -271,7 +266,7 @@ pub const TRY: Msg = Msg {
 };
 /// `let (a, b) = ..`
 pub const LET_PATTERN: Msg = Msg {
-    text: "only `let name` and `let mut name` bindings are supported (no destructuring patterns)",
+    text: "only `let name`, `let mut name` and tuple bindings `let (a, mut b) = ..` are supported",
     hint: "bind each value with its own `let`",
 };
 /// `let .. else`.
@@ -304,13 +299,13 @@ pub const STRUCT_LIT: Msg = Msg {
 };
 /// `(a, b)`.
 pub const TUPLE: Msg = Msg {
-    text: "tuples are not supported in the gpu-cilk subset",
+    text: "tuples of more than 4 elements are not supported in the gpu-cilk subset",
     hint: "use separate locals, or a fixed-size array `[T; N]` when the elements share a type",
 };
-/// `s.field`, `t.0`.
+/// `s.field`.
 pub const FIELD: Msg = Msg {
-    text: "field access is not supported in the gpu-cilk subset",
-    hint: "there are no structs or tuples on the device: use separate locals or an array",
+    text: "named field access is not supported in the gpu-cilk subset",
+    hint: "there are no structs on the device: use separate locals, an array, or a tuple (`t.0`)",
 };
 /// `"text"`, `'c'`, `b"bytes"`.
 pub const STRING_LIT: Msg = Msg {
@@ -390,6 +385,26 @@ pub fn spawn_into_unknown(name: &syn::Ident) -> syn::Error {
         name,
         &format!("cannot find local `{name}` to store the spawned result in"),
         &format!("declare it at the top level of the function body first: `let mut {name} = ..;`"),
+    )
+}
+
+/// A frame field of a function with nested syncs declared where another of its name is visible.
+pub fn machine_shadowed(name: &syn::Ident) -> syn::Error {
+    custom(
+        name,
+        &format!("`{name}` is declared again where another `{name}` that lives in the task frame is visible (or with another type)"),
+        &format!("a function with a `sync!()` inside a branch, loop or block keeps its locals in one frame: rename this `{name}`"),
+    )
+}
+
+/// The variable of a `for` loop that contains a `sync!()` has no known type.
+pub fn for_type_unknown(name: &syn::Ident) -> syn::Error {
+    custom(
+        name,
+        &format!(
+            "the type of `{name}` is not known, and it lives in the task frame because the loop contains a `sync!()`"
+        ),
+        "give the range a type: a suffixed literal (`0u32..n`), a cast (`0..n as usize`) or a typed local",
     )
 }
 

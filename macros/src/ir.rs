@@ -34,7 +34,7 @@ pub struct Function {
     pub params: Vec<Param>,
     /// The return type; `None` for `()`.
     pub output: Option<Type>,
-    /// The top-level statements, `sync!()` included.
+    /// The top-level statements, `sync!()` included (also nested in control flow).
     pub body: Vec<Stmt>,
     /// The tail expression of the body (its value), if any.
     pub tail: Option<Expr>,
@@ -70,13 +70,82 @@ pub struct Task {
     pub segments: Vec<Segment>,
     /// The most spawn sites in one segment, or `None` when a spawn sits inside a loop.
     pub fanout: Option<usize>,
+    /// Set when some `sync!()` is nested in control flow (a branch, a loop, a block): the body is
+    /// then a [`Machine`] (a control-flow graph whose resume point lives in the frame), and
+    /// `segments` holds one segment, the whole structured body, for the serial device form.
+    pub machine: Option<Machine>,
 }
 
 impl Task {
-    /// The number of top-level `sync!()`s (= continuation segments).
+    /// The number of continuation entry points the schedulers see: the top-level `sync!()`s of a
+    /// straight-line task, 1 for a [`Machine`] (its one continuation reads the resume point from
+    /// the frame and may sync again).
     pub fn syncs(&self) -> usize {
+        if self.machine.is_some() {
+            return 1;
+        }
         self.segments.len().saturating_sub(1)
     }
+}
+
+/// A task body lowered to a control-flow graph of blocks (the state-machine transform of an
+/// `async fn`): block 0 is the entry; a block that ends at a `sync!()` stores the frame with the
+/// block to resume at ([`Term::Sync`]), which a continuation reads back from the frame.
+#[derive(Debug, Clone)]
+pub struct Machine {
+    /// The blocks; block 0 is the entry.
+    pub blocks: Vec<Block>,
+}
+
+impl Machine {
+    /// The blocks a continuation may start at (the targets of [`Term::Sync`]), ascending.
+    pub fn resumes(&self) -> Vec<usize> {
+        let mut v: Vec<usize> = self
+            .blocks
+            .iter()
+            .filter_map(|b| match b.term {
+                Term::Sync(k) => Some(k),
+                _ => None,
+            })
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+}
+
+/// A straight-line run of sync-free statements and how it ends.
+#[derive(Debug, Clone)]
+pub struct Block {
+    /// The statements (structured, sync-free; [`Stmt::Jump`] may end them early).
+    pub stmts: Vec<Stmt>,
+    /// Where control goes next.
+    pub term: Term,
+    /// A loop header (the emitters mark progress there, as in every loop body).
+    pub header: bool,
+}
+
+/// How a [`Block`] ends.
+#[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)] // one per block
+pub enum Term {
+    /// Continue with this block.
+    Goto(usize),
+    /// `if cond { then } else { els }`.
+    Branch {
+        /// Condition.
+        cond: Expr,
+        /// Block when true.
+        then: usize,
+        /// Block when false.
+        els: usize,
+    },
+    /// `sync!()`: store the frame with this block as its resume point and wait for the children.
+    Sync(usize),
+    /// The function's tail expression: return its value.
+    Tail(Expr),
+    /// Control falls off the end of the body (see [`End::FallOff`]).
+    FallOff,
 }
 
 /// A frame field: a local that lives across a `sync!()`, or a spawn destination.
@@ -194,8 +263,12 @@ pub enum Stmt {
         /// Followed by `;`.
         semi: bool,
     },
-    /// `sync!()`: only in [`Function::body`]; `lower` turns each into a segment boundary.
+    /// `sync!()`: `lower` turns each into a segment boundary (or a block boundary of a
+    /// [`Machine`]); the serial device form skips it.
     Sync(Span),
+    /// Continue at block `k` of the task's [`Machine`]: a `break`/`continue` of a loop that
+    /// contains a `sync!()`, made by `lower`.
+    Jump(usize),
 }
 
 /// `let [mut] name[: ty] [= init];`
@@ -360,7 +433,7 @@ pub fn visit_spawns<'a>(stmts: &'a [Stmt], f: &mut dyn FnMut(&'a SpawnSite)) {
             Stmt::If(i) => visit_if_spawns(i, f),
             Stmt::While { body, .. } | Stmt::Loop { body } | Stmt::Block(body) => visit_spawns(body, f),
             Stmt::For(fl) => visit_spawns(&fl.body, f),
-            Stmt::Let(_) | Stmt::Return(_) | Stmt::Expr { .. } | Stmt::Sync(_) => {}
+            Stmt::Let(_) | Stmt::Return(_) | Stmt::Expr { .. } | Stmt::Sync(_) | Stmt::Jump(_) => {}
         }
     }
 }

@@ -52,13 +52,53 @@ pub fn function(item: &ItemFn) -> syn::Result<Function> {
                 }
             }
         }
-        body.push(stmt(s)?);
+        body.extend(stmt(s)?);
     }
     Ok(Function { name: item.sig.ident.clone(), vis: item.vis.clone(), params, output, body, tail })
 }
 
 fn stmts(block: &syn::Block) -> syn::Result<Vec<Stmt>> {
-    block.stmts.iter().map(stmt).collect()
+    let mut out = Vec::new();
+    for s in &block.stmts {
+        out.extend(stmt(s)?);
+    }
+    Ok(out)
+}
+
+/// `let (a, mut b)[: (A, B)] = e;` → `let __gc_tuple_a_b[: (A, B)] = e; let a = __gc_tuple_a_b.0;
+/// let mut b = __gc_tuple_a_b.1;` (element annotations from the tuple's).
+fn tuple_let(local: &syn::Local) -> Option<syn::Result<Vec<Stmt>>> {
+    let (names, ty) = crate::syntax::tuple_binding(&local.pat)?;
+    let init = local.init.as_ref()?;
+    if init.diverge.is_some() {
+        return Some(Err(error::LET_ELSE.on(local)));
+    }
+    let joined: Vec<String> = names.iter().map(|(n, _)| n.to_string()).collect();
+    let tmp = syn::Ident::new(&format!("__gc_tuple_{}", joined.join("_")), local.let_token.span);
+    let elems: Vec<Option<Type>> = match &ty {
+        Some(Type::Tuple(t)) => t.elems.iter().cloned().map(Some).collect(),
+        _ => vec![None; names.len()],
+    };
+    let mut out = vec![Stmt::Let(Let {
+        name: tmp.clone(),
+        mutable: false,
+        ty,
+        init: Some((*init.expr).clone()),
+        frame: false,
+        alloc: None,
+    })];
+    for (i, (name, mutable)) in names.into_iter().enumerate() {
+        let idx = syn::Index::from(i);
+        out.push(Stmt::Let(Let {
+            name,
+            mutable,
+            ty: elems.get(i).cloned().flatten(),
+            init: Some(syn::parse_quote!(#tmp.#idx)),
+            frame: false,
+            alloc: None,
+        }));
+    }
+    Some(Ok(out))
 }
 
 fn spawn_site(mac: &Macro, dest: Dest) -> syn::Result<Stmt> {
@@ -71,7 +111,16 @@ fn mac_span(mac: &Macro) -> Span {
     start.join(mac.delimiter.span().close()).unwrap_or(start)
 }
 
-fn stmt(s: &syn::Stmt) -> syn::Result<Stmt> {
+fn stmt(s: &syn::Stmt) -> syn::Result<Vec<Stmt>> {
+    if let syn::Stmt::Local(local) = s {
+        if let Some(r) = tuple_let(local) {
+            return r;
+        }
+    }
+    one_stmt(s).map(|s| vec![s])
+}
+
+fn one_stmt(s: &syn::Stmt) -> syn::Result<Stmt> {
     match s {
         syn::Stmt::Local(local) => {
             let Some((name, mutable, ty)) = let_binding(&local.pat) else {

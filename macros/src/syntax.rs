@@ -193,6 +193,34 @@ pub fn let_binding(pat: &Pat) -> Option<(syn::Ident, bool, Option<Type>)> {
     }
 }
 
+/// The names (with `mut`) of `let (a, mut b)` and the annotation, if any.
+pub type TupleBinding = (Vec<(syn::Ident, bool)>, Option<Type>);
+
+/// `let (a, mut b)[: (A, B)] = ..`: the names (with `mut`) and the annotation, for a tuple of
+/// 2 to 4 plain names.
+pub fn tuple_binding(pat: &Pat) -> Option<TupleBinding> {
+    match pat {
+        Pat::Tuple(t) if (2..=4).contains(&t.elems.len()) => {
+            let mut names = Vec::new();
+            for e in &t.elems {
+                match e {
+                    Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                        names.push((pi.ident.clone(), pi.mutability.is_some()))
+                    }
+                    _ => return None,
+                }
+            }
+            Some((names, None))
+        }
+        Pat::Type(pt) => {
+            let (names, _) = tuple_binding(&pt.pat)?;
+            Some((names, Some((*pt.ty).clone())))
+        }
+        Pat::Paren(p) => tuple_binding(&p.pat),
+        _ => None,
+    }
+}
+
 /// The destination of `lhs = spawn!(..)`: a local or an element of a local array.
 pub fn assign_dest(lhs: &Expr) -> Option<Dest> {
     match lhs {

@@ -173,17 +173,18 @@ fn every_problem_is_reported_at_once() {
     let func: syn::ItemFn = syn::parse2(quote! {
         async fn f<T>(x: &[u32]) -> String {
             let c = |a: u32| a + 1;
-            while true { sync!(); }
+            let v = { sync!(); 1 };
             println!("hi");
-            let (a, b) = (1, 2);
+            let [a, b] = [1, 2];
+            let t = (1, 2, 3, 4, 5);
             spawn!(x.len());
         }
     })
     .expect("parses");
     let mut errors = crate::error::Errors::new();
     crate::check::function(&func, crate::check::Mode::Task, &mut errors);
-    // async, generics, slice param, String return, closure, sync in loop, println!, let
-    // pattern, tuple, spawn of a method call.
+    // async, generics, slice param, String return, closure, sync in a value, println!, let
+    // pattern, 5-tuple, spawn of a method call.
     assert_eq!(errors.len(), 10, "{errors:#?}");
 }
 
@@ -464,4 +465,198 @@ fn a_return_that_may_leave_children_running_with_a_live_temporary_is_rejected() 
         }
     })
     .is_empty());
+}
+
+// ---- sync!() inside control flow: the state machine (ir::Machine) ------------------------------
+
+/// A base case that spawns and syncs inside its `if`.
+fn branch_sync() -> TokenStream {
+    quote! {
+        pub fn bsum(lo: u32, hi: u32) -> u64 {
+            if hi - lo <= 2 {
+                let x = spawn!(leaf(lo));
+                let y = spawn!(leaf(hi));
+                sync!();
+                return x * 3 + y;
+            }
+            let mid = lo + (hi - lo) / 2;
+            let a = spawn!(bsum(lo, mid));
+            let b = spawn!(bsum(mid, hi));
+            sync!();
+            a + b
+        }
+    }
+}
+
+/// A `for` with a spawn and a sync per iteration and a loop-carried local.
+fn loop_sync() -> TokenStream {
+    quote! {
+        pub fn rounds(n: u32, r: u32) -> u64 {
+            let mut acc: u64 = 0;
+            for i in 0..r {
+                let a = spawn!(leaf(n + i));
+                sync!();
+                acc = acc * 7 + a;
+            }
+            acc
+        }
+    }
+}
+
+/// A `while` whose condition reads the child's result.
+fn while_sync() -> TokenStream {
+    quote! {
+        pub fn steps(n: u64) -> u32 {
+            let mut x: u64 = n;
+            let mut count: u32 = 0;
+            while x > 1 {
+                x = spawn!(collatz(x));
+                sync!();
+                count += 1;
+            }
+            count
+        }
+    }
+}
+
+/// Nested loops with a sync in each, `continue` and `break` of the inner one.
+fn nested_sync() -> TokenStream {
+    quote! {
+        pub fn grid(n: u32, m: u32) -> u64 {
+            let mut total: u64 = 0;
+            let mut i: u32 = 0;
+            while i < n {
+                let mut row: u64 = 0;
+                for j in 0..m {
+                    if (i + j) % 3 == 0 {
+                        continue;
+                    }
+                    let v = spawn!(leaf(i * m + j));
+                    sync!();
+                    row += v;
+                    if row > 2500 {
+                        break;
+                    }
+                }
+                let extra = spawn!(leaf(i));
+                sync!();
+                total = total * 3 + row + extra;
+                i += 1;
+            }
+            total
+        }
+    }
+}
+
+#[test]
+fn branch_sync_ir() {
+    insta::assert_snapshot!(dump(&lowered(branch_sync())));
+}
+
+#[test]
+fn branch_sync_expansion() {
+    insta::assert_snapshot!(expand(quote!(), branch_sync()));
+}
+
+#[test]
+fn branch_sync_cuda() {
+    insta::assert_snapshot!(cuda(branch_sync()));
+}
+
+#[test]
+fn loop_sync_ir() {
+    insta::assert_snapshot!(dump(&lowered(loop_sync())));
+}
+
+#[test]
+fn loop_sync_expansion() {
+    insta::assert_snapshot!(expand(quote!(), loop_sync()));
+}
+
+#[test]
+fn loop_sync_cuda() {
+    insta::assert_snapshot!(cuda(loop_sync()));
+}
+
+#[test]
+fn while_sync_ir() {
+    insta::assert_snapshot!(dump(&lowered(while_sync())));
+}
+
+#[test]
+fn while_sync_expansion() {
+    insta::assert_snapshot!(expand(quote!(), while_sync()));
+}
+
+#[test]
+fn while_sync_cuda() {
+    insta::assert_snapshot!(cuda(while_sync()));
+}
+
+#[test]
+fn nested_sync_ir() {
+    insta::assert_snapshot!(dump(&lowered(nested_sync())));
+}
+
+#[test]
+fn nested_sync_expansion() {
+    insta::assert_snapshot!(expand(quote!(), nested_sync()));
+}
+
+#[test]
+fn nested_sync_cuda() {
+    insta::assert_snapshot!(cuda(nested_sync()));
+}
+
+// ---- arrays and tuples as results ---------------------------------------------------------------
+
+/// A task returning `[u32; 5]`, spawning itself into `[u32; 5]` destinations.
+fn array_result() -> TokenStream {
+    quote! {
+        pub fn hash5(seed: u32, depth: u32) -> [u32; 5] {
+            if depth == 0 {
+                return [seed, seed ^ 0x5a5a, seed.wrapping_mul(3), seed.rotate_left(7), 1];
+            }
+            let a = spawn!(hash5(seed + 1, depth - 1));
+            let b = spawn!(hash5(seed * 7, depth - 1));
+            sync!();
+            let mut out: [u32; 5] = [0; 5];
+            for i in 0..5usize {
+                out[i] = a[i].wrapping_mul(31) ^ b[(i + 1) % 5];
+            }
+            out
+        }
+    }
+}
+
+/// A helper returning `(u64, u64)`, and a destructuring `let` of its result.
+fn tuple_helper() -> TokenStream {
+    quote! {
+        pub fn minmax(a: u64, b: u64) -> (u64, u64) {
+            let (lo, hi) = if a < b { (a, b) } else { (b, a) };
+            (lo, hi.max(lo))
+        }
+    }
+}
+
+#[test]
+fn array_result_expansion() {
+    insta::assert_snapshot!(expand(quote!(), array_result()));
+}
+
+#[test]
+fn array_result_cuda() {
+    insta::assert_snapshot!(cuda(array_result()));
+}
+
+#[test]
+fn tuple_helper_expansion() {
+    let out = crate::device_macro(quote!(), tuple_helper());
+    let file: syn::File = syn::parse2(out).expect("valid Rust");
+    insta::assert_snapshot!(prettyplease::unparse(&file));
+}
+
+#[test]
+fn tuple_helper_cuda() {
+    insta::assert_snapshot!(device(tuple_helper()));
 }

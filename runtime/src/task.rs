@@ -34,7 +34,7 @@ pub trait CilkTask: Sized + Send + Sync + 'static {
     /// The continuation frame: every local that lives across a `sync!()`, and every spawn
     /// destination, `#[repr(C)]`.
     type Frame: Send + 'static;
-    /// The function's return type (a scalar or `()`).
+    /// The function's return type (a scalar, an array, a tuple of those, or `()`).
     type Output: Copy + Default + Send + Sync + 'static;
 
     /// The function's name, for statistics and error messages.
@@ -61,6 +61,13 @@ pub trait CilkTask: Sized + Send + Sync + 'static {
     /// [`Registry`] is the one that records what every backend needs to know.
     fn register<R: Registrar>(reg: &mut R);
 
+    /// The task's body is a state machine (some `sync!()` stands inside a branch, loop or block):
+    /// it has one continuation, `resume(1, ..)`, which reads its resume point from the frame and
+    /// may end at a sync again; after such a segment the next one is segment 1 again
+    /// ([`next_segment`]). The levels schedulers, whose queues follow the segments in order,
+    /// refuse such tasks.
+    const MACHINE: bool = false;
+
     /// The task's CUDA C++ fragment, written by the compiler from the same IR as the Rust
     /// sub-kernels (`None` for hand-written tasks, which then run on host backends only).
     const CUDA: Option<&'static CudaFragment> = None;
@@ -69,6 +76,22 @@ pub trait CilkTask: Sized + Send + Sync + 'static {
     /// checks against the C struct the compiler wrote for the device. [`ArgsLayout::UNCHECKED`]
     /// for hand-written tasks.
     const ARGS_LAYOUT: ArgsLayout = ArgsLayout::UNCHECKED;
+
+    /// The Rust layout of [`CilkTask::Output`]: its size and, for a tuple, each element's offset
+    /// and size (named `f0`, `f1`, .. as in the C struct `<task>_ret`), which the cuda backend
+    /// checks against the device's (a root's result travels as bytes). [`ArgsLayout::UNCHECKED`]
+    /// for hand-written tasks.
+    const OUTPUT_LAYOUT: ArgsLayout = ArgsLayout::UNCHECKED;
+}
+
+/// The segment to run after `segment` of `T` ended at a sync: `segment + 1`, or, after the last
+/// one (which only a [`CilkTask::MACHINE`] task's continuation reaches), that segment again.
+pub fn next_segment<T: CilkTask>(segment: usize) -> usize {
+    if segment < T::SYNCS {
+        segment + 1
+    } else {
+        segment
+    }
 }
 
 /// Where one field of a task's `Args` lies in Rust (see [`CilkTask::ARGS_LAYOUT`]).
@@ -327,6 +350,10 @@ pub struct TaskEntry {
     pub cuda: Option<&'static CudaFragment>,
     /// `CilkTask::ARGS_LAYOUT`.
     pub args_layout: ArgsLayout,
+    /// `CilkTask::MACHINE`.
+    pub machine: bool,
+    /// `CilkTask::OUTPUT_LAYOUT`.
+    pub output_layout: ArgsLayout,
 }
 
 impl fmt::Debug for TaskEntry {
@@ -365,6 +392,19 @@ impl Registry {
         &self.entries
     }
 
+    /// The first registered task whose body is a state machine ([`CilkTask::MACHINE`]), which the
+    /// levels schedulers cannot run: the error they report.
+    pub fn levels_refusal(&self) -> Option<crate::error::Error> {
+        self.entries.iter().find(|e| e.machine).map(|e| {
+            crate::error::Error::Config(format!(
+                "the levels scheduler cannot run `{}`: a `sync!()` inside a branch, loop or block makes its \
+                 continuations repeat, which the levels' per-segment queues do not allow; use the stealing \
+                 (cpu) or persistent (cuda) scheduler",
+                e.name
+            ))
+        })
+    }
+
     /// The index of task `T`, if registered.
     pub fn index_of<T: CilkTask>(&self) -> Option<usize> {
         let id = TypeId::of::<T>();
@@ -386,6 +426,8 @@ impl Registrar for Registry {
             fanout: T::FANOUT,
             cuda: T::CUDA,
             args_layout: T::ARGS_LAYOUT,
+            machine: T::MACHINE,
+            output_layout: T::OUTPUT_LAYOUT,
         });
         true
     }

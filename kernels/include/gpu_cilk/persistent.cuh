@@ -550,6 +550,13 @@ template <typename Ret> __device__ inline void gc_pdeliver(void* dest, const Ret
 // deferred children to its join counter. Returns a frame to resume next (this task's, if all its
 // children are already done, or its parent's), or null.
 // `own` is whether cx.frame belongs to this task already (a resumed task) or was only lent to it.
+// The segment after `seg` when `seg` ended at a sync: `seg + 1`, except after the last one, which
+// only a task whose body is a state machine reaches (its one continuation reads the resume point
+// from the frame and may sync again): that continuation runs again.
+template <typename Task> __device__ __forceinline__ gc_u32 gc_next_segment(gc_u32 seg) {
+  return seg < (gc_u32)Task::SYNCS ? seg + 1u : seg;
+}
+
 template <typename Task>
 __device__ gc_frame_hdr* gc_pfinish(gc_cx& cx, gc_u32 seg, bool sync, typename Task::Frame& frame,
                                     typename Task::Ret& ret, void* dest, gc_frame_hdr* parent, bool* frame_used) {
@@ -562,7 +569,7 @@ __device__ gc_frame_hdr* gc_pfinish(gc_cx& cx, gc_u32 seg, bool sync, typename T
         *frame_used = false;
         return gc_child_done(P, parent);
       }
-      seg += 1u;
+      seg = gc_next_segment<Task>(seg);
       typename Task::Frame f = frame;
       for (gc_u32 i = 0; i < cx.mask_words; ++i) cx.mask[i] = 0ull;
       sync = Task::resume(cx, seg, f, &frame, &ret);
@@ -573,7 +580,7 @@ __device__ gc_frame_hdr* gc_pfinish(gc_cx& cx, gc_u32 seg, bool sync, typename T
     gc_store_masked(&slot->frame, frame, cx.mask);
     if (!sync) slot->deferred = ret;
     slot->h.task = Task::ID;
-    slot->h.next_segment = sync ? seg + 1u : (gc_u32)Task::SYNCS + 1u;
+    slot->h.next_segment = sync ? gc_next_segment<Task>(seg) : (gc_u32)Task::SYNCS + 1u;
     slot->h.depth = cx.depth;
     slot->h.dest = dest;
     slot->h.parent = parent;

@@ -54,6 +54,36 @@ pub fn args_layout_const(params: &[crate::ir::Param], fragment: &Fragment) -> To
     }
 }
 
+/// `OUTPUT_LAYOUT`: the size of `Output` and, for a tuple, each element's offset and size (the C
+/// struct `<name>_ret` names them `f0`, `f1`, ..).
+pub fn output_layout_const(output: &Option<syn::Type>) -> TokenStream {
+    let fields: Vec<TokenStream> = match output {
+        Some(syn::Type::Tuple(t)) => t
+            .elems
+            .iter()
+            .enumerate()
+            .map(|(i, ty)| {
+                let idx = syn::Index::from(i);
+                let name = format!("f{i}");
+                quote! {
+                    ::gpu_cilk::runtime::FieldLayout {
+                        name: #name,
+                        offset: ::core::mem::offset_of!(Output, #idx),
+                        size: ::core::mem::size_of::<#ty>(),
+                    }
+                }
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    quote! {
+        const OUTPUT_LAYOUT: ::gpu_cilk::runtime::ArgsLayout = ::gpu_cilk::runtime::ArgsLayout {
+            size: ::core::mem::size_of::<Output>(),
+            fields: &[#(#fields),*],
+        };
+    }
+}
+
 /// The device form of the module's function: `Device` (implementing `DeviceFunction`, and
 /// `TaskFunction` for a task), `__DEVICE` (its `DeviceFn`: the serial device function) and one
 /// `DeviceFunction` check per call it makes.

@@ -24,7 +24,7 @@ mod serial;
 pub use cuda::helper_module;
 pub use serial::serial_fn;
 
-use crate::ir::{Dest, DeviceText, End, FieldType, For, Fragment, If, Segment, SpawnSite, Stmt, Task};
+use crate::ir::{Dest, DeviceText, End, FieldType, For, Fragment, If, Machine, Segment, SpawnSite, Stmt, Task, Term};
 use crate::syntax;
 use callees::Callees;
 use proc_macro2::{Span, TokenStream};
@@ -89,6 +89,9 @@ struct Emitter<'t> {
     registry: syn::Ident,
     /// The generic parameter of `prespawn`/`resume` (the scheduler's `Spawn` implementation).
     spawner: syn::Ident,
+    /// The current block of a [`crate::ir::Machine`] (`__block`) and the label of its loop.
+    block: syn::Ident,
+    label: syn::Lifetime,
     /// Names indexed as temporaries (`Temp` parameters and `alloc!` locals).
     temp_names: Vec<String>,
     /// The temporaries allocated by this task that are in scope at the statement being emitted.
@@ -125,6 +128,8 @@ impl<'t> Emitter<'t> {
             place_frame: id("__f"),
             registry: id("__reg"),
             spawner: id("__S"),
+            block: id("__block"),
+            label: syn::Lifetime::new("'__gc_machine", Span::mixed_site()),
             temp_names: task
                 .params
                 .iter()
@@ -190,18 +195,6 @@ impl<'t> Emitter<'t> {
             (&self.args, &self.frame, &self.segment, &self.cx, &self.registry, &self.spawner);
         let param_names: Vec<_> = t.params.iter().map(|p| &p.name).collect();
         let param_types: Vec<_> = t.params.iter().map(|p| &p.ty).collect();
-        let param_binds: Vec<_> = t
-            .params
-            .iter()
-            .map(|p| {
-                let n = &p.name;
-                if p.mutable {
-                    quote!(mut #n)
-                } else {
-                    quote!(#n)
-                }
-            })
-            .collect();
         let field_names: Vec<_> = t.frame.iter().map(|f| &f.name).collect();
         let field_types: Vec<_> = t.frame.iter().map(|f| self.field_type(&f.ty)).collect();
         let syncs = t.syncs();
@@ -213,19 +206,61 @@ impl<'t> Emitter<'t> {
             }
             None => quote!(::core::option::Option::None),
         };
-        let prespawn = t.segments.first().map(|s| self.segment_body(s)).unwrap_or_default();
-        let arms = t.segments.iter().skip(1).map(|s| {
-            let k = proc_macro2::Literal::usize_unsuffixed(s.index);
-            let body = self.segment_body(s);
-            quote!(#k => { #body })
-        });
         let unreachable = format!("`{name_str}` has {syncs} continuation{}", if syncs == 1 { "" } else { "s" });
+        let machine_const = if t.machine.is_some() {
+            quote!(
+                const MACHINE: bool = true;
+            )
+        } else {
+            quote!()
+        };
+        let (prespawn, resume, machine_fn, resume_field) = match &t.machine {
+            None => {
+                let prespawn = t.segments.first().map(|s| self.segment_body(s)).unwrap_or_default();
+                let arms: Vec<TokenStream> = t
+                    .segments
+                    .iter()
+                    .skip(1)
+                    .map(|s| {
+                        let k = proc_macro2::Literal::usize_unsuffixed(s.index);
+                        let body = self.segment_body(s);
+                        quote!(#k => { #body })
+                    })
+                    .collect();
+                let resume = quote! {
+                    match #segment_id {
+                        #(#arms)*
+                        _ => ::core::unreachable!(#unreachable),
+                    }
+                };
+                (prespawn, resume, quote!(), quote!())
+            }
+            Some(m) => {
+                let inits = t.frame.iter().map(|f| {
+                    let n = &f.name;
+                    if f.origin == crate::ir::FieldOrigin::Param {
+                        quote!(#n)
+                    } else {
+                        let d = Self::default_of(&f.ty);
+                        quote!(#n: #d)
+                    }
+                });
+                let prespawn = quote! {
+                    let Args { #(#param_names),* } = #args_id;
+                    __machine(Frame { __gc_resume: 0, #(#inits),* }, #cx_id)
+                };
+                let resume = quote!(__machine(#frame_id, #cx_id));
+                let machine_fn = self.machine_fn(m);
+                (prespawn, resume, machine_fn, quote!(pub __gc_resume: u32,))
+            }
+        };
         let registers = t.callees.iter().map(|c| {
             let ct = task_of(&c.path);
             quote_spanned!(c.path.span()=> <#ct as ::gpu_cilk::runtime::CilkTask>::register(#registry_id);)
         });
         let cuda = cuda::cuda_const(fragment);
         let args_layout = cuda::args_layout_const(&t.params, fragment);
+        let output_layout = cuda::output_layout_const(&t.output);
         let device_items = cuda::device_items(device, true);
         // The functions this task spawns (with the arity of their first spawn) or calls.
         let mut names = Callees::default();
@@ -267,6 +302,7 @@ impl<'t> Emitter<'t> {
                 /// The continuation frame: locals that live across a `sync!()` and spawn destinations.
                 #[repr(C)]
                 pub struct Frame {
+                    #resume_field
                     #(pub #field_names: #field_types,)*
                 }
 
@@ -287,6 +323,7 @@ impl<'t> Emitter<'t> {
                 pub type Output = #output;
 
                 #device_items
+                #machine_fn
 
                 impl ::gpu_cilk::runtime::CilkTask for Task {
                     type Args = Args;
@@ -295,8 +332,10 @@ impl<'t> Emitter<'t> {
                     const NAME: &'static str = #name_str;
                     const SYNCS: usize = #syncs_lit;
                     const FANOUT: ::core::option::Option<usize> = #fanout;
+                    #machine_const
                     #cuda
                     #args_layout
+                    #output_layout
 
                     fn serial(#args_id: Args) -> #output {
                         let Args { #(#param_names),* } = #args_id;
@@ -307,7 +346,6 @@ impl<'t> Emitter<'t> {
                         #args_id: Args,
                         #cx_id: &mut #spawner_id,
                     ) -> ::gpu_cilk::runtime::Step<Self> {
-                        let Args { #(#param_binds),* } = #args_id;
                         #prespawn
                     }
 
@@ -316,10 +354,7 @@ impl<'t> Emitter<'t> {
                         #frame_id: Frame,
                         #cx_id: &mut #spawner_id,
                     ) -> ::gpu_cilk::runtime::Step<Self> {
-                        match #segment_id {
-                            #(#arms)*
-                            _ => ::core::unreachable!(#unreachable),
-                        }
+                        #resume
                     }
 
                     fn register<#spawner_id: ::gpu_cilk::runtime::Registrar>(#registry_id: &mut #spawner_id) {
@@ -336,7 +371,16 @@ impl<'t> Emitter<'t> {
         let t = self.task;
         let frame_id = &self.frame;
         let restore = if seg.index == 0 {
-            quote!()
+            let args_id = &self.args;
+            let binds = t.params.iter().map(|p| {
+                let n = &p.name;
+                if p.mutable {
+                    quote!(mut #n)
+                } else {
+                    quote!(#n)
+                }
+            });
+            quote!(let Args { #(#binds),* } = #args_id;)
         } else {
             let restored: Vec<_> = seg.restores.iter().filter_map(|&i| t.frame.get(i)).collect();
             let binds = restored.iter().map(|f| {
@@ -398,6 +442,62 @@ impl<'t> Emitter<'t> {
             #restore
             #body
             #end
+        }
+    }
+
+    /// `fn __machine(frame, cx)`: the blocks of a [`Machine`] as one loop over the current block,
+    /// entered at the resume point stored in the frame (0 for a fresh call).
+    fn machine_fn(&self, m: &Machine) -> TokenStream {
+        let t = self.task;
+        let (frame_id, cx_id, spawner_id, block, label) =
+            (&self.frame, &self.cx, &self.spawner, &self.block, &self.label);
+        let start = syn::Ident::new("__start", Span::mixed_site());
+        let names: Vec<_> = t.frame.iter().map(|f| &f.name).collect();
+        let arms = m.blocks.iter().enumerate().map(|(k, b)| {
+            let lit = |j: usize| proc_macro2::Literal::u32_unsuffixed(j as u32);
+            let kl = lit(k);
+            let body = self.stmts(&b.stmts);
+            let term = match &b.term {
+                Term::Goto(j) => {
+                    let j = lit(*j);
+                    quote!(#block = #j;)
+                }
+                Term::Branch { cond, then, els } => {
+                    let (c, a, e) = (self.user_expr(cond), lit(*then), lit(*els));
+                    quote!(#block = if #c { #a } else { #e };)
+                }
+                Term::Sync(j) => {
+                    let j = lit(*j);
+                    quote!(return ::gpu_cilk::runtime::Step::Sync(Frame { __gc_resume: #j, #(#names),* });)
+                }
+                Term::Tail(e) => {
+                    let e = self.user_expr(e);
+                    let r = step_return(Span::mixed_site(), quote!(#e), &self.frees());
+                    quote!(return #r;)
+                }
+                Term::FallOff if t.output.is_none() => {
+                    let r = step_return(Span::mixed_site(), quote!(()), &self.frees());
+                    quote!(return #r;)
+                }
+                Term::FallOff => quote!(::core::unreachable!("control cannot fall off a function with a value");),
+            };
+            quote!(#kl => { #body #term })
+        });
+        quote! {
+            /// The task's blocks (a `sync!()` inside control flow makes the body a state machine).
+            fn __machine<#spawner_id: ::gpu_cilk::runtime::Spawn<Task>>(
+                #frame_id: Frame,
+                #cx_id: &mut #spawner_id,
+            ) -> ::gpu_cilk::runtime::Step<Task> {
+                let Frame { __gc_resume: #start, #(#names: mut #names),* } = #frame_id;
+                let mut #block: u32 = #start;
+                #label: loop {
+                    match #block {
+                        #(#arms)*
+                        _ => ::core::unreachable!("no such block"),
+                    }
+                }
+            }
         }
     }
 
@@ -468,6 +568,11 @@ impl<'t> Emitter<'t> {
             }
             Stmt::Sync(span) => {
                 quote_spanned!(*span=> ::core::compile_error!("gpu-cilk internal error: sync!() inside a segment");)
+            }
+            Stmt::Jump(k) => {
+                let (block, label) = (&self.block, &self.label);
+                let k = proc_macro2::Literal::u32_unsuffixed(*k as u32);
+                quote!({ #block = #k; continue #label; })
             }
         }
     }

@@ -19,6 +19,7 @@
 //! `resolve`'s, the rule about temporaries and returns `temps`'; this file is the sequence of
 //! steps and the frame layout.
 
+mod machine;
 mod resolve;
 mod temps;
 
@@ -28,6 +29,9 @@ use resolve::{Decl, Resolved};
 
 /// Lowers a parsed, checked function.
 pub fn task(f: Function) -> Result<Task, syn::Error> {
+    if f.body.iter().any(|s| !matches!(s, Stmt::Sync(_)) && machine::has_sync(s)) {
+        return machine_task(f);
+    }
     let mut errors = Errors::new();
 
     // 1. Split at the top-level syncs.
@@ -119,7 +123,53 @@ pub fn task(f: Function) -> Result<Task, syn::Error> {
     // FANOUT: the most spawn sites of one segment, unknowable when a spawn sits in a loop.
     let fanout = if any_loop_spawn { None } else { Some(segments.iter().map(|s| s.spawns).max().unwrap_or(0)) };
 
-    let task = Task { name: f.name, vis: f.vis, params: f.params, output: f.output, frame, callees, segments, fanout };
+    let task = Task {
+        name: f.name,
+        vis: f.vis,
+        params: f.params,
+        output: f.output,
+        frame,
+        callees,
+        segments,
+        fanout,
+        machine: None,
+    };
+    errors.finish(task)
+}
+
+/// A function with a `sync!()` nested in control flow: a [`crate::ir::Machine`] (see `machine`),
+/// with the whole structured body kept as segment 0 for the serial device form.
+fn machine_task(f: Function) -> Result<Task, syn::Error> {
+    let mut errors = Errors::new();
+    let mut body = f.body;
+    let mut callees: Vec<Callee> = Vec::new();
+    let mut next_site = 0;
+    number_spawns(&mut body, &mut callees, &mut next_site, false);
+    let (m, frame) = machine::build(&f.params, body.clone(), f.tail.clone(), &mut errors);
+    let mut spawns = 0;
+    let mut any_loop_spawn = false;
+    crate::ir::visit_spawns(&body, &mut |s: &SpawnSite| {
+        spawns += 1;
+        any_loop_spawn |= s.in_loop;
+    });
+    // Between two syncs control may pass every site once (a site in a loop: unbounded).
+    let fanout = if any_loop_spawn { None } else { Some(spawns) };
+    let end = match f.tail {
+        Some(t) => End::Tail(t),
+        None => End::FallOff,
+    };
+    let segments = vec![Segment { index: 0, restores: Vec::new(), body, end, spawns }];
+    let task = Task {
+        name: f.name,
+        vis: f.vis,
+        params: f.params,
+        output: f.output,
+        frame,
+        callees,
+        segments,
+        fanout,
+        machine: Some(m),
+    };
     errors.finish(task)
 }
 
@@ -144,7 +194,7 @@ fn number_spawns(stmts: &mut [Stmt], callees: &mut Vec<Callee>, next: &mut usize
             Stmt::While { body, .. } | Stmt::Loop { body } => number_spawns(body, callees, next, true),
             Stmt::For(f) => number_spawns(&mut f.body, callees, next, true),
             Stmt::Block(b) => number_spawns(b, callees, next, in_loop),
-            Stmt::Let(_) | Stmt::Return(_) | Stmt::Expr { .. } | Stmt::Sync(_) => {}
+            Stmt::Let(_) | Stmt::Return(_) | Stmt::Expr { .. } | Stmt::Sync(_) | Stmt::Jump(_) => {}
         }
     }
 }
@@ -370,5 +420,111 @@ mod tests {
         assert_eq!(t.fanout, Some(3));
         assert!(t.output.is_none());
         assert!(matches!(t.segments[1].end, End::FallOff));
+    }
+
+    #[test]
+    fn a_sync_in_a_loop_makes_a_machine_with_loop_carried_locals_in_the_frame() {
+        let t = lower(quote! {
+            fn f(n: u32) -> u64 {
+                let mut acc: u64 = 0;
+                let unused_later = 3u32;
+                let k = (unused_later + 1) as u32;
+                for i in 0..n {
+                    let a = spawn!(g(i + k));
+                    sync!();
+                    let tmp = a * 2;
+                    acc += tmp;
+                }
+                acc
+            }
+        })
+        .expect("lowers");
+        // `unused_later` is only read before the loop; `tmp` only after the sync in its block.
+        assert_eq!(frame_names(&t), ["n", "acc", "k", "__gc_end0", "i", "a"]);
+        assert_eq!(t.syncs(), 1);
+        assert_eq!(t.fanout, None);
+        let m = t.machine.as_ref().expect("machine");
+        assert_eq!(m.resumes().len(), 1);
+        assert!(m.blocks.iter().any(|b| b.header));
+    }
+
+    #[test]
+    fn sibling_branches_share_a_field_and_break_becomes_a_jump() {
+        let t = lower(quote! {
+            fn f(n: u32) -> u64 {
+                let mut s: u64 = 0;
+                loop {
+                    if n > 3 {
+                        let x = spawn!(g(n));
+                        sync!();
+                        s += x;
+                    } else {
+                        let x = spawn!(g(1));
+                        sync!();
+                        s += x * 2;
+                    }
+                    if s > 10 { break; }
+                }
+                s
+            }
+        })
+        .expect("lowers");
+        assert_eq!(frame_names(&t), ["n", "s", "x"]);
+        let m = t.machine.as_ref().expect("machine");
+        assert_eq!(m.resumes().len(), 2);
+        let jumps = m
+            .blocks
+            .iter()
+            .flat_map(|b| &b.stmts)
+            .filter(|s| matches!(s, Stmt::If(i) if matches!(i.then[..], [Stmt::Jump(_)])))
+            .count();
+        assert_eq!(jumps, 1);
+    }
+
+    #[test]
+    fn a_read_on_a_path_without_a_sync_and_a_shadowing_frame_local_are_reported() {
+        let e = lower(quote! {
+            fn f(n: u32) -> u64 {
+                let x = spawn!(g(n));
+                if n > 2 {
+                    sync!();
+                }
+                let mut i: u32 = 0;
+                while i < n {
+                    let i: u32 = 5;
+                    sync!();
+                    let y = i;
+                }
+                x + 1
+            }
+        })
+        .expect_err("rejected");
+        let m = messages(e);
+        assert_eq!(m.len(), 2, "{m:#?}");
+        assert!(m.iter().any(|s| s.contains("`x` holds the result of a `spawn!`")));
+        assert!(m.iter().any(|s| s.contains("`i` is declared again")));
+    }
+
+    #[test]
+    fn a_block_local_that_would_hide_a_field_at_a_sync_is_reported() {
+        let e = lower(quote! {
+            fn f(n: u32) -> u64 {
+                let x = spawn!(g(n));
+                sync!();
+                let mut s: u64 = x;
+                loop {
+                    let x: u64 = 5;
+                    s += x;
+                    spawn!(g(1));
+                    sync!();
+                    if s > 20 { break; }
+                }
+                s + x
+            }
+        })
+        .expect_err("rejected");
+        let m = messages(e);
+        assert_eq!(m.len(), 1, "{m:#?}");
+        assert!(m[0].contains("`x` is declared again"), "{m:#?}");
     }
 }

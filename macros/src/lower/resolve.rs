@@ -223,7 +223,7 @@ impl<'e> Resolver<'e> {
                 }
             }
             Stmt::Expr { expr, .. } => self.visit_expr(expr),
-            Stmt::Sync(_) => {}
+            Stmt::Sync(_) | Stmt::Jump(_) => {}
         }
     }
 
@@ -390,6 +390,10 @@ pub fn syntactic_type(e: &Expr) -> Option<Type> {
             let elem = syntactic_type(&r.expr)?;
             let len = &r.len;
             Some(syn::parse_quote!([#elem; #len]))
+        }
+        Expr::Tuple(t) if !t.elems.is_empty() => {
+            let elems = t.elems.iter().map(syntactic_type).collect::<Option<Vec<Type>>>()?;
+            Some(syn::parse_quote!((#(#elems),*)))
         }
         Expr::Array(a) => {
             let elem = a.elems.iter().find_map(syntactic_type)?;

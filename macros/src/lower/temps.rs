@@ -102,7 +102,7 @@ pub(super) fn check_temp_returns(segments: &[Segment], frame: &[FrameField], err
                     }
                 }
                 Stmt::Expr { expr, .. } => self.expr(expr),
-                Stmt::Sync(_) => {}
+                Stmt::Sync(_) | Stmt::Jump(_) => {}
             }
         }
     }

@@ -3,7 +3,7 @@
 //! printed as token text. Facts the IR does not store (which fields are spawn destinations, how
 //! many spawn sites a segment has) are recomputed here from the statements.
 
-use crate::ir::{path_text, visit_spawns, Callee, Dest, End, FieldType, Stmt, Task};
+use crate::ir::{path_text, visit_spawns, Callee, Dest, End, FieldType, Stmt, Task, Term};
 use std::fmt::{self, Write as _};
 
 /// A stable, compact text form of a task (for tests and for reading): signature, frame,
@@ -77,6 +77,22 @@ impl Dumper {
                     }
                 ),
             );
+        }
+        if let Some(m) = &t.machine {
+            for (k, b) in m.blocks.iter().enumerate() {
+                self.line(0, format_args!("block b{k}{}", if b.header { " (loop header)" } else { "" }));
+                self.stmts(1, &b.stmts);
+                match &b.term {
+                    Term::Goto(j) => self.line(1, format_args!("=> goto b{j}")),
+                    Term::Branch { cond, then, els } => {
+                        self.line(1, format_args!("=> if {} then b{then} else b{els}", tok(cond)))
+                    }
+                    Term::Sync(j) => self.line(1, format_args!("=> sync, resume at b{j}")),
+                    Term::Tail(e) => self.line(1, format_args!("=> return {}", tok(e))),
+                    Term::FallOff => self.line(1, format_args!("=> fall off")),
+                }
+            }
+            return;
         }
         for s in &t.segments {
             let restores: Vec<String> =
@@ -157,6 +173,7 @@ impl Dumper {
                 self.line(depth, format_args!("{}{}", tok(expr), if *semi { ";" } else { "" }));
             }
             Stmt::Sync(_) => self.line(depth, format_args!("sync")),
+            Stmt::Jump(k) => self.line(depth, format_args!("jump b{k}")),
         }
     }
 }

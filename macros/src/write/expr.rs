@@ -139,6 +139,22 @@ impl Writer<'_> {
                 let vals: Vec<String> = a.elems.iter().map(|x| self.expr(x, Some(&elem))).collect();
                 format!("gc_array<{}, {}>{{{{{}}}}}", elem.cxx(), a.elems.len(), vals.join(", "))
             }
+            Expr::Tuple(t) if !t.elems.is_empty() => {
+                let want: Vec<Option<Ty>> = match want {
+                    Some(Ty::Tuple(es)) if es.len() == t.elems.len() => es.iter().cloned().map(Some).collect(),
+                    _ => t.elems.iter().map(|x| self.ty_of(x)).collect(),
+                };
+                let tys: Vec<Ty> = want.into_iter().map(|t| t.unwrap_or_else(|| prim("i32"))).collect();
+                let vals: Vec<String> = t.elems.iter().zip(&tys).map(|(x, ty)| self.expr(x, Some(ty))).collect();
+                format!("{}{{{}}}", Ty::Tuple(tys).cxx(), vals.join(", "))
+            }
+            Expr::Field(f) => match &f.member {
+                syn::Member::Unnamed(i) => {
+                    let base = self.expr(&f.base, None);
+                    format!("({base}).f{}", i.index)
+                }
+                syn::Member::Named(n) => self.unsupported("a named field", n.span()),
+            },
             Expr::Return(r) => self.unsupported("`return` inside an expression", r.span()),
             other => self.unsupported("this expression", other.span()),
         }
@@ -217,6 +233,8 @@ impl Writer<'_> {
         let name = m.to_string();
         let t = self.ty_of(recv).or_else(|| args.first().and_then(|a| self.ty_of(a)));
         let r = self.expr(recv, t.as_ref());
+        // A receiver of a type the writer cannot name (a child's result `g_ret`): its C++ type.
+        let t = t.or_else(|| self.ty_or_decltype(recv, &r));
         if name == "len" && matches!(self.ty_of(recv), Some(Ty::Temp(_))) {
             return format!("{r}.len()");
         }

@@ -66,6 +66,13 @@ impl Writer<'_> {
             Expr::Array(a) => {
                 a.elems.iter().find_map(|x| self.ty_of(x)).map(|t| Ty::Array(Box::new(t), a.elems.len().to_string()))
             }
+            Expr::Tuple(t) if !t.elems.is_empty() => {
+                t.elems.iter().map(|x| self.ty_of(x)).collect::<Option<Vec<Ty>>>().map(Ty::Tuple)
+            }
+            Expr::Field(f) => match (&f.member, self.ty_of(&f.base)) {
+                (syn::Member::Unnamed(i), Some(Ty::Tuple(es))) => es.get(i.index as usize).cloned(),
+                _ => None,
+            },
             _ => None,
         }
     }
@@ -186,7 +193,7 @@ fn walk_stmt_exprs<'a>(s: &'a Stmt, f: &mut dyn FnMut(&'a Expr)) {
             }
         }
         Stmt::Return(Some(e)) | Stmt::Expr { expr: e, .. } => f(e),
-        Stmt::Return(None) | Stmt::Sync(_) => {}
+        Stmt::Return(None) | Stmt::Sync(_) | Stmt::Jump(_) => {}
     }
 }
 

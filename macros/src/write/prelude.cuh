@@ -1,6 +1,11 @@
 #ifndef GC_WRITE_PRELUDE_V1
 #define GC_WRITE_PRELUDE_V1
 // Helpers of the CUDA emitter (macros/src/write/prelude.cuh), shared by every fragment.
+// Rust tuples (`(A, B)` → `gc_tuple2<A, B>`, `t.0` → `t.f0`): fields in declaration order; the
+// runtime checks a task result's offsets against Rust's.
+template <typename A, typename B> struct gc_tuple2 { A f0; B f1; };
+template <typename A, typename B, typename C> struct gc_tuple3 { A f0; B f1; C f2; };
+template <typename A, typename B, typename C, typename D> struct gc_tuple4 { A f0; B f1; C f2; D f3; };
 template <typename T> struct gc_noref { typedef T t; };
 template <typename T> struct gc_noref<T&> { typedef T t; };
 template <typename T> struct gc_noref<const T&> { typedef T t; };

@@ -112,10 +112,13 @@ impl Writer<'_> {
             }
             Stmt::Return(e) => self.ret(e.as_ref()),
             Stmt::Expr { expr, .. } => self.expr_stmt(expr),
+            // The serial device form runs the children at their spawns: a sync has nothing to do.
+            Stmt::Sync(_) if self.mode == Mode::Device => {}
             Stmt::Sync(span) => {
                 let u = self.unsupported("`sync!()` inside a segment", *span);
                 self.line(&format!("(void){u};"));
             }
+            Stmt::Jump(k) => self.line(&format!("goto gc_b{k};")),
         }
     }
 
@@ -265,6 +268,15 @@ impl Writer<'_> {
         }
     }
 
+    /// The task's own output type, for a spawn of itself (`self_call`).
+    fn self_output(&self, self_call: bool) -> Option<Ty> {
+        let t = self.task?;
+        if !self_call {
+            return None;
+        }
+        t.output.as_ref().map(ty_of_type)
+    }
+
     fn spawn(&mut self, site: &SpawnSite) {
         let callee = callee_cname(&site.path);
         let self_call = self.task.is_some_and(|t| t.name == callee.as_str());
@@ -286,7 +298,7 @@ impl Writer<'_> {
             match &site.dest {
                 Dest::Discard => self.line(&format!("{call};")),
                 Dest::Local { name, decl: Some(d) } => {
-                    let ty = d.ty.as_ref().map(ty_of_type);
+                    let ty = d.ty.as_ref().map(ty_of_type).or_else(|| self.self_output(self_call));
                     let n = self.declare(name, ty.clone());
                     let t = ty.map_or("auto".to_string(), |t| t.cxx());
                     self.line(&format!("{t} {n} = {call};"));
@@ -312,7 +324,11 @@ impl Writer<'_> {
             Dest::Discard => (None, "~0ull".to_string()),
             Dest::Local { name, decl } => {
                 if let Some(d) = decl {
-                    let ty = d.ty.as_ref().map(ty_of_type).unwrap_or_else(|| Ty::Named(format!("{callee}_ret")));
+                    let ty =
+                        d.ty.as_ref()
+                            .map(ty_of_type)
+                            .or_else(|| self.self_output(self_call))
+                            .unwrap_or_else(|| Ty::Named(format!("{callee}_ret")));
                     let n = self.declare(name, Some(ty.clone()));
                     self.line(&format!("{} {n} = {}();", ty.cxx(), ty.cxx()));
                 }

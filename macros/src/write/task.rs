@@ -8,7 +8,7 @@
 
 use super::ty::{callee_cname, mangle, ty_of_type, Ty};
 use super::writer::{Mode, Writer};
-use crate::ir::{DeviceText, End, FieldType, Fragment, Function, Param, Segment, Task};
+use crate::ir::{DeviceText, End, FieldType, Fragment, Function, Machine, Param, Segment, Task, Term};
 use std::fmt::Write as _;
 use syn::{Ident, Type};
 
@@ -20,7 +20,12 @@ fn field_ty(task: &Task, ty: &FieldType) -> Ty {
     match ty {
         FieldType::Declared(t) => ty_of_type(t),
         FieldType::OutputOf(c) => {
-            Ty::Named(format!("{}_ret", task.callees.get(*c).map(|c| callee_cname(&c.path)).unwrap_or_default()))
+            let callee = task.callees.get(*c).map(|c| callee_cname(&c.path)).unwrap_or_default();
+            // A spawn of the task itself: its own output type, which the writer can see into.
+            match &task.output {
+                Some(t) if task.name == callee => ty_of_type(t),
+                _ => Ty::Named(format!("{callee}_ret")),
+            }
         }
     }
 }
@@ -60,7 +65,8 @@ pub fn task_fragment(task: &Task) -> Fragment {
         .iter()
         .map(|f| format!("{} {};", field_ty(task, &f.ty).cxx(), mangle(&f.name.to_string())))
         .collect();
-    let _ = writeln!(types, "struct {name}_frame {{ {} }};", frame_fields.join(" "));
+    let resume_field = if task.machine.is_some() { "gc_u32 gc_resume; " } else { "" };
+    let _ = writeln!(types, "struct {name}_frame {{ {resume_field}{} }};", frame_fields.join(" "));
     let _ = writeln!(types, "struct {name}_task {{");
     for l in [
         format!("typedef {name}_args Args;"),
@@ -75,55 +81,17 @@ pub fn task_fragment(task: &Task) -> Fragment {
     ] {
         let _ = writeln!(types, "  {l}");
     }
+    if task.machine.is_some() {
+        let _ = writeln!(types, "  static __device__ bool machine(gc_cx& cx, Frame f, Frame* out, Ret* ret);");
+    }
     types.push_str("};\n");
 
     let mut writer = Writer::new(Some(task), Mode::Segment, name.clone(), ret);
-    // Segment 0.
-    writer.line(&format!("__device__ bool {name}_task::seg0(gc_cx& cx, Args a, Frame* out, Ret* ret) {{"));
-    writer.depth = 1;
-    for p in &task.params {
-        let t = ty_of_type(&p.ty);
-        let n = writer.declare(&p.name, Some(t.clone()));
-        writer.line(&format!("{} {n} = a.{};", t.cxx(), mangle(&p.name.to_string())));
+    if let Some(m) = &task.machine {
+        machine_defs(&mut writer, task, m);
+    } else {
+        segment_defs(&mut writer, task);
     }
-    if let Some(seg) = task.segments.first() {
-        writer.temps.clear();
-        segment_body(&mut writer, task, seg);
-    }
-    writer.depth = 0;
-    writer.line("}");
-    writer.line("");
-    // Continuations.
-    writer.line(&format!("__device__ bool {name}_task::resume(gc_cx& cx, gc_u32 k, Frame f, Frame* out, Ret* ret) {{"));
-    writer.depth = 1;
-    writer.line("switch (k) {");
-    for seg in task.segments.iter().skip(1) {
-        writer.depth = 2;
-        writer.line(&format!("case {}: {{", seg.index));
-        writer.depth = 3;
-        writer.scopes = vec![Vec::new()];
-        writer.used.clear();
-        writer.temps.clear();
-        for &i in &seg.restores {
-            if let Some(fl) = task.frame.get(i) {
-                let t = field_ty(task, &fl.ty);
-                let n = writer.declare(&fl.name, Some(t.clone()));
-                writer.line(&format!("{} {n} = f.{};", t.cxx(), mangle(&fl.name.to_string())));
-                if fl.temp {
-                    writer.temps.push(n);
-                }
-            }
-        }
-        segment_body(&mut writer, task, seg);
-        writer.depth = 2;
-        writer.line("}");
-    }
-    writer.depth = 1;
-    writer.line("}");
-    writer.line("return false;");
-    writer.depth = 0;
-    writer.line("}");
-    writer.line("");
     // The task run as a plain call, whole (what a scheduler runs when it inlines a spawn): its own
     // serial device form, and those of the tasks it spawns (which a scheduler may run inline), are
     // part of the program. Not inlined into the scheduler: with mutually recursive tasks, NVVM's
@@ -150,6 +118,134 @@ pub fn task_fragment(task: &Task) -> Fragment {
         arg_cnames: task.params.iter().map(|p| mangle(&p.name.to_string())).collect(),
         uses_temps: task.frame.iter().any(|f| f.temp),
     }
+}
+
+/// `seg0` and `resume` of a straight-line task: one `case` per top-level sync.
+fn segment_defs(writer: &mut Writer<'_>, task: &Task) {
+    let name = writer.task_cname.clone();
+    // Segment 0.
+    writer.line(&format!("__device__ bool {name}_task::seg0(gc_cx& cx, Args a, Frame* out, Ret* ret) {{"));
+    writer.depth = 1;
+    for p in &task.params {
+        let t = ty_of_type(&p.ty);
+        let n = writer.declare(&p.name, Some(t.clone()));
+        writer.line(&format!("{} {n} = a.{};", t.cxx(), mangle(&p.name.to_string())));
+    }
+    if let Some(seg) = task.segments.first() {
+        writer.temps.clear();
+        segment_body(writer, task, seg);
+    }
+    writer.depth = 0;
+    writer.line("}");
+    writer.line("");
+    // Continuations.
+    writer.line(&format!("__device__ bool {name}_task::resume(gc_cx& cx, gc_u32 k, Frame f, Frame* out, Ret* ret) {{"));
+    writer.depth = 1;
+    writer.line("switch (k) {");
+    for seg in task.segments.iter().skip(1) {
+        writer.depth = 2;
+        writer.line(&format!("case {}: {{", seg.index));
+        writer.depth = 3;
+        writer.scopes = vec![Vec::new()];
+        writer.used.clear();
+        writer.temps.clear();
+        for &i in &seg.restores {
+            if let Some(fl) = task.frame.get(i) {
+                let t = field_ty(task, &fl.ty);
+                let n = writer.declare(&fl.name, Some(t.clone()));
+                writer.line(&format!("{} {n} = f.{};", t.cxx(), mangle(&fl.name.to_string())));
+                if fl.temp {
+                    writer.temps.push(n);
+                }
+            }
+        }
+        segment_body(writer, task, seg);
+        writer.depth = 2;
+        writer.line("}");
+    }
+    writer.depth = 1;
+    writer.line("}");
+    writer.line("return false;");
+    writer.depth = 0;
+    writer.line("}");
+    writer.line("");
+}
+
+/// `seg0`, `resume` and `machine` of a task whose body is a [`Machine`]: both entries call
+/// `machine`, which starts at the frame's resume point; each block is a label, each jump a `goto`.
+fn machine_defs(writer: &mut Writer<'_>, task: &Task, m: &Machine) {
+    let name = writer.task_cname.clone();
+    writer.line(&format!("__device__ bool {name}_task::seg0(gc_cx& cx, Args a, Frame* out, Ret* ret) {{"));
+    writer.depth = 1;
+    writer.line("Frame f{};");
+    writer.line("f.gc_resume = 0u;");
+    for p in &task.params {
+        let n = mangle(&p.name.to_string());
+        writer.line(&format!("f.{n} = a.{n};"));
+    }
+    writer.line("return machine(cx, f, out, ret);");
+    writer.depth = 0;
+    writer.line("}");
+    writer.line("");
+    writer.line(&format!("__device__ bool {name}_task::resume(gc_cx& cx, gc_u32 k, Frame f, Frame* out, Ret* ret) {{"));
+    writer.line("  (void)k;  // the resume point is the frame's");
+    writer.line("  return machine(cx, f, out, ret);");
+    writer.line("}");
+    writer.line("");
+    writer.line(&format!("__device__ bool {name}_task::machine(gc_cx& cx, Frame f, Frame* out, Ret* ret) {{"));
+    writer.depth = 1;
+    writer.scopes = vec![Vec::new()];
+    writer.used.clear();
+    writer.temps.clear();
+    for fl in &task.frame {
+        let t = field_ty(task, &fl.ty);
+        let n = writer.declare(&fl.name, Some(t.clone()));
+        writer.line(&format!("{} {n} = f.{};", t.cxx(), mangle(&fl.name.to_string())));
+    }
+    writer.line("switch (f.gc_resume) {");
+    for k in std::iter::once(0).chain(m.resumes()) {
+        writer.line(&format!("  case {k}u: goto gc_b{k};"));
+    }
+    writer.line("  default: return false;");
+    writer.line("}");
+    for (k, b) in m.blocks.iter().enumerate() {
+        writer.line(&format!("gc_b{k}: {{"));
+        writer.depth = 2;
+        writer.push();
+        if b.header {
+            writer.line("gc_progress();");
+        }
+        let tail = match &b.term {
+            Term::Tail(e) => Some(e),
+            _ => None,
+        };
+        writer.stmts(&b.stmts, tail);
+        match &b.term {
+            Term::Goto(j) => writer.line(&format!("goto gc_b{j};")),
+            Term::Branch { cond, then, els } => {
+                let c = writer.expr(cond, None);
+                writer.line(&format!("if ({c}) goto gc_b{then}; else goto gc_b{els};"));
+            }
+            Term::Sync(j) => {
+                let mut vals = vec![format!("{j}u")];
+                for f in &task.frame {
+                    let v = writer.lookup(&f.name.to_string()).map(|b| b.cxx.clone());
+                    vals.push(v.unwrap_or_else(|| format!("{}()", field_ty(task, &f.ty).cxx())));
+                }
+                writer.line(&format!("*out = {name}_frame{{{}}};", vals.join(", ")));
+                writer.line("return true;");
+            }
+            Term::Tail(e) => writer.ret(Some(e)),
+            Term::FallOff if task.output.is_none() => writer.ret(None),
+            Term::FallOff => writer.line("return false;"),
+        }
+        writer.pop();
+        writer.depth = 1;
+        writer.line("}");
+    }
+    writer.depth = 0;
+    writer.line("}");
+    writer.line("");
 }
 
 /// The body of one segment and its end: store the frame at a sync, or return.

@@ -16,6 +16,8 @@ pub(super) enum Ty {
     Array(Box<Ty>, String),
     /// A task-scoped temporary `Temp<T>` (`gc_temp<T>`).
     Temp(Box<Ty>),
+    /// A tuple of 2 to 4 elements (`gc_tuple<n><..>`).
+    Tuple(Vec<Ty>),
     /// A C++ type spelled out (`fib_ret`, `decltype(x)`).
     Named(String),
 }
@@ -32,6 +34,10 @@ impl Ty {
             Ty::Unit => "gc_unit".into(),
             Ty::Array(e, n) => format!("gc_array<{}, {n}>", e.cxx()),
             Ty::Temp(e) => format!("gc_temp<{}>", e.cxx()),
+            Ty::Tuple(es) => {
+                let es: Vec<String> = es.iter().map(Ty::cxx).collect();
+                format!("gc_tuple{}<{}>", es.len(), es.join(", "))
+            }
             Ty::Named(s) => s.clone(),
         }
     }
@@ -67,6 +73,7 @@ pub(super) fn ty_of_type(t: &Type) -> Ty {
         }
         Type::Array(a) => Ty::Array(Box::new(ty_of_type(&a.elem)), tok(&a.len)),
         Type::Tuple(t) if t.elems.is_empty() => Ty::Unit,
+        Type::Tuple(t) => Ty::Tuple(t.elems.iter().map(ty_of_type).collect()),
         Type::Paren(p) => ty_of_type(&p.elem),
         Type::Group(g) => ty_of_type(&g.elem),
         other => Ty::Named(tok(other)),

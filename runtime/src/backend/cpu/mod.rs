@@ -121,7 +121,10 @@ impl CpuBackend {
     /// Runs `call` to completion.
     pub fn run<T: CilkTask>(&self, call: Call<T>) -> Result<Report<T::Output>> {
         match self.scheduler {
-            SchedulerKind::Levels => levels::run(&self.pool, &self.config, call),
+            SchedulerKind::Levels => match crate::task::Registry::of::<T>().levels_refusal() {
+                Some(e) => Err(e),
+                None => levels::run(&self.pool, &self.config, call),
+            },
             _ => steal::run(&self.pool, &self.config, call),
         }
     }

@@ -422,6 +422,29 @@ pub(crate) fn args_asserts(task: &str, c_name: &str, layout: &ArgsLayout) -> Str
     s
 }
 
+/// `static_assert`s that a task's C result type `<c_name>_ret` has the size of the Rust `Output`
+/// (`layout`; unit is 0 bytes in Rust and 1 in C++, so a 0 is not compared) and, for a tuple,
+/// each element `f<i>` the Rust element's size (offsets are probed: [`probes`]).
+pub(crate) fn output_asserts(task: &str, c_name: &str, layout: &ArgsLayout) -> String {
+    let mut s = String::new();
+    let c = format!("{c_name}_ret");
+    if layout.size > 0 {
+        let size = layout.size;
+        let _ = writeln!(
+            s,
+            "static_assert(sizeof({c}) == {size}, \"gpu-cilk ABI: the result of `{task}` is {size} bytes in Rust but a different size in CUDA\");"
+        );
+    }
+    for f in layout.fields {
+        let (name, size) = (f.name, f.size);
+        let _ = writeln!(
+            s,
+            "static_assert(sizeof((({c}*)0)->{name}) == {size}, \"gpu-cilk ABI: element `{name}` of the result of `{task}` is {size} bytes in Rust but not in CUDA\");"
+        );
+    }
+    s
+}
+
 /// One value the layout probe reports, with what it means.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Probe {
@@ -433,11 +456,11 @@ pub(crate) struct Probe {
     pub(crate) expected: u64,
 }
 
-/// Every layout fact the device must agree with, for the mirrors of `sched` and the arguments of
-/// `tasks` (`(task name, C name, Rust layout)`).
+/// Every layout fact the device must agree with, for the mirrors of `sched` and the arguments
+/// and results of `tasks` (`(task name, C name, Rust layout of the arguments, of the result)`).
 pub(crate) fn probes<'a>(
     sched: DeviceScheduler,
-    tasks: impl IntoIterator<Item = (&'a str, &'a str, &'a ArgsLayout)>,
+    tasks: impl IntoIterator<Item = (&'a str, &'a str, &'a ArgsLayout, &'a ArgsLayout)>,
 ) -> Vec<Probe> {
     let mut p = Vec::new();
     each_mirror(sched, &mut |c, size, fields| {
@@ -453,11 +476,19 @@ pub(crate) fn probes<'a>(
             });
         }
     });
-    for (task, c_name, layout) in tasks {
+    for (task, c_name, layout, output) in tasks {
         for f in layout.fields {
             p.push(Probe {
                 what: format!("offset of argument `{}` of `{task}`", f.name),
                 cxx: format!("GC_OFFSETOF({c_name}_args, {})", f.name),
+                expected: f.offset as u64,
+            });
+        }
+        // A tuple result: Rust chooses its element order, the C struct declares it.
+        for f in output.fields {
+            p.push(Probe {
+                what: format!("offset of element `{}` of the result of `{task}`", f.name),
+                cxx: format!("GC_OFFSETOF({c_name}_ret, {})", f.name),
                 expected: f.offset as u64,
             });
         }
@@ -544,6 +575,22 @@ mod tests {
         let e = check_layout(&p, &bad).expect_err("moved field").to_string();
         assert!(e.contains("offset of gc_launch::count is 40 on the device but 32 in Rust"), "{e}");
         assert!(layout_probe(&p).contains("] = (gc_u64)(sizeof(gc_ctl));"));
+    }
+
+    #[test]
+    fn tuple_results_are_probed_and_sized() {
+        use crate::task::FieldLayout;
+        const FIELDS: &[FieldLayout] =
+            &[FieldLayout { name: "f0", offset: 8, size: 4 }, FieldLayout { name: "f1", offset: 0, size: 8 }];
+        let out = ArgsLayout { size: 16, fields: FIELDS };
+        let none = ArgsLayout::UNCHECKED;
+        let p = probes(DeviceScheduler::Persistent, [("mm", "mm", &none, &out)]);
+        let f0 = p.iter().find(|x| x.what == "offset of element `f0` of the result of `mm`").expect("probe");
+        assert_eq!((f0.cxx.as_str(), f0.expected), ("GC_OFFSETOF(mm_ret, f0)", 8));
+        let a = output_asserts("mm", "mm", &out);
+        assert!(a.contains("static_assert(sizeof(mm_ret) == 16"), "{a}");
+        assert!(a.contains("sizeof(((mm_ret*)0)->f1) == 8"), "{a}");
+        assert!(output_asserts("unit", "unit", &ArgsLayout { size: 0, fields: &[] }).is_empty());
     }
 
     #[test]

@@ -234,6 +234,11 @@ impl CudaBackend {
 
     fn run_in<T: CilkTask>(&self, session: &Session, call: Call<T>) -> Result<Report<T::Output>> {
         let scheduler = device_scheduler(&self.config)?;
+        if scheduler == abi::DeviceScheduler::Levels {
+            if let Some(e) = crate::task::Registry::of::<T>().levels_refusal() {
+                return Err(e);
+            }
+        }
         let loaded = self.program_for::<T>(session, scheduler)?;
         let mut state =
             loaded.state.lock().map_err(|_| Error::Internal("device state poisoned by an earlier failure".into()))?;

@@ -28,6 +28,8 @@ pub struct ProgramTask {
     pub fragment: &'static CudaFragment,
     /// The Rust layout of its arguments (checked against the C struct in the program).
     pub args_layout: ArgsLayout,
+    /// The Rust layout of its result.
+    pub output_layout: ArgsLayout,
 }
 
 /// An assembled program.
@@ -84,6 +86,7 @@ pub fn assemble_for(reg: &Registry, scheduler: DeviceScheduler) -> Result<Assemb
             fanout: e.fanout,
             fragment,
             args_layout: e.args_layout,
+            output_layout: e.output_layout,
         });
         qbase += e.syncs as u32 + 2;
     }
@@ -113,6 +116,7 @@ pub fn assemble_for(reg: &Registry, scheduler: DeviceScheduler) -> Result<Assemb
     for t in &tasks {
         src.push_str(t.fragment.decls);
         src.push_str(&abi::args_asserts(t.name, t.fragment.name, &t.args_layout));
+        src.push_str(&abi::output_asserts(t.name, t.fragment.name, &t.output_layout));
         src.push('\n');
     }
     if scheduler == DeviceScheduler::Persistent {
@@ -160,7 +164,8 @@ pub fn assemble_for(reg: &Registry, scheduler: DeviceScheduler) -> Result<Assemb
         DeviceScheduler::Levels => write_levels_entries(&mut src, &tasks),
         DeviceScheduler::Persistent => write_persistent_entries(&mut src, &tasks),
     }
-    let probes = abi::probes(scheduler, tasks.iter().map(|t| (t.name, t.fragment.name, &t.args_layout)));
+    let probes =
+        abi::probes(scheduler, tasks.iter().map(|t| (t.name, t.fragment.name, &t.args_layout, &t.output_layout)));
     src.push_str(&abi::layout_probe(&probes));
     Ok(AssembledProgram { scheduler, tasks, queues_per_level: qbase, source: src, probes, device_sites })
 }

@@ -220,7 +220,7 @@ pub(super) fn run_segments<T: CilkTask>(
                 Step::Sync(mut frame) => {
                     w.apply_stash(marks, ptr::addr_of_mut!(frame).cast());
                     spare = seg.cell;
-                    start = Start::Resume(segment + 1, frame);
+                    start = Start::Resume(crate::task::next_segment::<T>(segment), frame);
                     continue;
                 }
             }
@@ -241,7 +241,7 @@ pub(super) fn run_segments<T: CilkTask>(
                 // children (pushed by `child_dest` since `marks`), which the copy leaves alone.
                 unsafe { copy_around(&frame, Cell::<T>::frame_ptr(cell), &mut w.ranges[marks.ranges..]) };
                 std::mem::forget(frame); // its bytes now live in the cell
-                segment + 1
+                crate::task::next_segment::<T>(segment)
             }
         };
         w.ranges.truncate(marks.ranges);

@@ -28,6 +28,9 @@ use crate::stats::{Stats, TaskStats};
 use plan::FanoutStats;
 use std::time::Instant;
 
+/// Words of the root's result cell (64 bytes: a `[u32; 16]` or a `(u64, [u64; 7])` fits).
+const RESULT_WORDS: usize = 8;
+
 /// Threads per block of every levelized launch.
 const THREADS: u32 = 256;
 /// Index of the first channel's counters in the counter buffer (0: the fault record, 1: the spill
@@ -132,7 +135,7 @@ impl LevelsState {
             spill_stride,
             queue_sizes: dev.htod(&queue_sizes)?,
             heads: vec![0; queues_per_level * max_levels],
-            result: dev.alloc_zeroed::<u64>(1)?,
+            result: dev.alloc_zeroed::<u64>(RESULT_WORDS)?,
             root_args: dev.alloc_zeroed::<u8>(args_bytes as usize)?,
             levels: 0,
             fanout: asm.tasks.iter().map(|t| FanoutStats::new(t.fanout)).collect(),
@@ -277,8 +280,11 @@ impl<'a> LevelsRun<'a> {
         args: A,
         config: &Config,
     ) -> Result<(O, Stats)> {
-        if std::mem::size_of::<O>() > 8 {
-            return Err(Error::Internal("task results larger than 8 bytes are not supported on the device".into()));
+        if std::mem::size_of::<O>() > 8 * RESULT_WORDS {
+            return Err(Error::Internal(format!(
+                "task results larger than {} bytes are not supported on the device",
+                8 * RESULT_WORDS
+            )));
         }
         let start = Instant::now();
         // Reset the counters of the previous run (channels keep their storage).
@@ -396,13 +402,13 @@ impl<'a> LevelsRun<'a> {
             stats.peak_occupancy = stats.peak_occupancy.max(live.sum::<u64>() as usize);
             hint = level + 1;
         }
-        let mut cell = [0u64];
+        let mut cell = [0u64; RESULT_WORDS];
         self.dev.dtoh_into(&self.state.result, &mut cell)?;
-        let raw = cell[0].to_ne_bytes();
         // SAFETY: the root task's `gc_deliver` stored a value of `<root>_ret`, the C type the
-        // compiler emits for `O` with the identical layout (a scalar, bool 0/1, or the empty
-        // unit), at the start of this 8-byte, 8-aligned, zero-initialized cell; `O` fits (checked).
-        let value = unsafe { std::ptr::read_unaligned(raw.as_ptr().cast::<O>()) };
+        // compiler emits for `O` with the identical layout (a scalar, bool 0/1, an array, a tuple
+        // whose size and offsets the program checks, or the empty unit), at the start of this
+        // 64-byte, 8-aligned, zero-initialized cell; `O` fits (checked above).
+        let value = unsafe { std::ptr::read_unaligned(cell.as_ptr().cast::<O>()) };
         stats.wall = start.elapsed();
         Ok((value, stats))
     }
