@@ -130,12 +130,13 @@ pub struct Config {
     /// Stealing scheduler: while some worker is idle, a spawn becomes a task while the own deque
     /// holds fewer than this many (at least [`Config::spawn_queue`]): wide spawners (queens' loop
     /// of up to 15 children) then leave thieves more than two pieces, and narrow ones (fib) are
-    /// unaffected once every worker is busy (`GPU_CILK_SPAWN_QUEUE_IDLE`, default 2).
+    /// unaffected once every worker is busy (`GPU_CILK_SPAWN_QUEUE_IDLE`, default 4; measured with
+    /// scripts/cpu-tune.sh on 16 cores, docs/benchmarks.md).
     pub spawn_queue_idle: usize,
     /// Stealing scheduler: how many spawns deep, below the last real task, a spawn that runs at
     /// once still runs as sub-kernels (so its own spawns can still become tasks for idle
     /// workers); deeper ones call the generated serial function, which has no scheduling cost
-    /// but cannot be split (`GPU_CILK_INLINE_NESTING`, default 4; a third of it while no worker is
+    /// but cannot be split (`GPU_CILK_INLINE_NESTING`, default 8; a third of it while no worker is
     /// idle, none on one worker).
     pub inline_nesting: usize,
     /// Channel elements one recursion level may hold before the scheduler stops dispatching more
@@ -164,10 +165,13 @@ pub struct Config {
     pub device_inline: bool,
     /// Persistent device scheduler: a spawn runs inline (when [`Config::device_inline`] is on)
     /// once the spawning warp's stack holds this many ready items and no warp is idle
-    /// (`GPU_CILK_DEVICE_INLINE_THRESHOLD`, default 64; capped at half the stack).
+    /// (`GPU_CILK_DEVICE_INLINE_THRESHOLD`, default 16; capped at half the stack; from
+    /// scripts/gpu-tune.sh, docs/benchmarks.md).
     pub device_inline_threshold: usize,
     /// Persistent device scheduler: resident blocks of 8 warps per multiprocessor
-    /// (`GPU_CILK_DEVICE_BLOCKS_PER_SM`; 0, the default, = as many as fit).
+    /// (`GPU_CILK_DEVICE_BLOCKS_PER_SM`, default 1; 0 = as many as fit). One block per
+    /// multiprocessor halves the warps that poll for work and share the pool; measured on an H100
+    /// it took fib(35) from 7.0 to 3.1 ms together with the threshold of 16.
     pub device_blocks_per_sm: usize,
     /// Persistent device scheduler: the longest an idle warp sleeps between two looks for work,
     /// in nanoseconds (`GPU_CILK_DEVICE_IDLE_MAX_NS`, default 2048; it backs off from 64). Longer
@@ -203,8 +207,8 @@ impl Default for Config {
             threads: 0,
             stack_bytes: 64 << 20,
             spawn_queue: 2,
-            spawn_queue_idle: 2,
-            inline_nesting: 4,
+            spawn_queue_idle: 4,
+            inline_nesting: 8,
             level_capacity: 1 << 14,
             segment_capacity: 1 << 14,
             pool_capacity: 1 << 26,
@@ -212,8 +216,8 @@ impl Default for Config {
             device_spill_capacity: 1 << 30,
             max_depth: 1 << 21,
             device_inline: true,
-            device_inline_threshold: 64,
-            device_blocks_per_sm: 0,
+            device_inline_threshold: 16,
+            device_blocks_per_sm: 1,
             device_idle_max_ns: 2048,
             device_warp_stack_items: 1024,
             device_inline_budget: 4096,

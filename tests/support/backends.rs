@@ -86,7 +86,7 @@ pub fn cpu(base: Config) -> Vec<Runtime> {
         stealing.clone(),
         stealing.clone().threads(1),
         stealing.clone().threads(2).spawn_queue(usize::MAX),
-        stealing.threads(7).spawn_queue(1).inline_nesting(2),
+        stealing.threads(7).spawn_queue(1).spawn_queue_idle(64).inline_nesting(2),
         levels.clone(),
         levels.threads(3).level_capacity(5).segment_capacity(2),
     ]
