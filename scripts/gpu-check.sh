@@ -56,7 +56,7 @@ if command -v compute-sanitizer >/dev/null; then
   fi
 fi
 if [ -x "$here/gpu_suite" ] && [ -z "${SKIP_BENCH:-}" ]; then
-  STEP_TIMEOUT=${BENCH_TIMEOUT:-400} step bench "$here/gpu_suite" --out "$out/bench" --only "${BENCH_ONLY:-fib,queens,channel,alloc,queue}" ${BENCH_ARGS:-}
+  STEP_TIMEOUT=${BENCH_TIMEOUT:-400} step bench "$here/gpu_suite" --out "$out/bench" --only "${BENCH_ONLY:-fib,queens,loopsync,channel,alloc,queue}" ${BENCH_ARGS:-}
 fi
 # The cpu backend (stealing and levels) against serial and rayon join on this host's cores.
 if [ -x "$here/cpu_bench" ] && [ -z "${SKIP_BENCH:-}" ]; then
