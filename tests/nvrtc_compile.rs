@@ -45,6 +45,7 @@ fn programs() -> Vec<(&'static str, [(DeviceScheduler, String); 2])> {
         ("early", assemble::<early::Task>()),
         ("mixed", assemble::<mixed::Task>()),
         ("rnode", assemble::<rnode::Task>()),
+        ("generated_regressions", assemble::<generated_regressions::Task>()),
         ("no_params", assemble::<no_params::Task>()),
         ("nothing", assemble::<nothing::Task>()),
         ("scatter_sum", assemble::<temps::scatter_sum::Task>()),

@@ -47,7 +47,8 @@ pub fn function(item: &ItemFn) -> syn::Result<Function> {
             if let syn::Stmt::Expr(e, None) = s {
                 // A unit function's last `if`/loop/block is a statement like any other (its
                 // value is `()`): the writers then lower it as one (issue 8).
-                let control = matches!(e, Expr::If(_) | Expr::While(_) | Expr::Loop(_) | Expr::ForLoop(_) | Expr::Block(_));
+                let control =
+                    matches!(e, Expr::If(_) | Expr::While(_) | Expr::Loop(_) | Expr::ForLoop(_) | Expr::Block(_));
                 if output.is_none() && control {
                     body.push(stmt(s)?);
                     continue;

@@ -18,107 +18,167 @@ pub mod p0 {
     #[gpu_cilk::device]
     pub fn h0(a: u64, b: u32) -> u64 {
         let mut z: u64 = (75652u64.wrapping_add((b as u64)) >> 37);
-        for i in 0..(b % 4) {
+        for i in 0..(b % 1) {
             z = z.rotate_left(i + 1) ^ a;
         }
         if (b as u64) > 47639u64 {
-            z = (if (a == a) != (z < 40808u64) { a } else { 38854u64 });
+            z = (if (a != a) == (z < 40808u64) { a } else { a });
         }
-        (if !(z >= (b as u64)) { z } else { 77128u64 })
+        (b as u64)
     }
 
     #[gpu_cilk::device]
     pub fn h1(a: u64, b: u32) -> u64 {
-        let mut z: u64 = h0((a >> 39), (((!((b as u64) >= a)) as u64)) as u32).wrapping_add(867);
-        for i in 0..(b % 4) {
+        let mut z: u64 = (if (4325u64 == a) != (a >= (b as u64)) { a } else { ((b as u64) & 60134u64) });
+        for i in 0..(b % 3) {
             z = z.rotate_left(i + 1) ^ a;
         }
-        if a % 4 == 1 {
-            z = (z ^ 61179u64);
+        if (15867u64 & 1 == 1) && (a <= (b as u64)) {
+            z = (z ^ a);
         }
-        z.wrapping_mul(z)
+        (b as u64).wrapping_add(z)
     }
 
     #[gpu_cilk::device]
     pub fn h2(a: u64, b: u32) -> u64 {
-        let mut z: u64 = (b as u64);
-        for i in 0..(b % 1) {
+        let mut z: u64 = ((b as u64) << 27);
+        for i in 0..(b % 4) {
             z = z.rotate_left(i + 1) ^ a;
         }
-        if a > a {
-            z = h0(73839u64, (z) as u32).wrapping_add(669);
+        if a % 4 == 1 {
+            z = 32250u64.rotate_left(40);
         }
-        (((z as i64) / -3) as u64)
+        (z ^ (b as u64))
     }
 
     #[gpu_cilk]
     pub fn root() -> u64 {
-        let mut acc: u64 = h1(h0(8021u64, (908219u64) as u32), (51336u64) as u32).wrapping_add(774);
-        let mut a1: [u64; 256] = [0; 256];
-        for i in 0..256 {
-            a1[i] = spawn!(f1((acc.wrapping_mul(acc) % 4) as u32));
+        let mut acc: u64 = 19869u64.rotate_left(58).wrapping_sub((184160u64 >> 33));
+        let mut a1: [u64; 4] = [0; 4];
+        let mut w1: u32 = 0;
+        while w1 < ((acc & acc) % 5) as u32 {
+            a1[w1 as usize] = spawn!(f1(((w1 as u64).min(37279u64)) as i64));
+            w1 += 1;
         }
-        let r2 = spawn!(f3((acc.max(acc)) as i64, [(acc) as u32, 3, (acc) as u32, 933], (acc >> 20) % 2 == 0));
-        spawn!(f4(28290u64, ((acc.count_ones() as u64)) as i64, acc.min(acc)));
-        spawn!(f1(1));
+        let mut a2: [u32; 2] = [0; 2];
+        let mut w2: u32 = 0;
+        while w2 < (acc.wrapping_sub(acc) % 3) as u32 {
+            a2[w2 as usize] = spawn!(f2(acc));
+            w2 += 1;
+        }
+        let mut r3: i64 = 0;
+        if (acc == acc) != (acc >= 97833u64) {
+            r3 = spawn!(f3((acc) as i64, [((acc << 20)) as u32, 3, (acc) as u32, 482], acc % 2 == 0));
+        } else {
+            spawn!(f3((acc) as i64, [((acc % 32)) as u32, 3, (acc) as u32, 306], acc.wrapping_sub(acc) % 2 == 0));
+        }
+        spawn!(f4((58124u64.min(acc)) as i64, h0(acc, (acc) as u32).wrapping_add(975)));
         sync!();
         for j in 0..a1.len() {
             acc = acc.rotate_left(5) ^ (a1[j] as u64);
         }
-        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        let s4 = spawn!(f3((acc.wrapping_add(acc)) as i64, [((33490u64 >> 4)) as u32, 3, (acc) as u32, 327], acc.wrapping_add(acc) % 2 == 0));
-        sync!();
-        acc ^= s4 as u64;
-        ((((58432u64 % 666) as i32) % 11) as u64)
+        for j in 0..a2.len() {
+            acc = acc.rotate_left(5) ^ (a2[j] as u64);
+        }
+        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
+        (acc ^ acc).max(92889u64.min(acc))
     }
 
     #[gpu_cilk]
-    pub fn f1(d: u32) -> u64 {
-        if d == 0 {
-            return (((d as u64) ^ (d as u64)) << 17);
+    pub fn f1(x0: i64) -> u64 {
+        if ((x0 as u64) == (x0 as u64)) != ((x0 as u64) < 51336u64) {
+            return (x0 as u64).max((x0 as u64));
         }
-        let mut acc: u64 = ((!((d as u64) >= (d as u64))) as u64);
+        let mut acc: u64 = (x0 as u64).min((x0 as u64).wrapping_sub((x0 as u64)));
+        let mut r1: u32 = 0;
+        if (acc & 1 == 1) && (acc <= acc) {
+            r1 = spawn!(f2(acc.wrapping_mul(28290u64)));
+        }
+        if !(acc >= (x0 as u64)) {
+            return (x0 as u64).rotate_left(7);
+        }
         sync!();
-        ((!(acc >= (d as u64))) as u64)
+        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
+        ((84149u64 % 5 == 1) as u64)
     }
 
     #[gpu_cilk]
     pub fn f2(x0: u64) -> u32 {
-        let mut acc: u64 = (x0.max(41912u64) & 33977u64);
-        spawn!(f4((acc << 14), ((x0 & acc)) as i64, acc.min(acc)));
-        for i in 0..194u32 {
-            spawn!(f4(h2(x0, (x0) as u32).wrapping_add(362), ((i as u64).rotate_left(48)) as i64, (i as u64)));
+        let mut acc: u64 = x0.wrapping_sub(x0);
+        spawn!(f4(((26703u64 >> 2)) as i64, x0));
+        let mut a2: [i64; 31] = [0; 31];
+        let mut w2: u32 = 0;
+        while w2 < ((x0.count_ones() as u64) % 32) as u32 {
+            a2[w2 as usize] = spawn!(f3(((x0 & x0)) as i64, [(acc.max((w2 as u64))) as u32, 3, (acc) as u32, 854], acc % 2 == 0));
+            w2 += 1;
         }
-        spawn!(f4(38895u64.max(acc), (x0) as i64, x0.rotate_left(44)));
-        spawn!(f4((x0 >> 27), ((x0 | x0)) as i64, (acc ^ x0)));
+        let r3 = spawn!(f3(((acc & x0)) as i64, [50, 73, 28, 7], x0 % 2 == 0));
+        let mut r4: i32 = 0;
+        if (acc & 1 == 1) && (x0 <= 43614u64) {
+            r4 = spawn!(f5(x0));
+        }
+        if x0 % 6 == 0 {
+            return (acc) as u32;
+        }
         sync!();
-        (((acc % 546) & x0)) as u32
+        for j in 0..a2.len() {
+            acc = acc.rotate_left(5) ^ (a2[j] as u64);
+        }
+        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r4 as u64);
+        ((((!(acc >= x0)) as u64) << 22)) as u32
     }
 
     #[gpu_cilk]
     pub fn f3(x0: i64, x1: [u32; 4], x2: bool) -> i64 {
-        let mut acc: u64 = (((x0 as u64) << 23) ^ 27401u64.wrapping_add(57358u64));
-        for i in 0..170u32 {
-            spawn!(f4(85352u64.wrapping_sub((i as u64)), ((i as u64).max(55248u64)) as i64, (((x1[3] as u64) % 3 == 1) as u64)));
+        let mut acc: u64 = (((x0 as u64) > (x1[3] as u64)) as u64);
+        let r1 = spawn!(f5((x2 as u64)));
+        let mut r2: i32 = 0;
+        if (x0 as u64) > (x2 as u64) {
+            r2 = spawn!(f5(((((x1[3] as u64) == acc) != ((x2 as u64) < (x2 as u64))) as u64)));
         }
-        for i in 0..184u32 {
-            spawn!(f4(((x0 as u64) | (x1[3] as u64)), ((acc % 453)) as i64, (x2 as u64).rotate_left(18)));
-        }
-        spawn!(f4(acc.rotate_left(60), ((x1[3] as u64).max(71243u64)) as i64, acc));
-        spawn!(f4((x1[2] as u64), (acc.min((x1[2] as u64))) as i64, ((x0 as u64) & 79615u64)));
         sync!();
-        (((x1[3] as u64) | h2(acc, (92138u64) as u32))) as i64
+        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
+        ((((x2 as u64) & (x1[2] as u64)) & acc.rotate_left(46))) as i64
     }
 
     #[gpu_cilk]
-    pub fn f4(x0: u64, x1: i64, x2: u64) {
-        let mut acc: u64 = 97661u64;
+    pub fn f4(x0: i64, x1: u64) {
+        let mut acc: u64 = (36210u64 % 6);
+        acc = acc.wrapping_add(f5(acc) as u64);
+        let mut a2: [i32; 135] = [0; 135];
+        for i in 0..135 {
+            a2[i] = spawn!(f5(x1));
+        }
+        let mut a3: [i32; 237] = [0; 237];
+        for i in 0..237 {
+            a3[i] = spawn!(f5(acc.wrapping_mul((x0 as u64))));
+        }
+        let r4 = spawn!(f5((x0 as u64).rotate_left(60)));
         sync!();
-        if x0 % 4 == 0 {
-            acc = (((x0 as i64).wrapping_mul(-3) >> 2) as u64);
+        for j in 0..a2.len() {
+            acc = acc.rotate_left(5) ^ (a2[j] as u64);
+        }
+        for j in 0..a3.len() {
+            acc = acc.rotate_left(5) ^ (a3[j] as u64);
+        }
+        acc = acc.wrapping_mul(31).wrapping_add(r4 as u64);
+        if (71243u64 != acc) == (acc >= (x0 as u64)) {
+            acc = (x1 ^ acc);
         } else {
             acc = acc.wrapping_add(1);
         }
+    }
+
+    #[gpu_cilk]
+    pub fn f5(x0: u64) -> i32 {
+        if x0 % 4 == 0 {
+            return (((((x0 as i64).wrapping_mul(-3) >> 2) as u64) % 39)) as i32;
+        }
+        let mut acc: u64 = ((x0 % 765) ^ x0);
+        sync!();
+        ((((14436u64 & 1 == 1) && (acc <= acc)) as u64)) as i32
     }
 }
 
@@ -128,88 +188,91 @@ pub mod p1 {
     #[gpu_cilk::device]
     pub fn h0(a: u64, b: u32) -> u64 {
         let mut z: u64 = (b as u64).max((b as u64).wrapping_sub(a));
-        for i in 0..(b % 3) {
+        for i in 0..(b % 2) {
             z = z.rotate_left(i + 1) ^ a;
         }
-        if (a == (b as u64)) != (a < 1923u64) {
-            z = (((a as i32) % 47) as u64);
+        if (a != (b as u64)) == (a >= 1923u64) {
+            z = (a & 28561u64);
         }
-        ((z % 3 == 1) as u64)
+        z.wrapping_mul(24986u64)
     }
 
     #[gpu_cilk]
     pub fn root() -> u64 {
-        let mut acc: u64 = (962925u64 << 24);
-        let mut a1: [bool; 256] = [false; 256];
-        for i in 0..256 {
-            a1[i] = spawn!(f4(((18811u64 >> 7)) as i64, (acc.count_ones() as u64)));
+        let mut acc: u64 = h0((87676u64 % 901), (250767u64.wrapping_add(250767u64)) as u32).wrapping_add(36);
+        let mut a1: [bool; 8] = [false; 8];
+        for i in 0..8 {
+            a1[i] = spawn!(f2((83013u64.rotate_left(0) % 4) as u32, (((i as u64) % 5 == 0) as u64) % 2 == 0, (42694u64 >> 5) % 2 == 0));
         }
+        let r2 = spawn!(f4(h0(acc, (acc) as u32).wrapping_add(414), (acc) as i64, acc.rotate_left(55)));
         sync!();
         for j in 0..a1.len() {
             acc = acc.rotate_left(5) ^ (a1[j] as u64);
         }
-        (acc.min(acc).count_ones() as u64)
+        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
+        acc
     }
 
     #[gpu_cilk]
-    pub fn f1(d: u32) -> bool {
+    pub fn f1() -> u64 {
+        let mut acc: u64 = 893268u64.max((893268u64 ^ 893268u64));
+        let mut r1: bool = false;
+        if (acc & 1 == 1) && (acc <= 62444u64) {
+            r1 = spawn!(f2(2, (acc >> 34) % 2 == 0, acc.wrapping_mul(acc) % 2 == 0));
+        }
+        spawn!(f4((if !(acc >= 70224u64) { acc } else { acc }), ((((acc as i32) % 33) as u64)) as i64, acc.wrapping_add(acc)));
+        let r4 = spawn!(f2((acc % 4) as u32, acc % 2 == 0, acc % 2 == 0));
+        if !(acc >= acc) {
+            return ((4757u64.count_ones() as u64) >> 13);
+        }
+        sync!();
+        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r4 as u64);
+        (acc.wrapping_sub(46950u64) << 34)
+    }
+
+    #[gpu_cilk]
+    pub fn f2(d: u32, x0: bool, x1: bool) -> bool {
         if d == 0 {
-            return ((d as u64) % 177) % 3 == 1;
+            return (x0 as u64).rotate_left(49) % 3 == 1;
         }
-        let mut acc: u64 = (44265u64.max((d as u64)) << 6);
+        let mut acc: u64 = (x0 as u64);
+        acc = acc.wrapping_add(f3(((d as u64) % 4) as u32, (7077u64 & (x0 as u64)), (x0 as u64), (d as u64).min(77031u64)) as u64);
+        spawn!(f2(d - 1, (x0 as u64) % 2 == 0, ((((x0 as u64) as i64).wrapping_mul(-3) >> 2) as u64) % 2 == 0));
+        let r3 = spawn!(f4((1114u64 | 51118u64), ((x0 as u64)) as i64, ((((x1 as u64) == (x0 as u64)) != ((x1 as u64) >= (d as u64))) as u64)));
         sync!();
-        (if (81089u64 & 1 == 1) && (90665u64 <= acc) { (d as u64).wrapping_add(acc) } else { ((60762u64 % 5 == 1) as u64) }) % 3 == 1
-    }
-
-    #[gpu_cilk]
-    pub fn f2(x0: bool) -> bool {
-        let mut acc: u64 = (if (x0 as u64) % 6 == 0 { ((((x0 as u64) as i32) % 40) as u64) } else { (x0 as u64) });
-        spawn!(f4((acc) as i64, (x0 as u64)));
-        let mut a2: [bool; 137] = [false; 137];
-        let mut w2: u32 = 0;
-        while w2 < ((acc % 955) % 138) as u32 {
-            a2[w2 as usize] = spawn!(f5(((w2 as u64) ^ (x0 as u64)), [94, 94, 63, 7], [(((x0 as u64).count_ones() as u64)) as u32, 3, (acc) as u32, 451]));
-            w2 += 1;
-        }
-        spawn!(f5(84549u64, [(70224u64) as u32, 3, (acc) as u32, 303], [(acc.wrapping_mul(acc)) as u32, 3, (22518u64) as u32, 398]));
-        sync!();
-        for j in 0..a2.len() {
-            acc = acc.rotate_left(5) ^ (a2[j] as u64);
-        }
-        let s3 = spawn!(f5((x0 as u64), [(acc) as u32, 3, ((x0 as u64)) as u32, 364], [(acc.rotate_left(61)) as u32, 3, ((x0 as u64)) as u32, 757]));
-        sync!();
-        acc ^= s3 as u64;
-        54692u64 % 3 == 1
+        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
+        acc % 3 == 1
     }
 
     #[gpu_cilk]
     pub fn f3(d: u32, x0: u64, x1: u64, x2: u64) -> bool {
         if d == 0 {
-            return (if (76356u64 & 1 == 1) && (x1 <= 78032u64) { x1 } else { x0 }).wrapping_sub(x1) % 3 == 1;
+            return (x0 & (d as u64)) % 3 == 1;
         }
-        let mut acc: u64 = x2.min((d as u64)).rotate_left(1);
-        let r1 = spawn!(f5((x1.count_ones() as u64), [32, 62, 57, 7], [((((acc as i64).wrapping_mul(-3) >> 2) as u64)) as u32, 3, (x2) as u32, 579]));
+        let mut acc: u64 = (d as u64);
+        let mut a1: [bool; 65] = [false; 65];
+        for i in 0..65 {
+            a1[i] = spawn!(f4(x1, (x0.wrapping_sub(70506u64)) as i64, 75411u64));
+        }
+        if x2 % 2 == 0 {
+            return (x0 % 946) % 3 == 1;
+        }
         sync!();
-        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
-        (51118u64 >> 14) % 3 == 1
+        for j in 0..a1.len() {
+            acc = acc.rotate_left(5) ^ (a1[j] as u64);
+        }
+        let s1 = spawn!(f4((x1 & x0), (x1.wrapping_sub(x1)) as i64, x0));
+        sync!();
+        acc ^= s1 as u64;
+        (x1 ^ x0) % 3 == 1
     }
 
     #[gpu_cilk]
-    pub fn f4(x0: i64, x1: u64) -> bool {
-        if (86172u64 == (x0 as u64)) != ((x0 as u64) < (x0 as u64)) {
-            return x1.wrapping_sub(x1) % 3 == 1;
-        }
-        let mut acc: u64 = x1;
-        spawn!(f5(x1.wrapping_sub((x0 as u64)), [(63480u64) as u32, 3, (9696u64) as u32, 286], [(62105u64) as u32, 3, (x1) as u32, 602]));
+    pub fn f4(x0: u64, x1: i64, x2: u64) -> bool {
+        let mut acc: u64 = (((x0 != x0) == (x0 == x2)) as u64).rotate_left(57);
         sync!();
-        ((x0 as u64).wrapping_sub(acc) >> 23) % 3 == 1
-    }
-
-    #[gpu_cilk]
-    pub fn f5(x0: u64, x1: [u32; 4], x2: [u32; 4]) -> bool {
-        let mut acc: u64 = (h0(x0, ((x1[2] as u64)) as u32) & (x2[2] as u64).rotate_left(52));
-        sync!();
-        ((((x2[2] as u64).wrapping_mul((x1[2] as u64)) as i64).wrapping_mul(-3) >> 2) as u64) % 3 == 1
+        (92001u64 & (x2 >> 18)) % 3 == 1
     }
 }
 
@@ -243,103 +306,96 @@ pub mod p2 {
     #[gpu_cilk::device]
     pub fn h2(a: u64, b: u32) -> u64 {
         let mut z: u64 = ((b as u64) ^ a).wrapping_sub((b as u64));
-        for i in 0..(b % 3) {
+        for i in 0..(b % 4) {
             z = z.rotate_left(i + 1) ^ a;
         }
-        if (a == a) != (a < (b as u64)) {
-            z = z.min(1304u64);
+        if (a != a) == (a == (b as u64)) {
+            z = a;
         }
-        ((!(z >= (b as u64))) as u64)
+        z
     }
 
     #[gpu_cilk]
     pub fn root() -> u64 {
-        let mut acc: u64 = ((468331u64 >> 17) & (468331u64 & 468331u64));
-        let mut a1: [u64; 34] = [0; 34];
-        let mut w1: u32 = 0;
-        while w1 < (h2(acc, (61936u64) as u32).wrapping_add(534) % 35) as u32 {
-            a1[w1 as usize] = spawn!(f2((78371u64.rotate_left(44) % 4) as u32, 26564u64.rotate_left(16), ((((97749u64 as i64).wrapping_mul(-3) >> 2) as u64)) as u32, (acc) as i64));
-            w1 += 1;
+        let mut acc: u64 = 679077u64.max(679077u64);
+        let mut a1: [bool; 11] = [false; 11];
+        for i in 0..11 {
+            a1[i] = spawn!(f1());
         }
-        spawn!(f3());
-        let r3 = spawn!(f1((h2(acc, (acc) as u32).wrapping_add(283) % 4) as u32));
-        let mut a4: [i32; 6] = [0; 6];
-        for i in 0..6 {
-            a4[i] = spawn!(f1(((i as u64).max((i as u64)) % 4) as u32));
+        let r2 = spawn!(f2((acc % 441) % 2 == 0));
+        if acc % 5 == 0 {
+            return ((((acc & 1 == 1) && (acc <= acc)) as u64) & (acc.count_ones() as u64));
         }
-        sync!();
-        for j in 0..a1.len() {
-            acc = acc.rotate_left(5) ^ (a1[j] as u64);
-        }
-        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
-        for j in 0..a4.len() {
-            acc = acc.rotate_left(5) ^ (a4[j] as u64);
-        }
-        (((81912u64 as i64).wrapping_mul(-3) >> 2) as u64).max(71496u64.wrapping_sub(acc))
-    }
-
-    #[gpu_cilk]
-    pub fn f1(d: u32) -> i32 {
-        if d == 0 {
-            return (17323u64) as i32;
-        }
-        let mut acc: u64 = ((d as u64) << 6);
-        let mut a1: [u64; 28] = [0; 28];
-        let mut w1: u32 = 0;
-        while w1 < (((((d as u64) as i64).wrapping_mul(-3) >> 2) as u64) % 29) as u32 {
-            a1[w1 as usize] = spawn!(f3());
-            w1 += 1;
-        }
-        let r2 = spawn!(f1(d - 1));
         sync!();
         for j in 0..a1.len() {
             acc = acc.rotate_left(5) ^ (a1[j] as u64);
         }
         acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        let s2 = spawn!(f4(((acc | (d as u64))) as i64, (acc) as i32));
-        sync!();
-        acc ^= s2 as u64;
-        (((d as u64) % 771)) as i32
+        acc.wrapping_sub((acc >> 33))
     }
 
     #[gpu_cilk]
-    pub fn f2(d: u32, x0: u64, x1: u32, x2: i64) -> u64 {
-        if d == 0 {
-            return (((x2 as u64) ^ (d as u64)) >> 22);
+    pub fn f1() -> bool {
+        let mut acc: u64 = (135028u64.max(135028u64) >> 28);
+        let r1 = spawn!(f3(((((acc as i64).wrapping_mul(-3) >> 2) as u64) % 4) as u32, (53594u64) as u32));
+        let mut r2: bool = false;
+        if acc % 3 == 0 {
+            r2 = spawn!(f2(acc % 2 == 0));
         }
-        let mut acc: u64 = (d as u64).wrapping_mul((99393u64 << 2));
-        spawn!(f2(d - 1, (((38114u64 == acc) != ((x1 as u64) < (d as u64))) as u64), (((((d as u64) as i64).wrapping_mul(-3) >> 2) as u64)) as u32, (66810u64.min((d as u64))) as i64));
-        let r2 = spawn!(f4((51388u64.min((x1 as u64))) as i64, ((x0 | acc)) as i32));
-        spawn!(f2(d - 1, (x1 as u64), (acc.max(x0)) as u32, ((d as u64).max(x0)) as i64));
-        let r4 = spawn!(f3());
+        let mut r3: u64 = 0;
+        if !(48467u64 >= 55403u64) {
+            r3 = spawn!(f4((h2(acc, (acc) as u32)) as i64, (acc) as i32));
+        }
+        sync!();
+        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
+        (acc >> 12).rotate_left(44) % 3 == 1
+    }
+
+    #[gpu_cilk]
+    pub fn f2(x0: bool) -> bool {
+        if (x0 as u64) % 2 == 0 {
+            return (((x0 as u64) | (x0 as u64)) ^ (if (x0 as u64) % 5 == 1 { 36282u64 } else { (x0 as u64) })) % 3 == 1;
+        }
+        let mut acc: u64 = ((x0 as u64) >> 34).max((x0 as u64));
+        acc = acc.wrapping_add(f3(3, (((x0 as u64) ^ acc)) as u32) as u64);
+        acc = acc.wrapping_add(f4((66810u64.min((x0 as u64))) as i64, (acc) as i32) as u64);
+        let mut a3: [u64; 180] = [0; 180];
+        let mut w3: u32 = 0;
+        while w3 < ((x0 as u64) % 181) as u32 {
+            a3[w3 as usize] = spawn!(f4(((x0 as u64)) as i64, (((w3 as u64) | (w3 as u64))) as i32));
+            w3 += 1;
+        }
+        spawn!(f4((((x0 as u64) & acc)) as i64, ((x0 as u64).wrapping_add(29314u64)) as i32));
+        sync!();
+        for j in 0..a3.len() {
+            acc = acc.rotate_left(5) ^ (a3[j] as u64);
+        }
+        ((((x0 as u64) % 6 == 1) as u64).count_ones() as u64) % 3 == 1
+    }
+
+    #[gpu_cilk]
+    pub fn f3(d: u32, x0: u32) -> u32 {
+        if d == 0 {
+            return ((((((((d as u64) as i64) / -3) as u64) as i32) % 26) as u64)) as u32;
+        }
+        let mut acc: u64 = ((d as u64) | (61046u64 ^ (x0 as u64)));
+        acc = acc.wrapping_add(f4(((d as u64).wrapping_mul(40005u64)) as i64, ((if (x0 as u64) % 3 == 0 { (x0 as u64) } else { (x0 as u64) })) as i32) as u64);
+        let r2 = spawn!(f3(d - 1, ((x0 as u64)) as u32));
+        spawn!(f4(((x0 as u64).min(acc)) as i64, ((d as u64)) as i32));
+        let r4 = spawn!(f4((82682u64) as i64, (acc.wrapping_sub((x0 as u64))) as i32));
         sync!();
         acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
         acc = acc.wrapping_mul(31).wrapping_add(r4 as u64);
-        let s4 = spawn!(f3());
-        sync!();
-        acc ^= s4 as u64;
-        (x2 as u64).wrapping_sub(((x2 as u64).count_ones() as u64))
+        (4633u64.rotate_left(27).rotate_left(20)) as u32
     }
 
     #[gpu_cilk]
-    pub fn f3() -> u64 {
-        let mut acc: u64 = (183565u64.wrapping_add(183565u64) ^ 6288u64);
-        acc = acc.wrapping_add(f4(((acc >> 27)) as i64, (99459u64.min(acc)) as i32) as u64);
+    pub fn f4(x0: i64, x1: i32) -> u64 {
+        let mut acc: u64 = (x0 as u64).wrapping_add((x0 as u64)).rotate_left(56);
         sync!();
-        let s1 = spawn!(f4((acc.min(acc)) as i64, (acc.wrapping_add(acc)) as i32));
-        sync!();
-        acc ^= s1 as u64;
-        (if !(acc >= 36819u64) { acc.rotate_left(26) } else { 35124u64.max(acc) })
-    }
-
-    #[gpu_cilk]
-    pub fn f4(x0: i64, x1: i32) -> u32 {
-        if (49736u64 & 1 == 1) && ((x0 as u64) <= (x1 as u64)) {
-            return (((x0 as u64).max((x1 as u64)) << 35)) as u32;
-        }
-        let mut acc: u64 = ((x0 as u64) | (61046u64 ^ (x1 as u64)));
-        sync!();
-        (((x0 as u64) | ((x1 as u64).count_ones() as u64))) as u32
+        acc
     }
 }
 
@@ -432,58 +488,97 @@ pub mod p4 {
     #[gpu_cilk::device]
     pub fn h0(a: u64, b: u32) -> u64 {
         let mut z: u64 = 86295u64;
-        for i in 0..(b % 4) {
+        for i in 0..(b % 3) {
             z = z.rotate_left(i + 1) ^ a;
         }
-        if (a == a) != (97939u64 < a) {
-            z = (((z == 92353u64) != (z < 78966u64)) as u64);
+        if (a == a) != (97939u64 >= a) {
+            z = (a ^ a);
         }
-        (b as u64).min(67673u64)
+        (((z as i32) % 35) as u64)
     }
 
     #[gpu_cilk]
     pub fn root() {
-        let mut acc: u64 = ((750739u64 % 29) | (((750739u64 & 1 == 1) && (750739u64 <= 4777u64)) as u64));
-        for i in 0..256u32 {
-            spawn!(f2(3, (i as u64).max(79827u64) % 2 == 0, h0((i as u64), ((i as u64)) as u32)));
+        let mut acc: u64 = 200852u64;
+        let mut a1: [i32; 33] = [0; 33];
+        let mut w1: u32 = 0;
+        while w1 < (acc.wrapping_sub(acc) % 34) as u32 {
+            a1[w1 as usize] = spawn!(f2(((acc >> 10) % 4) as u32, ((w1 as u64) >> 22) % 2 == 0));
+            w1 += 1;
         }
-        spawn!(f3([(h0(28788u64, (acc) as u32)) as u32, 3, (48234u64) as u32, 708]));
-        for i in 0..62u32 {
-            spawn!(f2(((i as u64).min((i as u64)) % 4) as u32, (i as u64) % 2 == 0, ((i as u64) & acc)));
+        let mut a2: [bool; 245] = [false; 245];
+        for i in 0..245 {
+            a2[i] = spawn!(f1(2, ((i as u64)) as u32, [72, 73, 38, 7]));
         }
-        spawn!(f1());
+        spawn!(f1(3, (acc.rotate_left(25)) as u32, [(acc.min(78126u64)) as u32, 3, (acc) as u32, 387]));
+        let mut r4: u32 = 0;
+        if (22556u64 != acc) == (acc == 47022u64) {
+            r4 = spawn!(f3());
+        } else {
+            spawn!(f3());
+        }
         sync!();
-        if acc % 2 == 1 {
-            spawn!(f1());
+        for j in 0..a1.len() {
+            acc = acc.rotate_left(5) ^ (a1[j] as u64);
+        }
+        for j in 0..a2.len() {
+            acc = acc.rotate_left(5) ^ (a2[j] as u64);
+        }
+        acc = acc.wrapping_mul(31).wrapping_add(r4 as u64);
+        if acc % 5 == 1 {
+            acc = (acc.count_ones() as u64);
+        } else {
+            acc = acc.wrapping_add(1);
         }
     }
 
     #[gpu_cilk]
-    pub fn f1() -> u32 {
-        let mut acc: u64 = 84660u64;
-        spawn!(f3([(acc.max(acc)) as u32, 3, (acc) as u32, 181]));
-        spawn!(f3([83, 26, 53, 7]));
+    pub fn f1(d: u32, x0: u32, x1: [u32; 4]) -> bool {
+        if d == 0 {
+            return (x1[2] as u64) % 3 == 1;
+        }
+        let mut acc: u64 = (if !(4777u64 >= (x1[2] as u64)) { ((x1[2] as u64) << 38) } else { (81895u64 << 6) });
+        let mut r1: u32 = 0;
+        if (x1[2] as u64) % 5 == 1 {
+            r1 = spawn!(f3());
+        }
+        sync!();
+        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
+        47205u64 % 3 == 1
+    }
+
+    #[gpu_cilk]
+    pub fn f2(d: u32, x0: bool) -> i32 {
+        if d == 0 {
+            return (((d as u64).wrapping_sub((d as u64)) >> 25)) as i32;
+        }
+        let mut acc: u64 = ((40978u64 | (d as u64)) | ((((x0 as u64) as i64).wrapping_mul(-3) >> 2) as u64));
+        let mut a1: [u32; 8] = [0; 8];
+        for i in 0..8 {
+            a1[i] = spawn!(f3());
+        }
+        let r2 = spawn!(f2(d - 1, acc.wrapping_add((d as u64)) % 2 == 0));
+        let r3 = spawn!(f2(d - 1, 70739u64.rotate_left(24) % 2 == 0));
+        if (14356u64 == acc) != (acc < (d as u64)) {
+            return ((d as u64).wrapping_mul((x0 as u64)).wrapping_add(acc)) as i32;
+        }
+        sync!();
+        for j in 0..a1.len() {
+            acc = acc.rotate_left(5) ^ (a1[j] as u64);
+        }
+        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
+        (((x0 as u64) & acc.rotate_left(31))) as i32
+    }
+
+    #[gpu_cilk]
+    pub fn f3() -> u32 {
+        if 603909u64 % 3 == 1 {
+            return (603909u64) as u32;
+        }
+        let mut acc: u64 = 603909u64;
         sync!();
         (acc) as u32
-    }
-
-    #[gpu_cilk]
-    pub fn f2(d: u32, x0: bool, x1: u64) {
-        if d == 0 {
-            return ;
-        }
-        let mut acc: u64 = (d as u64);
-        spawn!(f3([(47754u64) as u32, 3, ((d as u64)) as u32, 464]));
-        sync!();
-        if ((d as u64) & 1 == 1) && (3734u64 <= (d as u64)) {
-            spawn!(f3([(x1) as u32, 3, (acc) as u32, 980]));
-        }
-    }
-
-    #[gpu_cilk]
-    pub fn f3(x0: [u32; 4]) {
-        let mut acc: u64 = ((x0[2] as u64) >> 34);
-        sync!();
     }
 }
 
@@ -528,37 +623,43 @@ pub mod p5 {
 
     #[gpu_cilk]
     pub fn root() -> u64 {
-        let mut acc: u64 = (if (11065u64 == 11065u64) != (11065u64 < 11065u64) { 6300u64 } else { 11065u64 }).wrapping_sub(11065u64);
+        let mut acc: u64 = 1019580u64.wrapping_add((1019580u64 << 16));
         let mut a1: [i32; 256] = [0; 256];
         let mut w1: u32 = 0;
-        while w1 < ((98603u64 % 801) % 257) as u32 {
-            a1[w1 as usize] = spawn!(f3((((w1 as u64) ^ acc)) as i64, (w1 as u64) % 2 == 0));
+        while w1 < (((!(acc >= 3737u64)) as u64) % 257) as u32 {
+            a1[w1 as usize] = spawn!(f3((97770u64.wrapping_sub((w1 as u64))) as i64, (if acc % 6 == 1 { (w1 as u64) } else { 73551u64 }) % 2 == 0));
             w1 += 1;
         }
-        let mut a2: [i32; 45] = [0; 45];
-        for i in 0..45 {
-            a2[i] = spawn!(f2((((i as u64) >> 19) % 4) as u32, ((acc >> 23)) as i64, (i as u64), (((i as u64) ^ acc)) as i64));
-        }
+        let r2 = spawn!(f2((acc.rotate_left(34) % 4) as u32, (acc.wrapping_add(acc)) as i64, (((84326u64 & 1 == 1) && (acc <= acc)) as u64), (acc.wrapping_sub(acc)) as i64));
+        let r3 = spawn!(f1((acc.min(acc)) as u32, [((acc | 50403u64)) as u32, 3, (45636u64) as u32, 272], ((acc ^ acc)) as i32));
         sync!();
         for j in 0..a1.len() {
             acc = acc.rotate_left(5) ^ (a1[j] as u64);
         }
-        for j in 0..a2.len() {
-            acc = acc.rotate_left(5) ^ (a2[j] as u64);
-        }
-        acc
+        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
+        (acc ^ acc).wrapping_sub((acc >> 21))
     }
 
     #[gpu_cilk]
     pub fn f1(x0: u32, x1: [u32; 4], x2: i32) -> bool {
-        let mut acc: u64 = (((x1[2] as u64) % 3 == 1) as u64);
-        let r1 = spawn!(f2(0, ((x1[3] as u64).rotate_left(62)) as i64, ((x1[3] as u64) ^ acc), ((acc << 29)) as i64));
+        let mut acc: u64 = (x2 as u64).wrapping_sub((x1[2] as u64)).min((x2 as u64));
+        let mut r1: i32 = 0;
+        if ((x1[2] as u64) == (x2 as u64)) != (44122u64 < (x0 as u64)) {
+            r1 = spawn!(f2(3, (((x2 as u64) | (x0 as u64))) as i64, (x2 as u64), ((acc % 452)) as i64));
+        } else {
+            spawn!(f2((((x2 as u64) >> 5) % 4) as u32, ((x0 as u64)) as i64, (if ((x2 as u64) == (x2 as u64)) != ((x0 as u64) == (x1[3] as u64)) { 6300u64 } else { acc }), ((x1[2] as u64).max((x1[2] as u64))) as i64));
+        }
+        let mut r2: i32 = 0;
+        if acc > (x0 as u64) {
+            r2 = spawn!(f3(((if (54287u64 & 1 == 1) && ((x0 as u64) <= (x1[2] as u64)) { (x0 as u64) } else { (x1[2] as u64) })) as i64, (acc >> 37) % 2 == 0));
+        } else {
+            spawn!(f3(((x2 as u64).wrapping_sub((x2 as u64))) as i64, ((x2 as u64) | acc) % 2 == 0));
+        }
         sync!();
         acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
-        let s1 = spawn!(f2((((acc % 4 == 1) as u64) % 4) as u32, (((x2 as u64) | (x0 as u64))) as i64, (x2 as u64), ((acc % 452)) as i64));
-        sync!();
-        acc ^= s1 as u64;
-        (((x2 as u64) % 882) % 109) % 3 == 1
+        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
+        ((x1[3] as u64) % 722).min((((80872u64 & 1 == 1) && (8030u64 <= (x2 as u64))) as u64)) % 3 == 1
     }
 
     #[gpu_cilk]
@@ -567,21 +668,24 @@ pub mod p5 {
             return (((((94140u64 >> 37) as i64).wrapping_mul(-3) >> 2) as u64)) as i32;
         }
         let mut acc: u64 = ((x2 as u64) ^ (x2 as u64)).max(((x2 as u64) >> 1));
-        spawn!(f3(((((x1 == x1) != (x1 < (x2 as u64))) as u64)) as i64, (acc ^ (x2 as u64)) % 2 == 0));
-        spawn!(f3(((x0 as u64).rotate_left(36)) as i64, x1.rotate_left(45) % 2 == 0));
-        let r3 = spawn!(f3((((d as u64) | (d as u64))) as i64, (((x0 as u64) % 5 == 1) as u64) % 2 == 0));
-        let mut a4: [i32; 25] = [0; 25];
-        let mut w4: u32 = 0;
-        while w4 < ((if x1 % 5 == 0 { acc } else { (x2 as u64) }) % 26) as u32 {
-            a4[w4 as usize] = spawn!(f3(((d as u64)) as i64, ((x0 as u64) | 19827u64) % 2 == 0));
-            w4 += 1;
+        spawn!(f3(((((x1 != x1) == (x1 == (x2 as u64))) as u64)) as i64, (x2 as u64).wrapping_add((d as u64)) % 2 == 0));
+        let mut r2: i32 = 0;
+        if acc % 4 == 1 {
+            r2 = spawn!(f3(((x0 as u64)) as i64, 65005u64.rotate_left(3) % 2 == 0));
+        } else {
+            spawn!(f3((((d as u64) & acc)) as i64, (x2 as u64).rotate_left(46) % 2 == 0));
         }
+        let mut a3: [i32; 35] = [0; 35];
+        for i in 0..35 {
+            a3[i] = spawn!(f3((((((i as u64) as i64).wrapping_mul(-3) >> 2) as u64)) as i64, (i as u64).min((i as u64)) % 2 == 0));
+        }
+        spawn!(f3((x1) as i64, (if (acc & 1 == 1) && ((d as u64) <= x1) { x1 } else { (x2 as u64) }) % 2 == 0));
         sync!();
-        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
-        for j in 0..a4.len() {
-            acc = acc.rotate_left(5) ^ (a4[j] as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
+        for j in 0..a3.len() {
+            acc = acc.rotate_left(5) ^ (a3[j] as u64);
         }
-        (((72152u64 & (x2 as u64)) << 21)) as i32
+        ((if ((x2 as u64) & 1 == 1) && (acc <= acc) { x1 } else { (d as u64) }).min(((x0 as u64) % 879))) as i32
     }
 
     #[gpu_cilk]
@@ -634,10 +738,13 @@ pub mod p6 {
             a3[i] = spawn!(f4((acc) as i32));
         }
         let mut r4: u64 = 0;
-        if (acc == acc) != (acc < acc) {
-            r4 = spawn!(f2((acc.rotate_left(1) % 4) as u32, ((acc & acc)) as u32));
+        if (acc != acc) == (acc >= acc) {
+            r4 = spawn!(f2(1, (acc) as u32));
         } else {
-            spawn!(f2(1, (acc) as u32));
+            spawn!(f2((acc % 4) as u32, (acc) as u32));
+        }
+        if (acc & 1 == 1) && (acc <= acc) {
+            return (acc.max(acc) << 18);
         }
         sync!();
         for j in 0..a1.len() {
@@ -647,7 +754,7 @@ pub mod p6 {
             acc = acc.rotate_left(5) ^ (a3[j] as u64);
         }
         acc = acc.wrapping_mul(31).wrapping_add(r4 as u64);
-        ((((acc & 1 == 1) && (acc <= acc)) as u64) & (acc ^ acc))
+        ((acc << 32) >> 10)
     }
 
     #[gpu_cilk]
@@ -729,14 +836,14 @@ pub mod p7 {
 
     #[gpu_cilk::device]
     pub fn h0(a: u64, b: u32) -> u64 {
-        let mut z: u64 = ((((b as u64) == (b as u64)) != (a < 89033u64)) as u64);
+        let mut z: u64 = ((((b as u64) == (b as u64)) != (a == 89033u64)) as u64);
         for i in 0..(b % 1) {
             z = z.rotate_left(i + 1) ^ a;
         }
-        if a > 94854u64 {
-            z = (((30529u64 as i32) % 34) as u64);
+        if (94854u64 & 1 == 1) && (40520u64 <= (b as u64)) {
+            z = a.min(z);
         }
-        ((b as u64) ^ (b as u64))
+        (60532u64 % 605)
     }
 
     #[gpu_cilk]
@@ -744,20 +851,20 @@ pub mod p7 {
         let mut acc: u64 = 983645u64;
         let mut a1: [i64; 3] = [0; 3];
         let mut w1: u32 = 0;
-        while w1 < ((21166u64 >> 21) % 4) as u32 {
-            a1[w1 as usize] = spawn!(f1((((w1 as u64).count_ones() as u64)) as u32, (((acc == acc) != (acc < acc)) as u64) % 2 == 0));
+        while w1 < (acc % 4) as u32 {
+            a1[w1 as usize] = spawn!(f1());
             w1 += 1;
         }
         sync!();
         for j in 0..a1.len() {
             acc = acc.rotate_left(5) ^ (a1[j] as u64);
         }
-        (((acc % 4 == 1) as u64) % 728)
+        (acc ^ (35897u64 << 19))
     }
 
     #[gpu_cilk]
-    pub fn f1(x0: u32, x1: bool) -> i64 {
-        let mut acc: u64 = (((x1 as u64) ^ (x0 as u64)) | (84740u64 % 244));
+    pub fn f1() -> i64 {
+        let mut acc: u64 = ((643853u64 >> 27) | (84740u64 % 244));
         acc = acc.wrapping_add(f4() as u64);
         sync!();
         let s2 = spawn!(f3((acc % 4) as u32));
@@ -857,21 +964,27 @@ pub mod p8 {
 
     #[gpu_cilk]
     pub fn root() -> u64 {
-        let mut acc: u64 = 719644u64;
-        let mut a1: [u32; 256] = [0; 256];
-        let mut w1: u32 = 0;
-        while w1 < (acc % 257) as u32 {
-            a1[w1 as usize] = spawn!(f3(((75290u64 << 6)) as i32));
-            w1 += 1;
+        let mut acc: u64 = 240534u64.rotate_left(27);
+        let mut a1: [i32; 7] = [0; 7];
+        for i in 0..7 {
+            a1[i] = spawn!(f2([89, 30, 0, 7], (((i as u64) & (i as u64))) as u32));
         }
-        if acc % 5 == 0 {
-            return ((acc.count_ones() as u64).count_ones() as u64);
+        spawn!(f3(((acc | 80193u64)) as i32));
+        spawn!(f1(0, (acc.wrapping_sub(acc)) as i64, 24239u64 % 2 == 0));
+        let mut a4: [i32; 4] = [0; 4];
+        let mut w4: u32 = 0;
+        while w4 < (acc % 5) as u32 {
+            a4[w4 as usize] = spawn!(f2([(69189u64.wrapping_add(acc)) as u32, 3, (acc) as u32, 179], (acc) as u32));
+            w4 += 1;
         }
         sync!();
         for j in 0..a1.len() {
             acc = acc.rotate_left(5) ^ (a1[j] as u64);
         }
-        acc.min(acc).rotate_left(27)
+        for j in 0..a4.len() {
+            acc = acc.rotate_left(5) ^ (a4[j] as u64);
+        }
+        (acc << 32)
     }
 
     #[gpu_cilk]
@@ -880,49 +993,46 @@ pub mod p8 {
             return ;
         }
         let mut acc: u64 = (d as u64);
-        let mut a3: [u32; 77] = [0; 77];
-        let mut w3: u32 = 0;
-        while w3 < ((x0 as u64).max((d as u64)) % 78) as u32 {
-            a3[w3 as usize] = spawn!(f3(((w3 as u64).wrapping_add((x1 as u64))) as i32));
-            w3 += 1;
+        let mut r1: u32 = 0;
+        if (x1 as u64) > (d as u64) {
+            r1 = spawn!(f3((((!(75290u64 >= (x0 as u64))) as u64)) as i32));
         }
+        spawn!(f1(d - 1, ((x1 as u64)) as i64, (d as u64) % 2 == 0));
         sync!();
-        for j in 0..a3.len() {
-            acc = acc.rotate_left(5) ^ (a3[j] as u64);
-        }
-        if (28624u64 & 1 == 1) && ((d as u64) <= acc) {
-            acc = (x1 as u64);
-        } else {
-            acc = acc.wrapping_add(1);
-        }
+        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
     }
 
     #[gpu_cilk]
     pub fn f2(x0: [u32; 4], x1: u32) -> i32 {
-        let mut acc: u64 = (x1 as u64);
-        let mut a1: [u32; 168] = [0; 168];
-        for i in 0..168 {
-            a1[i] = spawn!(f3((((x0[3] as u64) & 36450u64)) as i32));
+        let mut acc: u64 = (x0[3] as u64);
+        spawn!(f3(((acc & 36450u64)) as i32));
+        let mut a2: [u32; 256] = [0; 256];
+        let mut w2: u32 = 0;
+        while w2 < ((acc & (x0[3] as u64)) % 257) as u32 {
+            a2[w2 as usize] = spawn!(f3(((19126u64 << 36)) as i32));
+            w2 += 1;
         }
-        let mut r2: u32 = 0;
-        if 19126u64 > acc {
-            r2 = spawn!(f3((53787u64.wrapping_sub((x1 as u64))) as i32));
+        let r3 = spawn!(f3((acc) as i32));
+        let mut r4: u32 = 0;
+        if ((x0[2] as u64) & 1 == 1) && (acc <= (x0[2] as u64)) {
+            r4 = spawn!(f3((((x0[3] as u64) >> 36)) as i32));
         } else {
-            spawn!(f3((((x0[2] as u64).count_ones() as u64)) as i32));
+            spawn!(f3(((acc.count_ones() as u64)) as i32));
         }
         sync!();
-        for j in 0..a1.len() {
-            acc = acc.rotate_left(5) ^ (a1[j] as u64);
+        for j in 0..a2.len() {
+            acc = acc.rotate_left(5) ^ (a2[j] as u64);
         }
-        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        ((x0[2] as u64)) as i32
+        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r4 as u64);
+        ((x0[3] as u64)) as i32
     }
 
     #[gpu_cilk]
     pub fn f3(x0: i32) -> u32 {
         let mut acc: u64 = (x0 as u64);
         sync!();
-        ((if (64572u64 == acc) != (acc < 57484u64) { acc } else { (x0 as u64) })) as u32
+        ((if (64572u64 == acc) != (acc == 57484u64) { acc } else { (x0 as u64) })) as u32
     }
 }
 
@@ -944,117 +1054,113 @@ pub mod p9 {
     #[gpu_cilk::device]
     pub fn h1(a: u64, b: u32) -> u64 {
         let mut z: u64 = (((83974u64 == (b as u64)) != (a < 64141u64)) as u64);
-        for i in 0..(b % 4) {
+        for i in 0..(b % 1) {
             z = z.rotate_left(i + 1) ^ a;
         }
-        if (b as u64) % 3 == 0 {
-            z = h0(a, (a) as u32);
+        if (a != (b as u64)) == (a >= (b as u64)) {
+            z = a.max(z);
         }
-        (b as u64).max(z)
+        ((b as u64) << 25)
     }
 
     #[gpu_cilk::device]
     pub fn h2(a: u64, b: u32) -> u64 {
-        let mut z: u64 = a.wrapping_mul((b as u64)).rotate_left(2);
-        for i in 0..(b % 1) {
+        let mut z: u64 = (a.wrapping_mul(24562u64) & ((a % 6 == 1) as u64));
+        for i in 0..(b % 2) {
             z = z.rotate_left(i + 1) ^ a;
         }
-        if 24562u64 > (b as u64) {
-            z = (((71636u64 as i64).wrapping_mul(-3) >> 2) as u64);
+        if (31372u64 & 1 == 1) && (a <= (b as u64)) {
+            z = a;
         }
-        (b as u64)
+        h1(z, ((b as u64)) as u32)
     }
 
     #[gpu_cilk]
     pub fn root() {
-        let mut acc: u64 = ((((554103u64 as i64).wrapping_mul(-3) >> 2) as u64) << 22);
-        let mut a1: [bool; 25] = [false; 25];
-        for i in 0..25 {
-            a1[i] = spawn!(f1());
+        let mut acc: u64 = ((512522u64 % 2 == 1) as u64);
+        let mut a1: [i32; 256] = [0; 256];
+        let mut w1: u32 = 0;
+        while w1 < ((acc >> 30) % 257) as u32 {
+            a1[w1 as usize] = spawn!(f4());
+            w1 += 1;
         }
-        spawn!(f4((acc ^ acc), ((acc << 36)) as i32, ((acc > acc) as u64) % 2 == 0));
         sync!();
         for j in 0..a1.len() {
             acc = acc.rotate_left(5) ^ (a1[j] as u64);
         }
-        if acc % 3 == 0 {
-            acc = (acc.count_ones() as u64);
-        } else {
-            acc = acc.wrapping_add(1);
+        let s1 = spawn!(f4());
+        sync!();
+        acc ^= s1 as u64;
+        if acc % 2 == 1 {
+            spawn!(f4());
         }
     }
 
     #[gpu_cilk]
-    pub fn f1() -> bool {
-        let mut acc: u64 = ((430247u64 % 5 == 1) as u64);
-        let mut r1: u32 = 0;
-        if (acc == acc) != (acc < acc) {
-            r1 = spawn!(f4(acc.wrapping_sub(acc), (acc) as i32, (acc >> 8) % 2 == 0));
-        } else {
-            spawn!(f4(acc.wrapping_mul(27855u64), ((((acc as i64) / -9) as u64)) as i32, (84168u64 ^ acc) % 2 == 0));
+    pub fn f1(x0: i64) {
+        let mut acc: u64 = (x0 as u64);
+        let mut a1: [u32; 2] = [0; 2];
+        for i in 0..2 {
+            a1[i] = spawn!(f2());
         }
+        let r2 = spawn!(f4());
+        let mut a3: [i32; 16] = [0; 16];
+        let mut w3: u32 = 0;
+        while w3 < ((acc % 18) % 17) as u32 {
+            a3[w3 as usize] = spawn!(f4());
+            w3 += 1;
+        }
+        sync!();
+        for j in 0..a1.len() {
+            acc = acc.rotate_left(5) ^ (a1[j] as u64);
+        }
+        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
+        for j in 0..a3.len() {
+            acc = acc.rotate_left(5) ^ (a3[j] as u64);
+        }
+    }
+
+    #[gpu_cilk]
+    pub fn f2() -> u32 {
+        let mut acc: u64 = (251715u64 >> 25);
+        let mut r1: bool = false;
+        if !(acc >= acc) {
+            r1 = spawn!(f3([((if acc % 5 == 0 { acc } else { acc })) as u32, 3, (acc) as u32, 331], (acc) as u32));
+        }
+        let mut r2: i32 = 0;
+        if acc % 6 == 1 {
+            r2 = spawn!(f4());
+        } else {
+            spawn!(f4());
+        }
+        let r3 = spawn!(f3([98, 84, 85, 7], ((26560u64.count_ones() as u64)) as u32));
         sync!();
         acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
-        (((!(acc >= acc)) as u64).count_ones() as u64) % 3 == 1
-    }
-
-    #[gpu_cilk]
-    pub fn f2(x0: i32, x1: u32) -> u64 {
-        let mut acc: u64 = (x0 as u64);
-        acc = acc.wrapping_add(f5((((x0 as u64) ^ acc)) as u32, ((if (86139u64 & 1 == 1) && ((x0 as u64) <= 71902u64) { 22777u64 } else { (x1 as u64) })) as u32, (4691u64.min((x1 as u64))) as i64) as u64);
-        let r2 = spawn!(f4(acc, ((x1 as u64).wrapping_mul((x1 as u64))) as i32, (x0 as u64) % 2 == 0));
-        spawn!(f5((h1((x1 as u64), ((x1 as u64)) as u32)) as u32, (((x0 as u64) & acc)) as u32, (38811u64.min((x1 as u64))) as i64));
-        if ((x1 as u64) == 69869u64) != (28447u64 < (x1 as u64)) {
-            return (x1 as u64).min(((x0 as u64) >> 6));
-        }
-        sync!();
         acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        acc
+        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
+        ((((acc.wrapping_add(acc) as i64).wrapping_mul(-3) >> 2) as u64)) as u32
     }
 
     #[gpu_cilk]
-    pub fn f3(x0: i32) -> u64 {
-        let mut acc: u64 = ((x0 as u64).count_ones() as u64);
-        acc = acc.wrapping_add(f4(h0(74795u64, (acc) as u32), (57789u64) as i32, h1(acc, (acc) as u32).wrapping_add(41) % 2 == 0) as u64);
-        let mut a2: [bool; 153] = [false; 153];
-        let mut w2: u32 = 0;
-        while w2 < ((((acc as i64).wrapping_mul(-3) >> 2) as u64) % 154) as u32 {
-            a2[w2 as usize] = spawn!(f5(((x0 as u64)) as u32, (((w2 as u64) >> 13)) as u32, (6263u64.wrapping_sub(acc)) as i64));
-            w2 += 1;
-        }
-        sync!();
-        for j in 0..a2.len() {
-            acc = acc.rotate_left(5) ^ (a2[j] as u64);
-        }
-        40820u64
-    }
-
-    #[gpu_cilk]
-    pub fn f4(x0: u64, x1: i32, x2: bool) -> u32 {
-        let mut acc: u64 = (((x1 as u64) & (x2 as u64)).count_ones() as u64);
-        let mut a1: [bool; 114] = [false; 114];
+    pub fn f3(x0: [u32; 4], x1: u32) -> bool {
+        let mut acc: u64 = ((x0[3] as u64).count_ones() as u64);
+        let mut a1: [i32; 114] = [0; 114];
         for i in 0..114 {
-            a1[i] = spawn!(f5(((x0 | acc)) as u32, ((x2 as u64).rotate_left(39)) as u32, ((i as u64)) as i64));
+            a1[i] = spawn!(f4());
         }
-        let mut r2: bool = false;
-        if acc > (x2 as u64) {
-            r2 = spawn!(f5(((x1 as u64).wrapping_sub(acc)) as u32, ((acc << 25)) as u32, (((x1 as u64) | acc)) as i64));
-        } else {
-            spawn!(f5((((x1 as u64) >> 37)) as u32, (acc.wrapping_sub(x0)) as u32, ((if !((x1 as u64) >= (x1 as u64)) { (x2 as u64) } else { acc })) as i64));
-        }
+        spawn!(f4());
         sync!();
         for j in 0..a1.len() {
             acc = acc.rotate_left(5) ^ (a1[j] as u64);
         }
-        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        ((if !(35626u64 >= acc) { acc } else { (x1 as u64) })) as u32
+        25858u64 % 3 == 1
     }
 
     #[gpu_cilk]
-    pub fn f5(x0: u32, x1: u32, x2: i64) -> bool {
-        let mut acc: u64 = (((x2 as u64) > (x2 as u64)) as u64);
+    pub fn f4() -> i32 {
+        let mut acc: u64 = (if 891570u64 % 4 == 0 { 891570u64 } else { 891570u64 }).wrapping_mul(891570u64.min(891570u64));
         sync!();
-        (if (acc & 1 == 1) && ((x0 as u64) <= (x2 as u64)) { ((x2 as u64) & acc) } else { (acc << 22) }) % 3 == 1
+        (((acc << 3).count_ones() as u64)) as i32
     }
 }
 
@@ -1166,65 +1272,69 @@ pub mod p11 {
 
     #[gpu_cilk]
     pub fn root() -> u64 {
-        let mut acc: u64 = h0(375912u64, (375912u64.min(375912u64)) as u32);
-        let mut a1: [u32; 9] = [0; 9];
-        let mut w1: u32 = 0;
-        while w1 < ((acc % 359) % 10) as u32 {
-            a1[w1 as usize] = spawn!(f1((((acc == (w1 as u64)) != (acc < acc)) as u64) % 2 == 0, (60951u64 % 451), ((acc & (w1 as u64))) as u32));
-            w1 += 1;
+        let mut acc: u64 = (617150u64.count_ones() as u64);
+        let mut a1: [u32; 4] = [0; 4];
+        for i in 0..4 {
+            a1[i] = spawn!(f1((i as u64).wrapping_mul((i as u64)) % 2 == 0, acc.rotate_left(22), (15642u64.wrapping_add((i as u64))) as u32));
         }
-        spawn!(f2((15642u64.wrapping_add(acc)) as i32, ((29379u64.count_ones() as u64)) as u32));
-        let r3 = spawn!(f1((acc & 47526u64) % 2 == 0, acc.rotate_left(4), (85344u64) as u32));
-        let mut a4: [u32; 8] = [0; 8];
-        for i in 0..8 {
-            a4[i] = spawn!(f1(62248u64 % 2 == 0, (i as u64), (h0(acc, (acc) as u32).wrapping_add(396)) as u32));
+        let r2 = spawn!(f3((acc.max(acc)) as i64));
+        if acc > acc {
+            return acc;
         }
         sync!();
         for j in 0..a1.len() {
             acc = acc.rotate_left(5) ^ (a1[j] as u64);
         }
-        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
-        for j in 0..a4.len() {
-            acc = acc.rotate_left(5) ^ (a4[j] as u64);
-        }
-        (if (acc & 1 == 1) && (acc <= acc) { (((acc & 1 == 1) && (acc <= acc)) as u64) } else { acc.max(acc) })
+        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
+        ((acc ^ acc) % 966)
     }
 
     #[gpu_cilk]
     pub fn f1(x0: bool, x1: u64, x2: u32) -> u32 {
-        if ((x0 as u64) == (x2 as u64)) != ((x2 as u64) < x1) {
-            return (((x2 as u64).wrapping_mul((x2 as u64)) % 773)) as u32;
+        let mut acc: u64 = x1;
+        let r1 = spawn!(f2(((acc % 773)) as i32, ((x2 as u64)) as u32));
+        let r2 = spawn!(f2(((x0 as u64).min(acc)) as i32, ((x0 as u64).wrapping_mul(68817u64)) as u32));
+        let mut r3: i32 = 0;
+        if (x2 as u64) % 2 == 0 {
+            r3 = spawn!(f2((68124u64.wrapping_mul((x0 as u64))) as i32, (acc) as u32));
+        } else {
+            spawn!(f2((acc) as i32, (acc) as u32));
         }
-        let mut acc: u64 = (x0 as u64);
-        let mut a1: [i64; 78] = [0; 78];
-        let mut w1: u32 = 0;
-        while w1 < ((((x0 as u64) % 5 == 0) as u64) % 79) as u32 {
-            a1[w1 as usize] = spawn!(f3(((w1 as u64)) as i64));
-            w1 += 1;
+        if ((x0 as u64) != 84544u64) == (x1 == acc) {
+            return ((((x2 as u64) >> 10) >> 7)) as u32;
+        }
+        sync!();
+        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
+        ((x2 as u64)) as u32
+    }
+
+    #[gpu_cilk]
+    pub fn f2(x0: i32, x1: u32) -> i32 {
+        if ((x1 as u64) == (x1 as u64)) != ((x0 as u64) >= (x0 as u64)) {
+            return ((x0 as u64).min(98860u64).min((x0 as u64).wrapping_add((x0 as u64)))) as i32;
+        }
+        let mut acc: u64 = 5539u64;
+        let mut a1: [i64; 124] = [0; 124];
+        for i in 0..124 {
+            a1[i] = spawn!(f3(((66919u64 >> 33)) as i64));
         }
         sync!();
         for j in 0..a1.len() {
             acc = acc.rotate_left(5) ^ (a1[j] as u64);
         }
-        (68124u64.wrapping_mul((x0 as u64)).wrapping_mul(((x0 as u64).count_ones() as u64))) as u32
-    }
-
-    #[gpu_cilk]
-    pub fn f2(x0: i32, x1: u32) -> i32 {
-        let mut acc: u64 = (x1 as u64);
-        acc = acc.wrapping_add(f3(((x0 as u64).wrapping_add(49188u64)) as i64) as u64);
-        sync!();
-        (h0((x0 as u64), ((66919u64 >> 33)) as u32).wrapping_add(459)) as i32
+        (73519u64.rotate_left(42)) as i32
     }
 
     #[gpu_cilk]
     pub fn f3(x0: i64) -> i64 {
-        if ((x0 as u64) == (x0 as u64)) != ((x0 as u64) < (x0 as u64)) {
-            return ((if !((x0 as u64) >= (x0 as u64)) { 6438u64 } else { (x0 as u64) }).max((x0 as u64))) as i64;
+        if ((x0 as u64) == (x0 as u64)) != ((x0 as u64) >= (x0 as u64)) {
+            return ((x0 as u64)) as i64;
         }
-        let mut acc: u64 = (x0 as u64);
+        let mut acc: u64 = (x0 as u64).max((x0 as u64)).max((x0 as u64));
         sync!();
-        ((if acc % 4 == 0 { ((x0 as u64) >> 16) } else { ((x0 as u64) ^ 58761u64) })) as i64
+        (((((acc.count_ones() as u64) as i64).wrapping_mul(-3) >> 2) as u64)) as i64
     }
 }
 

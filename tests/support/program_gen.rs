@@ -348,7 +348,10 @@ impl Gen<'_> {
             3 => {
                 self.cov.paren_comparisons += 1;
                 let (a, b, c, e) = (self.expr(vars, d), self.expr(vars, 0), self.expr(vars, d), self.expr(vars, 0));
-                format!("({a} == {b}) != ({c} < {e})")
+                // `==`/`!=` of two comparisons: C++ needs the parentheses Rust requires.
+                let (o1, o2) = if self.rng.chance(1, 2) { ("==", "!=") } else { ("!=", "==") };
+                let o3 = ["<", "==", ">="][self.rng.below(3) as usize];
+                format!("({a} {o1} {b}) {o2} ({c} {o3} {e})")
             }
             4 => format!("({} & 1 == 1) && ({} <= {})", self.expr(vars, d), self.expr(vars, 0), self.expr(vars, d)),
             _ => format!("!({} >= {})", self.expr(vars, d), self.expr(vars, d)),
@@ -499,7 +502,11 @@ impl Gen<'_> {
                     let args = self.args(g, &lv, None);
                     if g.ret == Ty::Unit {
                         self.cov.discarded_spawns += 1;
-                        let _ = writeln!(b, "        for i in 0..{n}u32 {{\n            spawn!({}({args}));\n        }}", g.name);
+                        let _ = writeln!(
+                            b,
+                            "        for i in 0..{n}u32 {{\n            spawn!({}({args}));\n        }}",
+                            g.name
+                        );
                     } else if self.rng.chance(1, 2) {
                         let _ = writeln!(
                             b,
