@@ -28,12 +28,28 @@ use gpu_cilk::runtime::{Call, CilkTask, Registry};
 
 const CHECKED_IN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/generated/programs.rs");
 
+/// `name` parsed as a number (`0x` hexadecimal too), if set.
+fn env_number(name: &str) -> Option<u64> {
+    let v = std::env::var(name).ok()?;
+    let v = v.trim();
+    let parsed = match v.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => v.parse(),
+    };
+    Some(parsed.unwrap_or_else(|_| panic!("{name}={v} is not a number")))
+}
+
 #[test]
 fn fresh() {
-    let (text, cov) = program_gen::generate(program_gen::SEED, program_gen::COUNT);
     if std::env::var_os("GPU_CILK_REGENERATE").is_some() {
+        // Other seeds and counts are for exploring: the check below then fails until the
+        // default set is regenerated (`git checkout tests/generated/programs.rs`).
+        let seed = env_number("GPU_CILK_GEN_SEED").unwrap_or(program_gen::SEED);
+        let count = env_number("GPU_CILK_GEN_COUNT").map_or(program_gen::COUNT, |c| c as usize);
+        let (text, _) = program_gen::generate(seed, count);
         std::fs::write(CHECKED_IN, &text).expect("write tests/generated/programs.rs");
     }
+    let (text, cov) = program_gen::generate(program_gen::SEED, program_gen::COUNT);
     let old = std::fs::read_to_string(CHECKED_IN).unwrap_or_default();
     assert!(
         old == text,

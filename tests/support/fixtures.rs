@@ -232,7 +232,7 @@ pub fn generated_regressions(n: u32) -> u64 {
     let p = n as u64;
     let c1: bool = (p == 3) == (p > 5);
     let c2: bool = (p % 2 == 0) != (p < 4);
-    let c3: bool = p != 2 && (p == 1) == (p == 1);
+    let c3: bool = p != 2 && (p == 1) == (p == 5);
     // (4) a method with an unsuffixed literal argument on a call receiver.
     let m: u64 = gen_mix(p, 3).wrapping_add(7).max(11);
     let bits: u64 = (c1 as u64) | (c2 as u64) << 1 | (c3 as u64) << 2;
