@@ -17,62 +17,112 @@ pub mod p0 {
 
     #[gpu_cilk::device]
     pub fn h0(a: u64, b: u32) -> u64 {
-        let mut z: u64 = (75652u64.wrapping_add((b as u64)) >> 37);
-        for i in 0..(b % 1) {
-            z = z.rotate_left(i + 1) ^ a;
-        }
-        if (b as u64) > 47639u64 {
-            z = (if (a != a) == (z < 40808u64) { a } else { a });
-        }
-        (b as u64)
-    }
-
-    #[gpu_cilk::device]
-    pub fn h1(a: u64, b: u32) -> u64 {
-        let mut z: u64 = (if (4325u64 == a) != (a >= (b as u64)) { a } else { ((b as u64) & 60134u64) });
-        for i in 0..(b % 3) {
-            z = z.rotate_left(i + 1) ^ a;
-        }
-        if (15867u64 & 1 == 1) && (a <= (b as u64)) {
-            z = (z ^ a);
-        }
-        (b as u64).wrapping_add(z)
-    }
-
-    #[gpu_cilk::device]
-    pub fn h2(a: u64, b: u32) -> u64 {
-        let mut z: u64 = ((b as u64) << 27);
+        let mut z: u64 = (17206u64 << 26);
         for i in 0..(b % 4) {
             z = z.rotate_left(i + 1) ^ a;
         }
-        if a % 4 == 1 {
-            z = 32250u64.rotate_left(40);
+        if (a & 1 == 1) && ((b as u64) <= (b as u64)) {
+            z = (b as u64);
+        } else if !((b as u64) >= (b as u64)) {
+            z = 40808u64;
         }
-        (z ^ (b as u64))
+        z.max((b as u64))
+    }
+
+    #[gpu_cilk::device]
+    pub fn h1(a: u64, b: u32, c: i64) -> i64 {
+        let mut z: u64 = (if (4325u64 == (c as u64)) != (a >= a) { a } else { ((c as u64) & 60134u64) });
+        for i in 0..(b % 4) {
+            z = z.rotate_left(i + 1) ^ a;
+        }
+        if (15867u64 & 1 == 1) && (a <= (b as u64)) {
+            z = (a ^ (b as u64));
+        } else if z > (c as u64) {
+            z = a.wrapping_sub((c as u64));
+        }
+        (z.wrapping_add(a)) as i64
+    }
+
+    #[gpu_cilk::device]
+    pub fn h2(a: u64, b: u32, c: i32) -> u64 {
+        let mut z: u64 = h0((b as u64), ((c as u64).max((c as u64))) as u32);
+        for i in 0..(b % 4) {
+            z = z.rotate_left(i + 1) ^ a;
+        }
+        if a % 5 == 0 {
+            z = (b as u64).min(a);
+        } else if 97661u64 % 5 == 1 {
+            z = h0(a, (14778u64) as u32);
+        }
+        a
     }
 
     #[gpu_cilk]
     pub fn root() -> u64 {
-        let mut acc: u64 = 19869u64.rotate_left(58).wrapping_sub((184160u64 >> 33));
-        let mut a1: [u64; 4] = [0; 4];
-        let mut w1: u32 = 0;
-        while w1 < ((acc & acc) % 5) as u32 {
-            a1[w1 as usize] = spawn!(f1(((w1 as u64).min(37279u64)) as i64));
-            w1 += 1;
+        let mut acc: u64 = ((829401u64 % 6 == 1) as u64);
+        let t0: i64 = (acc.min(acc)) as i64;
+        for i in 0..6u32 {
+            spawn!(f2());
         }
-        let mut a2: [u32; 2] = [0; 2];
+        let mut a2: [i64; 82] = [0; 82];
         let mut w2: u32 = 0;
-        while w2 < (acc.wrapping_sub(acc) % 3) as u32 {
-            a2[w2 as usize] = spawn!(f2(acc));
+        while w2 < (acc % 83) as u32 {
+            a2[w2 as usize] = spawn!(f3(((33490u64 >> 4) % 4) as u32));
             w2 += 1;
         }
-        let mut r3: i64 = 0;
-        if (acc == acc) != (acc >= 97833u64) {
-            r3 = spawn!(f3((acc) as i64, [((acc << 20)) as u32, 3, (acc) as u32, 482], acc % 2 == 0));
-        } else {
-            spawn!(f3((acc) as i64, [((acc % 32)) as u32, 3, (acc) as u32, 306], acc.wrapping_sub(acc) % 2 == 0));
+        let mut a3: [i64; 5] = [0; 5];
+        for i in 0..5 {
+            if i % 2 != 0 {
+                a3[i] = spawn!(f3(3));
+            }
         }
-        spawn!(f4((58124u64.min(acc)) as i64, h0(acc, (acc) as u32).wrapping_add(975)));
+        sync!();
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        for j in 0..a2.len() {
+            acc = acc.rotate_left(5) ^ (a2[j] as u64);
+        }
+        for j in 0..a3.len() {
+            acc = acc.rotate_left(5) ^ (a3[j] as u64);
+        }
+        acc ^ (29840u64 | acc)
+    }
+
+    #[gpu_cilk]
+    pub fn f1() -> i64 {
+        let mut acc: u64 = (440090u64 & 440090u64.rotate_left(22));
+        let t0: bool = acc % 2 == 0;
+        let mut a1: [bool; 86] = [false; 86];
+        let mut w1: u32 = 0;
+        while w1 < (90482u64.wrapping_add(acc) % 87) as u32 {
+            a1[w1 as usize] = spawn!(f4(((if acc > acc { (w1 as u64) } else { (w1 as u64) })) as i64));
+            w1 += 1;
+        }
+        sync!();
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        for j in 0..a1.len() {
+            acc = acc.rotate_left(5) ^ (a1[j] as u64);
+        }
+        (acc ^ (acc & acc)) as i64
+    }
+
+    #[gpu_cilk]
+    pub fn f2() {
+        let mut acc: u64 = 1041298u64.max(75927u64).wrapping_add(1041298u64.max(1041298u64));
+        let mut a1: [i64; 6] = [0; 6];
+        for i in 0..6 {
+            if i % 2 != 0 {
+                a1[i] = spawn!(f3(3));
+            }
+        }
+        let mut a2: [i64; 29] = [0; 29];
+        let mut w2: u32 = 0;
+        while w2 < ((((acc != 98057u64) == (acc < acc)) as u64) % 30) as u32 {
+            a2[w2 as usize] = spawn!(f3(((w2 as u64).rotate_left(51) % 4) as u32));
+            w2 += 1;
+        }
+        if !(acc >= acc) {
+            return ;
+        }
         sync!();
         for j in 0..a1.len() {
             acc = acc.rotate_left(5) ^ (a1[j] as u64);
@@ -80,105 +130,59 @@ pub mod p0 {
         for j in 0..a2.len() {
             acc = acc.rotate_left(5) ^ (a2[j] as u64);
         }
-        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
-        (acc ^ acc).max(92889u64.min(acc))
     }
 
     #[gpu_cilk]
-    pub fn f1(x0: i64) -> u64 {
-        if ((x0 as u64) == (x0 as u64)) != ((x0 as u64) < 51336u64) {
-            return (x0 as u64).max((x0 as u64));
+    pub fn f3(d: u32) -> i64 {
+        if d == 0 {
+            return ((d as u64).wrapping_sub((d as u64)).min(((d as u64) % 795))) as i64;
         }
-        let mut acc: u64 = (x0 as u64).min((x0 as u64).wrapping_sub((x0 as u64)));
-        let mut r1: u32 = 0;
-        if (acc & 1 == 1) && (acc <= acc) {
-            r1 = spawn!(f2(acc.wrapping_mul(28290u64)));
+        let mut acc: u64 = ((d as u64).wrapping_sub((d as u64)) ^ (if (d as u64) > (d as u64) { (d as u64) } else { (d as u64) }));
+        let r1 = spawn!(f3(d - 1));
+        spawn!(f4(((d as u64).wrapping_sub(70589u64)) as i64));
+        let mut r3: bool = false;
+        if !(92138u64 >= 97797u64) {
+            r3 = spawn!(f4(((34488u64 >> 8)) as i64));
         }
-        if !(acc >= (x0 as u64)) {
-            return (x0 as u64).rotate_left(7);
-        }
-        sync!();
-        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
-        ((84149u64 % 5 == 1) as u64)
-    }
-
-    #[gpu_cilk]
-    pub fn f2(x0: u64) -> u32 {
-        let mut acc: u64 = x0.wrapping_sub(x0);
-        spawn!(f4(((26703u64 >> 2)) as i64, x0));
-        let mut a2: [i64; 31] = [0; 31];
-        let mut w2: u32 = 0;
-        while w2 < ((x0.count_ones() as u64) % 32) as u32 {
-            a2[w2 as usize] = spawn!(f3(((x0 & x0)) as i64, [(acc.max((w2 as u64))) as u32, 3, (acc) as u32, 854], acc % 2 == 0));
-            w2 += 1;
-        }
-        let r3 = spawn!(f3(((acc & x0)) as i64, [50, 73, 28, 7], x0 % 2 == 0));
-        let mut r4: i32 = 0;
-        if (acc & 1 == 1) && (x0 <= 43614u64) {
-            r4 = spawn!(f5(x0));
-        }
-        if x0 % 6 == 0 {
-            return (acc) as u32;
-        }
-        sync!();
-        for j in 0..a2.len() {
-            acc = acc.rotate_left(5) ^ (a2[j] as u64);
-        }
-        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
-        acc = acc.wrapping_mul(31).wrapping_add(r4 as u64);
-        ((((!(acc >= x0)) as u64) << 22)) as u32
-    }
-
-    #[gpu_cilk]
-    pub fn f3(x0: i64, x1: [u32; 4], x2: bool) -> i64 {
-        let mut acc: u64 = (((x0 as u64) > (x1[3] as u64)) as u64);
-        let r1 = spawn!(f5((x2 as u64)));
-        let mut r2: i32 = 0;
-        if (x0 as u64) > (x2 as u64) {
-            r2 = spawn!(f5(((((x1[3] as u64) == acc) != ((x2 as u64) < (x2 as u64))) as u64)));
-        }
-        sync!();
-        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
-        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        ((((x2 as u64) & (x1[2] as u64)) & acc.rotate_left(46))) as i64
-    }
-
-    #[gpu_cilk]
-    pub fn f4(x0: i64, x1: u64) {
-        let mut acc: u64 = (36210u64 % 6);
-        acc = acc.wrapping_add(f5(acc) as u64);
-        let mut a2: [i32; 135] = [0; 135];
-        for i in 0..135 {
-            a2[i] = spawn!(f5(x1));
-        }
-        let mut a3: [i32; 237] = [0; 237];
-        for i in 0..237 {
-            a3[i] = spawn!(f5(acc.wrapping_mul((x0 as u64))));
-        }
-        let r4 = spawn!(f5((x0 as u64).rotate_left(60)));
-        sync!();
-        for j in 0..a2.len() {
-            acc = acc.rotate_left(5) ^ (a2[j] as u64);
-        }
-        for j in 0..a3.len() {
-            acc = acc.rotate_left(5) ^ (a3[j] as u64);
-        }
-        acc = acc.wrapping_mul(31).wrapping_add(r4 as u64);
-        if (71243u64 != acc) == (acc >= (x0 as u64)) {
-            acc = (x1 ^ acc);
+        let mut r4: bool = false;
+        if (acc != 32008u64) == (acc == (d as u64)) {
+            r4 = spawn!(f4(((d as u64)) as i64));
         } else {
-            acc = acc.wrapping_add(1);
+            spawn!(f4(((31011u64 | acc)) as i64));
         }
+        for k in 0..4u32 {
+            if (d as u64) % 6 == 0 {
+                return ((acc.rotate_left(46) | (k as u64).rotate_left(48))) as i64;
+            }
+        }
+        sync!();
+        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r4 as u64);
+        (acc ^ (acc << 14)) as i64
     }
 
     #[gpu_cilk]
-    pub fn f5(x0: u64) -> i32 {
-        if x0 % 4 == 0 {
-            return (((((x0 as i64).wrapping_mul(-3) >> 2) as u64) % 39)) as i32;
+    pub fn f4(mut x0: i64) -> bool {
+        let mut acc: u64 = (x0 as u64).rotate_left(13);
+        x0 = ((h1(48992u64, ((x0 as u64)) as u32, ((x0 as u64).max(acc)) as i64) as u64)) as i64;
+        let t0: bool = (acc & acc) % 2 == 0;
+        let t1: bool = ((!((x0 as u64) >= (x0 as u64))) as u64) % 2 == 0;
+        let mut n0: u32 = 0;
+        loop {
+            n0 += 1;
+            if n0 > ((x0 as u64).rotate_left(19) % 5) as u32 {
+                break;
+            }
+            if n0 % 2 == 0 {
+                continue;
+            }
+            acc = acc.rotate_left(3) ^ (n0 as u64);
         }
-        let mut acc: u64 = ((x0 % 765) ^ x0);
         sync!();
-        ((((14436u64 & 1 == 1) && (acc <= acc)) as u64)) as i32
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
+        (acc ^ (x0 as u64)) % 3 == 1
     }
 }
 
@@ -186,93 +190,122 @@ pub mod p1 {
     use gpu_cilk::prelude::*;
 
     #[gpu_cilk::device]
-    pub fn h0(a: u64, b: u32) -> u64 {
-        let mut z: u64 = (b as u64).max((b as u64).wrapping_sub(a));
-        for i in 0..(b % 2) {
+    pub fn h0(a: u64, b: u32, c: bool) -> u64 {
+        let mut z: u64 = ((((c as u64) != 1923u64) == ((c as u64) >= a)) as u64);
+        for i in 0..(b % 4) {
             z = z.rotate_left(i + 1) ^ a;
         }
-        if (a != (b as u64)) == (a >= 1923u64) {
-            z = (a & 28561u64);
+        if (c as u64) > a {
+            z = (24986u64 << 15);
+        } else if (91295u64 != a) == (33749u64 == (c as u64)) {
+            z = (c as u64).max(z);
         }
-        z.wrapping_mul(24986u64)
+        a.wrapping_add(z)
     }
 
     #[gpu_cilk]
     pub fn root() -> u64 {
-        let mut acc: u64 = h0((87676u64 % 901), (250767u64.wrapping_add(250767u64)) as u32).wrapping_add(36);
-        let mut a1: [bool; 8] = [false; 8];
-        for i in 0..8 {
-            a1[i] = spawn!(f2((83013u64.rotate_left(0) % 4) as u32, (((i as u64) % 5 == 0) as u64) % 2 == 0, (42694u64 >> 5) % 2 == 0));
+        let mut acc: u64 = (719114u64.rotate_left(20) ^ (if 719114u64 % 2 == 1 { 719114u64 } else { 719114u64 }));
+        let t0: i32 = (acc) as i32;
+        let t1: i64 = (40730u64) as i64;
+        let mut n0: u32 = 0;
+        loop {
+            n0 += 1;
+            if n0 > (h0(acc, (acc) as u32, acc.wrapping_mul(acc) % 2 == 0) % 5) as u32 {
+                break;
+            }
+            if n0 % 2 == 0 {
+                continue;
+            }
+            acc = acc.rotate_left(3) ^ (n0 as u64);
         }
-        let r2 = spawn!(f4(h0(acc, (acc) as u32).wrapping_add(414), (acc) as i64, acc.rotate_left(55)));
+        let mut a1: [bool; 17] = [false; 17];
+        for i in 0..17 {
+            a1[i] = spawn!(f1());
+        }
+        spawn!(f3());
+        let r4 = spawn!(f2(1));
         sync!();
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
         for j in 0..a1.len() {
             acc = acc.rotate_left(5) ^ (a1[j] as u64);
         }
-        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        acc
+        acc = acc.wrapping_mul(31).wrapping_add(r4 as u64);
+        acc ^ (24303u64 | acc)
     }
 
     #[gpu_cilk]
-    pub fn f1() -> u64 {
-        let mut acc: u64 = 893268u64.max((893268u64 ^ 893268u64));
-        let mut r1: bool = false;
-        if (acc & 1 == 1) && (acc <= 62444u64) {
-            r1 = spawn!(f2(2, (acc >> 34) % 2 == 0, acc.wrapping_mul(acc) % 2 == 0));
-        }
-        spawn!(f4((if !(acc >= 70224u64) { acc } else { acc }), ((((acc as i32) % 33) as u64)) as i64, acc.wrapping_add(acc)));
-        let r4 = spawn!(f2((acc % 4) as u32, acc % 2 == 0, acc % 2 == 0));
-        if !(acc >= acc) {
-            return ((4757u64.count_ones() as u64) >> 13);
-        }
+    pub fn f1() -> bool {
+        let mut acc: u64 = 792681u64.wrapping_mul(792681u64).wrapping_sub((1114u64 | 51118u64));
+        let r1 = spawn!(f2(3));
+        spawn!(f2(2));
         sync!();
         acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
-        acc = acc.wrapping_mul(31).wrapping_add(r4 as u64);
-        (acc.wrapping_sub(46950u64) << 34)
+        (acc ^ (acc | acc)) % 3 == 1
     }
 
     #[gpu_cilk]
-    pub fn f2(d: u32, x0: bool, x1: bool) -> bool {
+    pub fn f2(d: u32) -> i64 {
         if d == 0 {
-            return (x0 as u64).rotate_left(49) % 3 == 1;
+            return (((d as u64).wrapping_sub((d as u64)) >> 23)) as i64;
         }
-        let mut acc: u64 = (x0 as u64);
-        acc = acc.wrapping_add(f3(((d as u64) % 4) as u32, (7077u64 & (x0 as u64)), (x0 as u64), (d as u64).min(77031u64)) as u64);
-        spawn!(f2(d - 1, (x0 as u64) % 2 == 0, ((((x0 as u64) as i64).wrapping_mul(-3) >> 2) as u64) % 2 == 0));
-        let r3 = spawn!(f4((1114u64 | 51118u64), ((x0 as u64)) as i64, ((((x1 as u64) == (x0 as u64)) != ((x1 as u64) >= (d as u64))) as u64)));
-        sync!();
-        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
-        acc % 3 == 1
-    }
-
-    #[gpu_cilk]
-    pub fn f3(d: u32, x0: u64, x1: u64, x2: u64) -> bool {
-        if d == 0 {
-            return (x0 & (d as u64)) % 3 == 1;
-        }
-        let mut acc: u64 = (d as u64);
-        let mut a1: [bool; 65] = [false; 65];
-        for i in 0..65 {
-            a1[i] = spawn!(f4(x1, (x0.wrapping_sub(70506u64)) as i64, 75411u64));
-        }
-        if x2 % 2 == 0 {
-            return (x0 % 946) % 3 == 1;
+        let mut acc: u64 = (if (76356u64 & 1 == 1) && ((d as u64) <= 78032u64) { (d as u64) } else { (d as u64) }).wrapping_sub((d as u64));
+        let t0: i32 = (acc) as i32;
+        let t1: u32 = (acc) as u32;
+        let mut n0: u32 = 0;
+        loop {
+            n0 += 1;
+            if n0 > ((acc << 5) % 5) as u32 {
+                break;
+            }
+            if n0 % 2 == 0 {
+                continue;
+            }
+            acc = acc.rotate_left(3) ^ (n0 as u64);
         }
         sync!();
-        for j in 0..a1.len() {
-            acc = acc.rotate_left(5) ^ (a1[j] as u64);
-        }
-        let s1 = spawn!(f4((x1 & x0), (x1.wrapping_sub(x1)) as i64, x0));
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
+        let s1 = spawn!(f3());
         sync!();
         acc ^= s1 as u64;
-        (x1 ^ x0) % 3 == 1
+        (acc ^ 77031u64.wrapping_mul((d as u64))) as i64
     }
 
     #[gpu_cilk]
-    pub fn f4(x0: u64, x1: i64, x2: u64) -> bool {
-        let mut acc: u64 = (((x0 != x0) == (x0 == x2)) as u64).rotate_left(57);
+    pub fn f3() -> u32 {
+        if (86172u64 == 705908u64) != (705908u64 < 705908u64) {
+            return (705908u64.max(705908u64).min(70506u64.min(75411u64))) as u32;
+        }
+        let mut acc: u64 = 705908u64;
+        let mut n0: u32 = 0;
+        loop {
+            n0 += 1;
+            if n0 > ((40059u64.count_ones() as u64) % 5) as u32 {
+                break;
+            }
+            if n0 % 2 == 0 {
+                continue;
+            }
+            acc = acc.rotate_left(3) ^ (n0 as u64);
+        }
+        for i in 0..107u32 {
+            spawn!(f4());
+        }
         sync!();
-        (92001u64 & (x2 >> 18)) % 3 == 1
+        (acc ^ (acc.count_ones() as u64)) as u32
+    }
+
+    #[gpu_cilk]
+    pub fn f4() {
+        let mut acc: u64 = 675042u64;
+        sync!();
+        if acc % 6 == 0 {
+            acc = acc;
+        } else {
+            acc = acc.wrapping_add(1);
+        }
     }
 }
 
@@ -280,122 +313,182 @@ pub mod p2 {
     use gpu_cilk::prelude::*;
 
     #[gpu_cilk::device]
-    pub fn h0(a: u64, b: u32) -> u64 {
-        let mut z: u64 = (if (52209u64 & 1 == 1) && ((b as u64) <= (b as u64)) { ((b as u64) % 587) } else { ((b as u64) & (b as u64)) });
-        for i in 0..(b % 4) {
+    pub fn h0(a: u64, b: u32) -> i64 {
+        let mut z: u64 = 66241u64;
+        for i in 0..(b % 1) {
             z = z.rotate_left(i + 1) ^ a;
         }
-        if (31u64 & 1 == 1) && ((b as u64) <= 85513u64) {
-            z = (a & 20916u64);
+        if a % 2 == 1 {
+            z = (b as u64).wrapping_add(35298u64);
+        } else if ((b as u64) == 94540u64) != (z >= z) {
+            z = ((b as u64) << 34);
         }
-        (z & z)
+        ((z & z)) as i64
     }
 
     #[gpu_cilk::device]
     pub fn h1(a: u64, b: u32) -> u64 {
-        let mut z: u64 = h0((b as u64), ((82374u64 ^ (b as u64))) as u32).wrapping_add(2);
-        for i in 0..(b % 1) {
-            z = z.rotate_left(i + 1) ^ a;
-        }
-        if !((b as u64) >= a) {
-            z = z;
-        }
-        7088u64
-    }
-
-    #[gpu_cilk::device]
-    pub fn h2(a: u64, b: u32) -> u64 {
-        let mut z: u64 = ((b as u64) ^ a).wrapping_sub((b as u64));
+        let mut z: u64 = (b as u64);
         for i in 0..(b % 4) {
             z = z.rotate_left(i + 1) ^ a;
         }
-        if (a != a) == (a == (b as u64)) {
-            z = a;
+        if 93542u64 > 82374u64 {
+            z = (b as u64).wrapping_add(z);
+        } else if ((b as u64) == z) != (z == (b as u64)) {
+            z = a.wrapping_sub((b as u64));
         }
-        z
+        (a % 625)
+    }
+
+    #[gpu_cilk::device]
+    pub fn h2(a: u64, b: u32, c: bool) -> u32 {
+        let mut z: u64 = 26469u64;
+        for i in 0..(b % 1) {
+            z = z.rotate_left(i + 1) ^ a;
+        }
+        if a > (b as u64) {
+            z = z;
+        } else if (c as u64) > a {
+            z = (((z as i64).wrapping_mul(-3) >> 2) as u64);
+        }
+        ((c as u64)) as u32
     }
 
     #[gpu_cilk]
     pub fn root() -> u64 {
-        let mut acc: u64 = 679077u64.max(679077u64);
-        let mut a1: [bool; 11] = [false; 11];
-        for i in 0..11 {
-            a1[i] = spawn!(f1());
+        let mut acc: u64 = 368477u64.max(368477u64).wrapping_mul((h1(8424u64, (368477u64) as u32).wrapping_add(29) as u64));
+        let mut a1: [u64; 256] = [0; 256];
+        for i in 0..256 {
+            a1[i] = spawn!(f4((((acc as i32) % 28) as u64) % 2 == 0));
         }
-        let r2 = spawn!(f2((acc % 441) % 2 == 0));
-        if acc % 5 == 0 {
-            return ((((acc & 1 == 1) && (acc <= acc)) as u64) & (acc.count_ones() as u64));
-        }
+        let r2 = spawn!(f4(acc.wrapping_add(acc) % 2 == 0));
         sync!();
         for j in 0..a1.len() {
             acc = acc.rotate_left(5) ^ (a1[j] as u64);
         }
         acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        acc.wrapping_sub((acc >> 33))
+        acc ^ acc
     }
 
     #[gpu_cilk]
-    pub fn f1() -> bool {
-        let mut acc: u64 = (135028u64.max(135028u64) >> 28);
-        let r1 = spawn!(f3(((((acc as i64).wrapping_mul(-3) >> 2) as u64) % 4) as u32, (53594u64) as u32));
-        let mut r2: bool = false;
-        if acc % 3 == 0 {
-            r2 = spawn!(f2(acc % 2 == 0));
+    pub fn f1(d: u32, x0: u64, mut x1: u32, mut x2: i64) -> u64 {
+        if d == 0 {
+            return x0.wrapping_add((d as u64)).wrapping_mul((x1 as u64));
         }
-        let mut r3: u64 = 0;
-        if !(48467u64 >= 55403u64) {
-            r3 = spawn!(f4((h2(acc, (acc) as u32)) as i64, (acc) as i32));
+        let mut acc: u64 = (((26257u64 & 1 == 1) && ((x1 as u64) <= (d as u64))) as u64);
+        x1 = (((d as u64) | (x2 as u64))) as u32;
+        x2 = (((d as u64) % 660)) as i64;
+        let t0: i64 = ((x1 as u64)) as i64;
+        let mut n0: u32 = 0;
+        loop {
+            n0 += 1;
+            if n0 > ((h0(x0, (acc) as u32) as u64) % 5) as u32 {
+                break;
+            }
+            if n0 % 2 == 0 {
+                continue;
+            }
+            acc = acc.rotate_left(3) ^ (n0 as u64);
+        }
+        let r1 = spawn!(f4(x0.rotate_left(23) % 2 == 0));
+        let r4 = spawn!(f5(((((acc as i64).wrapping_mul(-3) >> 2) as u64)) as i64, (94424u64) as i32, (acc) as u32));
+        sync!();
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r4 as u64);
+        let s4 = spawn!(f5(((acc % 759)) as i64, ((acc | 38648u64)) as i32, (((x1 as u64) << 7)) as u32));
+        sync!();
+        acc ^= s4 as u64;
+        acc ^ ((x1 as u64) ^ (x1 as u64))
+    }
+
+    #[gpu_cilk]
+    pub fn f2() -> u64 {
+        if (26564u64 != 977287u64) == (977287u64 >= 977287u64) {
+            return 977287u64.wrapping_sub((((977287u64 as i32) % 8) as u64));
+        }
+        let mut acc: u64 = (if (977287u64 != 977287u64) == (977287u64 >= 977287u64) { 977287u64 } else { 977287u64 }).max(977287u64.max(977287u64));
+        let t0: i64 = ((acc >> 33)) as i64;
+        acc = acc.wrapping_add(f5(((h1(acc, (acc) as u32).wrapping_add(486) as u64)) as i64, (acc) as i32, (acc.rotate_left(33)) as u32) as u64);
+        acc = acc.wrapping_add(f4(acc.wrapping_sub(acc) % 2 == 0) as u64);
+        acc = acc.wrapping_add(f3((acc.max(acc)) as i32, ((acc.count_ones() as u64)) as i64) as u64);
+        sync!();
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc ^ (((acc as i32) % 22) as u64)
+    }
+
+    #[gpu_cilk]
+    pub fn f3(x0: i32, mut x1: i64) -> u64 {
+        if ((x0 as u64) != (x0 as u64)) == ((x0 as u64) >= (x1 as u64)) {
+            return (x0 as u64);
+        }
+        let mut acc: u64 = (14027u64 % 208).wrapping_mul((x1 as u64).wrapping_mul((x1 as u64)));
+        x1 = ((acc.count_ones() as u64)) as i64;
+        let mut r1: u64 = 0;
+        if (x1 as u64) > acc {
+            r1 = spawn!(f4(48467u64.rotate_left(43) % 2 == 0));
+        }
+        let mut a2: [u64; 73] = [0; 73];
+        for i in 0..73 {
+            if i % 2 != 0 {
+                a2[i] = spawn!(f4((i as u64).wrapping_mul(acc) % 2 == 0));
+            }
         }
         sync!();
         acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
+        for j in 0..a2.len() {
+            acc = acc.rotate_left(5) ^ (a2[j] as u64);
+        }
+        acc ^ 73471u64.max(78371u64)
+    }
+
+    #[gpu_cilk]
+    pub fn f4(x0: bool) -> u64 {
+        let mut acc: u64 = ((x0 as u64).wrapping_sub(29u64) % 80);
+        let t0: i64 = (acc.wrapping_sub(acc)) as i64;
+        let t1: i32 = ((32938u64.count_ones() as u64)) as i32;
+        let r1 = spawn!(f5((acc) as i64, (acc.wrapping_sub(1167u64)) as i32, (acc) as u32));
+        let r2 = spawn!(f5(((x0 as u64)) as i64, ((acc ^ (x0 as u64))) as i32, ((acc ^ acc)) as u32));
+        let r3 = spawn!(f5(((((38114u64 != (x0 as u64)) == ((x0 as u64) >= (x0 as u64))) as u64)) as i64, (acc.min(66810u64)) as i32, (((x0 as u64) & acc)) as u32));
+        if !((x0 as u64) >= acc) {
+            return (acc % 630);
+        }
+        sync!();
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
         acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
         acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
-        (acc >> 12).rotate_left(44) % 3 == 1
+        let s3 = spawn!(f5((acc) as i64, ((acc ^ acc)) as i32, (30812u64.wrapping_mul((x0 as u64))) as u32));
+        sync!();
+        acc ^= s3 as u64;
+        acc ^ (acc & acc)
     }
 
     #[gpu_cilk]
-    pub fn f2(x0: bool) -> bool {
-        if (x0 as u64) % 2 == 0 {
-            return (((x0 as u64) | (x0 as u64)) ^ (if (x0 as u64) % 5 == 1 { 36282u64 } else { (x0 as u64) })) % 3 == 1;
+    pub fn f5(x0: i64, mut x1: i32, x2: u32) -> u64 {
+        if !((x1 as u64) >= (x1 as u64)) {
+            return (x1 as u64);
         }
-        let mut acc: u64 = ((x0 as u64) >> 34).max((x0 as u64));
-        acc = acc.wrapping_add(f3(3, (((x0 as u64) ^ acc)) as u32) as u64);
-        acc = acc.wrapping_add(f4((66810u64.min((x0 as u64))) as i64, (acc) as i32) as u64);
-        let mut a3: [u64; 180] = [0; 180];
-        let mut w3: u32 = 0;
-        while w3 < ((x0 as u64) % 181) as u32 {
-            a3[w3 as usize] = spawn!(f4(((x0 as u64)) as i64, (((w3 as u64) | (w3 as u64))) as i32));
-            w3 += 1;
+        let mut acc: u64 = (x1 as u64);
+        x1 = (76139u64) as i32;
+        let t0: bool = (x2 as u64).wrapping_mul(40005u64) % 2 == 0;
+        let t1: i32 = (((x1 as u64) ^ acc)) as i32;
+        let mut n0: u32 = 0;
+        loop {
+            n0 += 1;
+            if n0 > ((x0 as u64).min((x0 as u64)) % 5) as u32 {
+                break;
+            }
+            if n0 % 2 == 0 {
+                continue;
+            }
+            acc = acc.rotate_left(3) ^ (n0 as u64);
         }
-        spawn!(f4((((x0 as u64) & acc)) as i64, ((x0 as u64).wrapping_add(29314u64)) as i32));
         sync!();
-        for j in 0..a3.len() {
-            acc = acc.rotate_left(5) ^ (a3[j] as u64);
-        }
-        ((((x0 as u64) % 6 == 1) as u64).count_ones() as u64) % 3 == 1
-    }
-
-    #[gpu_cilk]
-    pub fn f3(d: u32, x0: u32) -> u32 {
-        if d == 0 {
-            return ((((((((d as u64) as i64) / -3) as u64) as i32) % 26) as u64)) as u32;
-        }
-        let mut acc: u64 = ((d as u64) | (61046u64 ^ (x0 as u64)));
-        acc = acc.wrapping_add(f4(((d as u64).wrapping_mul(40005u64)) as i64, ((if (x0 as u64) % 3 == 0 { (x0 as u64) } else { (x0 as u64) })) as i32) as u64);
-        let r2 = spawn!(f3(d - 1, ((x0 as u64)) as u32));
-        spawn!(f4(((x0 as u64).min(acc)) as i64, ((d as u64)) as i32));
-        let r4 = spawn!(f4((82682u64) as i64, (acc.wrapping_sub((x0 as u64))) as i32));
-        sync!();
-        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        acc = acc.wrapping_mul(31).wrapping_add(r4 as u64);
-        (4633u64.rotate_left(27).rotate_left(20)) as u32
-    }
-
-    #[gpu_cilk]
-    pub fn f4(x0: i64, x1: i32) -> u64 {
-        let mut acc: u64 = (x0 as u64).wrapping_add((x0 as u64)).rotate_left(56);
-        sync!();
-        acc
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
+        acc ^ ((((x2 as u64) as i32) % 38) as u64)
     }
 }
 
@@ -403,82 +496,139 @@ pub mod p3 {
     use gpu_cilk::prelude::*;
 
     #[gpu_cilk::device]
-    pub fn h0(a: u64, b: u32) -> u64 {
+    pub fn h0(a: u64, b: u32, c: i64) -> u64 {
         let mut z: u64 = a;
-        for i in 0..(b % 3) {
+        for i in 0..(b % 4) {
             z = z.rotate_left(i + 1) ^ a;
         }
-        if a % 4 == 1 {
-            z = (a & z);
+        if (b as u64) % 4 == 0 {
+            z = ((((b as u64) as i64) / -1) as u64);
+        } else if (c as u64) % 5 == 0 {
+            z = ((b as u64).count_ones() as u64);
         }
-        (((z as i64).wrapping_mul(-3) >> 2) as u64)
+        z
     }
 
     #[gpu_cilk]
     pub fn root() -> u64 {
-        let mut acc: u64 = 789524u64.min(789524u64).max((40370u64.count_ones() as u64));
-        for i in 0..7u32 {
-            spawn!(f2([((i as u64).wrapping_sub((i as u64))) as u32, 3, (acc) as u32, 921]));
+        let mut acc: u64 = (h0((86317u64 << 3), ((if 276374u64 > 276374u64 { 276374u64 } else { 276374u64 })) as u32, ((if 62339u64 > 276374u64 { 276374u64 } else { 89405u64 })) as i64).wrapping_add(957) as u64);
+        let t0: i32 = ((acc << 14)) as i32;
+        let t1: u32 = (5209u64) as u32;
+        let mut a1: [i32; 19] = [0; 19];
+        for i in 0..19 {
+            if i % 2 != 0 {
+                a1[i] = spawn!(f2((i as u64) % 2 == 0, [26, 28, 0, 7]));
+            }
         }
-        spawn!(f2([85, 12, 0, 7]));
-        let r3 = spawn!(f3());
-        spawn!(f3());
-        sync!();
-        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
-        ((acc & 86089u64) & acc)
-    }
-
-    #[gpu_cilk]
-    pub fn f1(x0: bool) -> u64 {
-        if (x0 as u64) > (x0 as u64) {
-            return 84026u64;
-        }
-        let mut acc: u64 = (((((x0 as u64).count_ones() as u64) as i32) % 35) as u64);
-        for i in 0..3u32 {
-            spawn!(f2([((x0 as u64)) as u32, 3, (52484u64) as u32, 828]));
+        let mut a2: [u64; 87] = [0; 87];
+        for i in 0..87 {
+            if i % 3 != 0 {
+                a2[i] = spawn!(f3());
+            }
         }
         sync!();
-        68774u64
-    }
-
-    #[gpu_cilk]
-    pub fn f2(x0: [u32; 4]) {
-        let mut acc: u64 = (x0[3] as u64);
-        spawn!(f4((x0[2] as u64).min(acc), acc));
-        let r2 = spawn!(f4((x0[3] as u64).wrapping_add(50689u64), ((x0[2] as u64) & 50951u64)));
-        let r3 = spawn!(f3());
-        sync!();
-        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
-    }
-
-    #[gpu_cilk]
-    pub fn f3() -> u32 {
-        if (852739u64 & 1 == 1) && (852739u64 <= 852739u64) {
-            return ((852739u64.count_ones() as u64).min((99522u64 & 852739u64))) as u32;
-        }
-        let mut acc: u64 = (852739u64.rotate_left(55) % 7);
-        let mut a1: [u64; 167] = [0; 167];
-        let mut w1: u32 = 0;
-        while w1 < ((acc.count_ones() as u64) % 168) as u32 {
-            a1[w1 as usize] = spawn!(f4((acc << 40), (w1 as u64).min(60776u64)));
-            w1 += 1;
-        }
-        sync!();
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
         for j in 0..a1.len() {
             acc = acc.rotate_left(5) ^ (a1[j] as u64);
         }
-        (acc.rotate_left(9).wrapping_sub(acc)) as u32
+        for j in 0..a2.len() {
+            acc = acc.rotate_left(5) ^ (a2[j] as u64);
+        }
+        acc ^ (21890u64 << 16)
     }
 
     #[gpu_cilk]
-    pub fn f4(x0: u64, x1: u64) -> u64 {
-        if x0 > 30023u64 {
-            return x1.wrapping_mul(x1).min(52536u64.min(x0));
+    pub fn f1(x0: [u32; 4]) -> u64 {
+        if (60921u64 & 1 == 1) && ((x0[3] as u64) <= (x0[3] as u64)) {
+            return (x0[3] as u64);
         }
-        let mut acc: u64 = x0;
+        let mut acc: u64 = ((((91737u64 as i64).wrapping_mul(-3) >> 2) as u64) << 15);
+        let t0: bool = h0(87473u64, (86089u64) as u32, (h0((x0[2] as u64), (acc) as u32, ((x0[3] as u64).min((x0[2] as u64))) as i64)) as i64) % 2 == 0;
+        let t1: i64 = (((x0[2] as u64) ^ (x0[2] as u64))) as i64;
+        acc = acc.wrapping_add(f3() as u64);
         sync!();
-        (28232u64.rotate_left(4) | (81204u64.count_ones() as u64))
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
+        acc ^ 40018u64.max(acc)
+    }
+
+    #[gpu_cilk]
+    pub fn f2(x0: bool, x1: [u32; 4]) -> i32 {
+        let mut acc: u64 = (x0 as u64);
+        let t0: i64 = ((((acc as i64).wrapping_mul(-3) >> 2) as u64)) as i64;
+        let mut a1: [u64; 25] = [0; 25];
+        for i in 0..25 {
+            if i % 3 != 0 {
+                a1[i] = spawn!(f4((x1[3] as u64)));
+            }
+        }
+        let r2 = spawn!(f4((if ((x0 as u64) != (x1[3] as u64)) == ((x1[2] as u64) == 52866u64) { 3784u64 } else { (x1[3] as u64) })));
+        let mut a3: [u64; 162] = [0; 162];
+        let mut w3: u32 = 0;
+        while w3 < ((x0 as u64) % 163) as u32 {
+            a3[w3 as usize] = spawn!(f4(((52484u64 > (x1[2] as u64)) as u64)));
+            w3 += 1;
+        }
+        if ((x1[3] as u64) & 1 == 1) && ((x1[3] as u64) <= (x1[2] as u64)) {
+            return (78321u64) as i32;
+        }
+        sync!();
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        for j in 0..a1.len() {
+            acc = acc.rotate_left(5) ^ (a1[j] as u64);
+        }
+        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
+        for j in 0..a3.len() {
+            acc = acc.rotate_left(5) ^ (a3[j] as u64);
+        }
+        let s3 = spawn!(f4((((acc as i64).wrapping_mul(-3) >> 2) as u64)));
+        sync!();
+        acc ^= s3 as u64;
+        (acc ^ (x1[2] as u64).wrapping_sub((x1[2] as u64))) as i32
+    }
+
+    #[gpu_cilk]
+    pub fn f3() -> u64 {
+        let mut acc: u64 = (891662u64 ^ ((891662u64 % 6 == 1) as u64));
+        let t0: i32 = (acc) as i32;
+        let mut r1: u64 = 0;
+        if acc > acc {
+            r1 = spawn!(f4((acc.count_ones() as u64)));
+        } else {
+            spawn!(f4(acc));
+        }
+        let r2 = spawn!(f4(acc));
+        let r3 = spawn!(f4(acc));
+        if (acc == acc) != (acc == acc) {
+            return (acc.wrapping_mul(acc) | (acc % 193));
+        }
+        sync!();
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
+        acc ^ acc.max(acc)
+    }
+
+    #[gpu_cilk]
+    pub fn f4(x0: u64) -> u64 {
+        let mut acc: u64 = x0;
+        let t0: bool = acc % 2 == 0;
+        let mut n0: u32 = 0;
+        loop {
+            n0 += 1;
+            if n0 > (x0 % 5) as u32 {
+                break;
+            }
+            if n0 % 2 == 0 {
+                continue;
+            }
+            acc = acc.rotate_left(3) ^ (n0 as u64);
+        }
+        sync!();
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc ^ (((acc as i64) / -5) as u64)
     }
 }
 
@@ -487,98 +637,143 @@ pub mod p4 {
 
     #[gpu_cilk::device]
     pub fn h0(a: u64, b: u32) -> u64 {
-        let mut z: u64 = 86295u64;
-        for i in 0..(b % 3) {
+        let mut z: u64 = ((a & a) & (a.count_ones() as u64));
+        for i in 0..(b % 2) {
             z = z.rotate_left(i + 1) ^ a;
         }
-        if (a == a) != (97939u64 >= a) {
-            z = (a ^ a);
+        if ((b as u64) != a) == (92353u64 == a) {
+            z = a.min(67673u64);
+        } else if (a == a) != ((b as u64) >= 87266u64) {
+            z = ((b as u64) % 26);
         }
-        (((z as i32) % 35) as u64)
+        (z << 20)
     }
 
     #[gpu_cilk]
     pub fn root() {
-        let mut acc: u64 = 200852u64;
-        let mut a1: [i32; 33] = [0; 33];
+        let mut acc: u64 = (h0(75243u64, (98550u64) as u32) << 17);
+        let t0: i64 = (((acc % 4 == 0) as u64)) as i64;
+        let t1: bool = (acc | acc) % 2 == 0;
+        let mut n0: u32 = 0;
+        loop {
+            n0 += 1;
+            if n0 > (acc % 5) as u32 {
+                break;
+            }
+            if n0 % 2 == 0 {
+                continue;
+            }
+            acc = acc.rotate_left(3) ^ (n0 as u64);
+        }
+        let mut a1: [i64; 256] = [0; 256];
         let mut w1: u32 = 0;
-        while w1 < (acc.wrapping_sub(acc) % 34) as u32 {
-            a1[w1 as usize] = spawn!(f2(((acc >> 10) % 4) as u32, ((w1 as u64) >> 22) % 2 == 0));
+        while w1 < (acc % 257) as u32 {
+            a1[w1 as usize] = spawn!(f3(((acc | acc)) as i32, acc, (w1 as u64)));
             w1 += 1;
         }
-        let mut a2: [bool; 245] = [false; 245];
-        for i in 0..245 {
-            a2[i] = spawn!(f1(2, ((i as u64)) as u32, [72, 73, 38, 7]));
-        }
-        spawn!(f1(3, (acc.rotate_left(25)) as u32, [(acc.min(78126u64)) as u32, 3, (acc) as u32, 387]));
-        let mut r4: u32 = 0;
-        if (22556u64 != acc) == (acc == 47022u64) {
-            r4 = spawn!(f3());
-        } else {
-            spawn!(f3());
+        for k in 0..4u32 {
+            if (16829u64 & 1 == 1) && ((k as u64) <= acc) {
+                return ;
+            }
         }
         sync!();
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
         for j in 0..a1.len() {
             acc = acc.rotate_left(5) ^ (a1[j] as u64);
         }
-        for j in 0..a2.len() {
-            acc = acc.rotate_left(5) ^ (a2[j] as u64);
-        }
-        acc = acc.wrapping_mul(31).wrapping_add(r4 as u64);
-        if acc % 5 == 1 {
-            acc = (acc.count_ones() as u64);
+        let s1 = spawn!(f2());
+        sync!();
+        acc ^= s1 as u64;
+        if acc > acc {
+            acc = (acc & acc);
         } else {
             acc = acc.wrapping_add(1);
         }
     }
 
     #[gpu_cilk]
-    pub fn f1(d: u32, x0: u32, x1: [u32; 4]) -> bool {
-        if d == 0 {
-            return (x1[2] as u64) % 3 == 1;
+    pub fn f1(x0: i64, x1: i32) -> u64 {
+        let mut acc: u64 = (((!(86906u64 >= (x1 as u64))) as u64) << 25);
+        let t0: i64 = (acc) as i64;
+        let t1: i64 = (((x1 as u64) & (x0 as u64))) as i64;
+        spawn!(f3((((!(30216u64 >= (x1 as u64))) as u64)) as i32, acc.max((x1 as u64)), 46095u64.min((x1 as u64))));
+        let mut a2: [u32; 5] = [0; 5];
+        for i in 0..5 {
+            if i % 2 != 0 {
+                a2[i] = spawn!(f2());
+            }
         }
-        let mut acc: u64 = (if !(4777u64 >= (x1[2] as u64)) { ((x1[2] as u64) << 38) } else { (81895u64 << 6) });
-        let mut r1: u32 = 0;
-        if (x1[2] as u64) % 5 == 1 {
-            r1 = spawn!(f3());
+        if (acc & 1 == 1) && (92250u64 <= acc) {
+            return acc.rotate_left(21).wrapping_sub(((x1 as u64) >> 14));
         }
         sync!();
-        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
-        47205u64 % 3 == 1
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
+        for j in 0..a2.len() {
+            acc = acc.rotate_left(5) ^ (a2[j] as u64);
+        }
+        acc ^ ((x0 as u64) << 37)
     }
 
     #[gpu_cilk]
-    pub fn f2(d: u32, x0: bool) -> i32 {
-        if d == 0 {
-            return (((d as u64).wrapping_sub((d as u64)) >> 25)) as i32;
+    pub fn f2() -> u32 {
+        if 157460u64 > 157460u64 {
+            return (157460u64) as u32;
         }
-        let mut acc: u64 = ((40978u64 | (d as u64)) | ((((x0 as u64) as i64).wrapping_mul(-3) >> 2) as u64));
-        let mut a1: [u32; 8] = [0; 8];
-        for i in 0..8 {
-            a1[i] = spawn!(f3());
+        let mut acc: u64 = ((157460u64 % 29) | (((157460u64 & 1 == 1) && (157460u64 <= 4777u64)) as u64));
+        let t0: i64 = ((81895u64 << 6)) as i64;
+        let t1: u32 = (acc.wrapping_add(acc)) as u32;
+        let mut a1: [i64; 34] = [0; 34];
+        let mut w1: u32 = 0;
+        while w1 < ((acc >> 9) % 35) as u32 {
+            a1[w1 as usize] = spawn!(f3((h0(28788u64, ((w1 as u64)) as u32)) as i32, (((48234u64 as i32) % 15) as u64), (94677u64.count_ones() as u64)));
+            w1 += 1;
         }
-        let r2 = spawn!(f2(d - 1, acc.wrapping_add((d as u64)) % 2 == 0));
-        let r3 = spawn!(f2(d - 1, 70739u64.rotate_left(24) % 2 == 0));
-        if (14356u64 == acc) != (acc < (d as u64)) {
-            return ((d as u64).wrapping_mul((x0 as u64)).wrapping_add(acc)) as i32;
+        let r2 = spawn!(f3(((acc & acc)) as i32, acc.min(acc), 66281u64));
+        let mut a3: [i64; 71] = [0; 71];
+        let mut w3: u32 = 0;
+        while w3 < (acc.wrapping_sub(acc) % 72) as u32 {
+            a3[w3 as usize] = spawn!(f3(((w3 as u64).rotate_left(18)) as i32, (w3 as u64), acc.rotate_left(25)));
+            w3 += 1;
         }
+        spawn!(f3((acc.max(22556u64)) as i32, (h0(acc, (acc) as u32).wrapping_add(258) as u64), (acc << 22)));
         sync!();
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
         for j in 0..a1.len() {
             acc = acc.rotate_left(5) ^ (a1[j] as u64);
         }
         acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
-        (((x0 as u64) & acc.rotate_left(31))) as i32
+        for j in 0..a3.len() {
+            acc = acc.rotate_left(5) ^ (a3[j] as u64);
+        }
+        let s4 = spawn!(f3((acc) as i32, (acc | acc), h0(acc, (72398u64) as u32)));
+        sync!();
+        acc ^= s4 as u64;
+        (acc ^ acc.min(acc)) as u32
     }
 
     #[gpu_cilk]
-    pub fn f3() -> u32 {
-        if 603909u64 % 3 == 1 {
-            return (603909u64) as u32;
+    pub fn f3(x0: i32, mut x1: u64, x2: u64) -> i64 {
+        if (69178u64 & 1 == 1) && (x1 <= x2) {
+            return ((x1 >> 29)) as i64;
         }
-        let mut acc: u64 = 603909u64;
+        let mut acc: u64 = (3734u64 & x2);
+        x1 = (((x0 as u64) % 2 == 0) as u64);
+        let mut n0: u32 = 0;
+        loop {
+            n0 += 1;
+            if n0 > ((x0 as u64).max(x2) % 5) as u32 {
+                break;
+            }
+            if n0 % 2 == 0 {
+                continue;
+            }
+            acc = acc.rotate_left(3) ^ (n0 as u64);
+        }
         sync!();
-        (acc) as u32
+        (acc ^ h0(59181u64, (acc) as u32)) as i64
     }
 }
 
@@ -586,113 +781,182 @@ pub mod p5 {
     use gpu_cilk::prelude::*;
 
     #[gpu_cilk::device]
-    pub fn h0(a: u64, b: u32) -> u64 {
-        let mut z: u64 = (b as u64);
-        for i in 0..(b % 1) {
-            z = z.rotate_left(i + 1) ^ a;
-        }
-        if ((b as u64) & 1 == 1) && ((b as u64) <= (b as u64)) {
-            z = z.rotate_left(39);
-        }
-        z
-    }
-
-    #[gpu_cilk::device]
-    pub fn h1(a: u64, b: u32) -> u64 {
-        let mut z: u64 = h0(a, (a) as u32).wrapping_add(531);
-        for i in 0..(b % 3) {
-            z = z.rotate_left(i + 1) ^ a;
-        }
-        if (b as u64) > 18830u64 {
-            z = z.wrapping_add(a);
-        }
-        (b as u64)
-    }
-
-    #[gpu_cilk::device]
-    pub fn h2(a: u64, b: u32) -> u64 {
-        let mut z: u64 = (b as u64);
+    pub fn h0(a: u64, b: u32) -> bool {
+        let mut z: u64 = ((b as u64) >> 32);
         for i in 0..(b % 4) {
             z = z.rotate_left(i + 1) ^ a;
         }
-        if !(a >= (b as u64)) {
-            z = z;
+        if ((b as u64) == a) != ((b as u64) < 29368u64) {
+            z = z.rotate_left(40);
+        } else if (32753u64 & 1 == 1) && (z <= 24909u64) {
+            z = a;
         }
-        ((b as u64) & 93600u64)
+        ((((b as u64) as i64) / -2) as u64) % 2 == 1
+    }
+
+    #[gpu_cilk::device]
+    pub fn h1(a: u64, b: u32, c: i32) -> u64 {
+        let mut z: u64 = (((87215u64 & 1 == 1) && ((c as u64) <= (c as u64))) as u64);
+        for i in 0..(b % 3) {
+            z = z.rotate_left(i + 1) ^ a;
+        }
+        if a % 5 == 1 {
+            z = z;
+        } else if ((c as u64) & 1 == 1) && ((c as u64) <= z) {
+            z = (37546u64.count_ones() as u64);
+        }
+        (16184u64 ^ (c as u64))
+    }
+
+    #[gpu_cilk::device]
+    pub fn h2(a: u64, b: u32, c: bool) -> u64 {
+        let mut z: u64 = (h0((b as u64), (44076u64.wrapping_mul(a)) as u32) as u64);
+        for i in 0..(b % 4) {
+            z = z.rotate_left(i + 1) ^ a;
+        }
+        if (b as u64) % 2 == 1 {
+            z = (b as u64);
+        } else if z % 5 == 0 {
+            z = 82925u64;
+        }
+        (z << 17)
     }
 
     #[gpu_cilk]
     pub fn root() -> u64 {
-        let mut acc: u64 = 1019580u64.wrapping_add((1019580u64 << 16));
-        let mut a1: [i32; 256] = [0; 256];
+        let mut acc: u64 = h1((((594060u64 as i32) % 39) as u64), ((594060u64 ^ 45341u64)) as u32, (((!(68578u64 >= 594060u64)) as u64)) as i32);
+        let t0: i32 = (acc.max(64100u64)) as i32;
+        let t1: u32 = (acc.min(acc)) as u32;
+        let mut a1: [u64; 33] = [0; 33];
         let mut w1: u32 = 0;
-        while w1 < (((!(acc >= 3737u64)) as u64) % 257) as u32 {
-            a1[w1 as usize] = spawn!(f3((97770u64.wrapping_sub((w1 as u64))) as i64, (if acc % 6 == 1 { (w1 as u64) } else { 73551u64 }) % 2 == 0));
+        while w1 < (acc.wrapping_mul(acc) % 34) as u32 {
+            a1[w1 as usize] = spawn!(f1(((w1 as u64) & acc) % 2 == 0, (if !(acc >= acc) { (w1 as u64) } else { acc })));
             w1 += 1;
         }
-        let r2 = spawn!(f2((acc.rotate_left(34) % 4) as u32, (acc.wrapping_add(acc)) as i64, (((84326u64 & 1 == 1) && (acc <= acc)) as u64), (acc.wrapping_sub(acc)) as i64));
-        let r3 = spawn!(f1((acc.min(acc)) as u32, [((acc | 50403u64)) as u32, 3, (45636u64) as u32, 272], ((acc ^ acc)) as i32));
         sync!();
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
         for j in 0..a1.len() {
             acc = acc.rotate_left(5) ^ (a1[j] as u64);
         }
-        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
-        (acc ^ acc).wrapping_sub((acc >> 21))
+        acc ^ (acc << 34)
     }
 
     #[gpu_cilk]
-    pub fn f1(x0: u32, x1: [u32; 4], x2: i32) -> bool {
-        let mut acc: u64 = (x2 as u64).wrapping_sub((x1[2] as u64)).min((x2 as u64));
-        let mut r1: i32 = 0;
-        if ((x1[2] as u64) == (x2 as u64)) != (44122u64 < (x0 as u64)) {
-            r1 = spawn!(f2(3, (((x2 as u64) | (x0 as u64))) as i64, (x2 as u64), ((acc % 452)) as i64));
+    pub fn f1(x0: bool, x1: u64) -> u64 {
+        if (x1 != (x0 as u64)) == ((x0 as u64) >= x1) {
+            return ((((x0 as u64) % 5 == 1) as u64).count_ones() as u64);
+        }
+        let mut acc: u64 = ((((x0 as u64) as i32) % 36) as u64).wrapping_add(x1.wrapping_sub(x1));
+        let t0: u32 = ((((x1 as i32) % 36) as u64)) as u32;
+        let t1: u32 = ((x1 >> 24)) as u32;
+        spawn!(f4((x1) as i32, ((acc & x1)) as i32, (acc.count_ones() as u64) % 2 == 0));
+        let r2 = spawn!(f5(9291u64 % 2 == 0));
+        let mut r3: u32 = 0;
+        if acc > 62690u64 {
+            r3 = spawn!(f5(x1.min(acc) % 2 == 0));
         } else {
-            spawn!(f2((((x2 as u64) >> 5) % 4) as u32, ((x0 as u64)) as i64, (if ((x2 as u64) == (x2 as u64)) != ((x0 as u64) == (x1[3] as u64)) { 6300u64 } else { acc }), ((x1[2] as u64).max((x1[2] as u64))) as i64));
+            spawn!(f5(((((x0 as u64) as i64).wrapping_mul(-3) >> 2) as u64) % 2 == 0));
+        }
+        if (acc != acc) == ((x0 as u64) >= x1) {
+            return acc;
+        }
+        sync!();
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
+        let s3 = spawn!(f2(1, x1.wrapping_sub(x1) % 2 == 0, (acc.wrapping_sub((x0 as u64))) as u32, [((acc | 95504u64)) as u32, 3, ((x0 as u64)) as u32, 532]));
+        sync!();
+        acc ^= s3 as u64;
+        acc ^ acc.wrapping_add((x0 as u64))
+    }
+
+    #[gpu_cilk]
+    pub fn f2(d: u32, mut x0: bool, mut x1: u32, x2: [u32; 4]) -> i32 {
+        if d == 0 {
+            return ((x2[3] as u64).wrapping_mul((x0 as u64))) as i32;
+        }
+        let mut acc: u64 = ((x2[2] as u64) % 494);
+        x0 = (if (54287u64 & 1 == 1) && ((x2[2] as u64) <= acc) { acc } else { (x2[2] as u64) }) % 2 == 0;
+        x1 = ((if (x2[3] as u64) > (x0 as u64) { (x2[2] as u64) } else { (d as u64) })) as u32;
+        let mut r1: i32 = 0;
+        if (acc & 1 == 1) && ((d as u64) <= 69721u64) {
+            r1 = spawn!(f3(3, (((x0 as u64) >> 36)) as u32, (8030u64) as i32));
         }
         let mut r2: i32 = 0;
-        if acc > (x0 as u64) {
-            r2 = spawn!(f3(((if (54287u64 & 1 == 1) && ((x0 as u64) <= (x1[2] as u64)) { (x0 as u64) } else { (x1[2] as u64) })) as i64, (acc >> 37) % 2 == 0));
-        } else {
-            spawn!(f3(((x2 as u64).wrapping_sub((x2 as u64))) as i64, ((x2 as u64) | acc) % 2 == 0));
+        if acc > (x2[3] as u64) {
+            r2 = spawn!(f3(((x2[2] as u64).wrapping_mul((x0 as u64)) % 4) as u32, (12814u64) as u32, (((84640u64 % 4 == 0) as u64)) as i32));
+        }
+        let mut a3: [u32; 48] = [0; 48];
+        let mut w3: u32 = 0;
+        while w3 < (((x2[2] as u64).count_ones() as u64) % 49) as u32 {
+            a3[w3 as usize] = spawn!(f5(((!((x2[2] as u64) >= 3737u64)) as u64) % 2 == 0));
+            w3 += 1;
+        }
+        for k in 0..4u32 {
+            if 96649u64 > 28840u64 {
+                return ((((x2[3] as u64) > (x2[2] as u64)) as u64)) as i32;
+            }
         }
         sync!();
         acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
         acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        ((x1[3] as u64) % 722).min((((80872u64 & 1 == 1) && (8030u64 <= (x2 as u64))) as u64)) % 3 == 1
-    }
-
-    #[gpu_cilk]
-    pub fn f2(d: u32, x0: i64, x1: u64, x2: i64) -> i32 {
-        if d == 0 {
-            return (((((94140u64 >> 37) as i64).wrapping_mul(-3) >> 2) as u64)) as i32;
-        }
-        let mut acc: u64 = ((x2 as u64) ^ (x2 as u64)).max(((x2 as u64) >> 1));
-        spawn!(f3(((((x1 != x1) == (x1 == (x2 as u64))) as u64)) as i64, (x2 as u64).wrapping_add((d as u64)) % 2 == 0));
-        let mut r2: i32 = 0;
-        if acc % 4 == 1 {
-            r2 = spawn!(f3(((x0 as u64)) as i64, 65005u64.rotate_left(3) % 2 == 0));
-        } else {
-            spawn!(f3((((d as u64) & acc)) as i64, (x2 as u64).rotate_left(46) % 2 == 0));
-        }
-        let mut a3: [i32; 35] = [0; 35];
-        for i in 0..35 {
-            a3[i] = spawn!(f3((((((i as u64) as i64).wrapping_mul(-3) >> 2) as u64)) as i64, (i as u64).min((i as u64)) % 2 == 0));
-        }
-        spawn!(f3((x1) as i64, (if (acc & 1 == 1) && ((d as u64) <= x1) { x1 } else { (x2 as u64) }) % 2 == 0));
-        sync!();
-        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
         for j in 0..a3.len() {
             acc = acc.rotate_left(5) ^ (a3[j] as u64);
         }
-        ((if ((x2 as u64) & 1 == 1) && (acc <= acc) { x1 } else { (d as u64) }).min(((x0 as u64) % 879))) as i32
+        (acc ^ ((d as u64) & (x1 as u64))) as i32
     }
 
     #[gpu_cilk]
-    pub fn f3(x0: i64, x1: bool) -> i32 {
-        let mut acc: u64 = (x0 as u64);
+    pub fn f3(d: u32, x0: u32, x1: i32) -> i32 {
+        if d == 0 {
+            return (((d as u64) ^ (d as u64).wrapping_sub((d as u64)))) as i32;
+        }
+        let mut acc: u64 = (d as u64).wrapping_mul((d as u64));
+        let t0: i32 = ((((d as u64) > acc) as u64)) as i32;
+        let t1: bool = (d as u64) % 2 == 0;
+        let r1 = spawn!(f3(d - 1, (acc) as u32, (62451u64) as i32));
+        for k in 0..4u32 {
+            if ((x0 as u64) & 1 == 1) && (acc <= (d as u64)) {
+                return ((767u64 | ((k as u64) & (d as u64)))) as i32;
+            }
+        }
         sync!();
-        ((acc.rotate_left(3) | 44076u64.wrapping_mul((x0 as u64)))) as i32
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
+        (acc ^ (x0 as u64)) as i32
+    }
+
+    #[gpu_cilk]
+    pub fn f4(x0: i32, x1: i32, x2: bool) -> u32 {
+        let mut acc: u64 = (((x1 as u64) ^ (x1 as u64)) | (x0 as u64));
+        let t0: i32 = ((91017u64 % 539)) as i32;
+        let mut a1: [u32; 43] = [0; 43];
+        let mut w1: u32 = 0;
+        while w1 < ((x2 as u64).wrapping_sub(acc) % 44) as u32 {
+            a1[w1 as usize] = spawn!(f5(42074u64 % 2 == 0));
+            w1 += 1;
+        }
+        sync!();
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        for j in 0..a1.len() {
+            acc = acc.rotate_left(5) ^ (a1[j] as u64);
+        }
+        (acc ^ (x1 as u64).min(84081u64)) as u32
+    }
+
+    #[gpu_cilk]
+    pub fn f5(mut x0: bool) -> u32 {
+        let mut acc: u64 = (x0 as u64);
+        x0 = 94411u64.rotate_left(60) % 2 == 0;
+        let t0: i32 = ((acc ^ (x0 as u64))) as i32;
+        let t1: bool = (acc % 965) % 2 == 0;
+        sync!();
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
+        (acc ^ (x0 as u64)) as u32
     }
 }
 
@@ -700,134 +964,134 @@ pub mod p6 {
     use gpu_cilk::prelude::*;
 
     #[gpu_cilk::device]
-    pub fn h0(a: u64, b: u32) -> u64 {
-        let mut z: u64 = a;
+    pub fn h0(a: u64, b: u32) -> bool {
+        let mut z: u64 = (b as u64);
         for i in 0..(b % 1) {
             z = z.rotate_left(i + 1) ^ a;
         }
-        if !((b as u64) >= (b as u64)) {
-            z = 69201u64.min(z);
+        if ((b as u64) == a) != ((b as u64) == a) {
+            z = (b as u64).max((b as u64));
+        } else if (a == z) != (a >= z) {
+            z = 24160u64.wrapping_sub(a);
         }
-        (b as u64)
+        (b as u64) % 2 == 1
     }
 
     #[gpu_cilk::device]
-    pub fn h1(a: u64, b: u32) -> u64 {
-        let mut z: u64 = h0((a.count_ones() as u64), (24160u64.wrapping_sub(a)) as u32);
-        for i in 0..(b % 2) {
+    pub fn h1(a: u64, b: u32, c: i64) -> bool {
+        let mut z: u64 = (b as u64).wrapping_add((b as u64)).wrapping_mul((c as u64));
+        for i in 0..(b % 4) {
             z = z.rotate_left(i + 1) ^ a;
         }
-        if !(a >= 48878u64) {
+        if (c as u64) > 80677u64 {
+            z = ((b as u64).count_ones() as u64);
+        } else if (b as u64) % 6 == 1 {
             z = a;
         }
-        z
+        81079u64 % 2 == 1
     }
 
     #[gpu_cilk]
     pub fn root() -> u64 {
-        let mut acc: u64 = (782798u64 << 36);
-        let mut a1: [u64; 110] = [0; 110];
-        let mut w1: u32 = 0;
-        while w1 < (32615u64 % 111) as u32 {
-            a1[w1 as usize] = spawn!(f3((h0((w1 as u64), (acc) as u32)) as u32, (h1(acc, ((w1 as u64)) as u32)) as i32, ((60245u64 << 3)) as i32));
-            w1 += 1;
+        let mut acc: u64 = (948751u64 % 167).wrapping_sub((25287u64 & 19929u64));
+        let t0: i32 = (acc) as i32;
+        let mut a1: [u64; 256] = [0; 256];
+        for i in 0..256 {
+            if i % 3 != 0 {
+                a1[i] = spawn!(f3(((i as u64) % 4) as u32, (acc.wrapping_add(acc)) as i32));
+            }
         }
-        spawn!(f4((acc) as i32));
-        let mut a3: [i64; 16] = [0; 16];
-        for i in 0..16 {
-            a3[i] = spawn!(f4((acc) as i32));
-        }
-        let mut r4: u64 = 0;
-        if (acc != acc) == (acc >= acc) {
-            r4 = spawn!(f2(1, (acc) as u32));
-        } else {
-            spawn!(f2((acc % 4) as u32, (acc) as u32));
-        }
-        if (acc & 1 == 1) && (acc <= acc) {
-            return (acc.max(acc) << 18);
-        }
+        spawn!(f1(52833u64.max(acc), (acc >> 14) % 2 == 0, 34024u64));
+        let r3 = spawn!(f2((acc ^ acc) % 2 == 0, (acc.wrapping_add(acc)) as i64, ((5296u64 << 1)) as i64));
+        let r4 = spawn!(f3(1, (acc) as i32));
         sync!();
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
         for j in 0..a1.len() {
             acc = acc.rotate_left(5) ^ (a1[j] as u64);
         }
-        for j in 0..a3.len() {
-            acc = acc.rotate_left(5) ^ (a3[j] as u64);
-        }
+        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
         acc = acc.wrapping_mul(31).wrapping_add(r4 as u64);
-        ((acc << 32) >> 10)
+        acc ^ acc.wrapping_sub(36152u64)
     }
 
     #[gpu_cilk]
-    pub fn f1(d: u32, x0: i64) -> bool {
-        if d == 0 {
-            return ((d as u64).wrapping_add((d as u64)) | ((d as u64).count_ones() as u64)) % 3 == 1;
+    pub fn f1(x0: u64, x1: bool, x2: u64) -> i64 {
+        if !((x1 as u64) >= x2) {
+            return (x2) as i64;
         }
-        let mut acc: u64 = ((!((x0 as u64) >= (x0 as u64))) as u64).wrapping_add((d as u64).min((d as u64)));
-        let r1 = spawn!(f2(((d as u64) % 4) as u32, (acc) as u32));
-        let r2 = spawn!(f1(d - 1, (h0((x0 as u64), (acc) as u32)) as i64));
-        sync!();
-        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
-        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        ((d as u64) >> 36).wrapping_add(51469u64.min((d as u64))) % 3 == 1
-    }
-
-    #[gpu_cilk]
-    pub fn f2(d: u32, x0: u32) -> u64 {
-        if d == 0 {
-            return (((x0 as u64) % 118) ^ (x0 as u64).wrapping_sub((d as u64)));
+        let mut acc: u64 = x0.max(x0).rotate_left(59);
+        let t0: i32 = (((x1 as u64) ^ acc)) as i32;
+        let mut n0: u32 = 0;
+        loop {
+            n0 += 1;
+            if n0 > (((x1 as u64) ^ acc) % 5) as u32 {
+                break;
+            }
+            if n0 % 2 == 0 {
+                continue;
+            }
+            acc = acc.rotate_left(3) ^ (n0 as u64);
         }
-        let mut acc: u64 = (((d as u64) << 3) ^ (x0 as u64));
-        let r1 = spawn!(f4(((d as u64)) as i32));
-        let r2 = spawn!(f3(((x0 as u64).wrapping_mul(12090u64)) as u32, ((x0 as u64).wrapping_sub((x0 as u64))) as i32, (((d as u64) << 36)) as i32));
-        sync!();
-        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
-        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        ((94673u64 % 2 == 0) as u64).wrapping_mul(((x0 as u64) >> 12))
-    }
-
-    #[gpu_cilk]
-    pub fn f3(x0: u32, x1: i32, x2: i32) -> u64 {
-        if !((x2 as u64) >= (x1 as u64)) {
-            return 59260u64.max((x1 as u64).max((x1 as u64)));
-        }
-        let mut acc: u64 = (((x2 as u64) % 59) >> 19);
-        let mut a1: [u64; 29] = [0; 29];
-        for i in 0..29 {
-            a1[i] = spawn!(f5(((x1 as u64)) as i32, (acc | (x2 as u64))));
-        }
-        if 14981u64 % 5 == 1 {
-            return (x2 as u64);
+        spawn!(f4(35355u64 % 2 == 0, acc));
+        spawn!(f4((h0(68110u64, ((x1 as u64)) as u32) as u64) % 2 == 0, (83183u64 ^ acc)));
+        if (48199u64 & 1 == 1) && (x0 <= 93386u64) {
+            return ((acc >> 31).min(((((x1 as u64) as i64) / -4) as u64))) as i64;
         }
         sync!();
-        for j in 0..a1.len() {
-            acc = acc.rotate_left(5) ^ (a1[j] as u64);
-        }
-        (x1 as u64)
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        (acc ^ x2) as i64
     }
 
     #[gpu_cilk]
-    pub fn f4(x0: i32) -> i64 {
-        let mut acc: u64 = (x0 as u64);
-        spawn!(f5(((if (acc & 1 == 1) && ((x0 as u64) <= (x0 as u64)) { acc } else { (x0 as u64) })) as i32, (59111u64 >> 39)));
-        let mut a2: [u64; 30] = [0; 30];
-        for i in 0..30 {
-            a2[i] = spawn!(f5(((i as u64)) as i32, ((((i as u64) as i64) / -5) as u64)));
+    pub fn f2(mut x0: bool, x1: i64, x2: i64) -> u64 {
+        let mut acc: u64 = 10195u64;
+        x0 = acc.wrapping_add((x2 as u64)) % 2 == 0;
+        spawn!(f4((78117u64 ^ (x2 as u64)) % 2 == 0, (34954u64 | (x1 as u64))));
+        let mut a2: [u64; 54] = [0; 54];
+        let mut w2: u32 = 0;
+        while w2 < (acc.wrapping_mul((x2 as u64)) % 55) as u32 {
+            a2[w2 as usize] = spawn!(f3(2, ((w2 as u64)) as i32));
+            w2 += 1;
         }
-        if acc > acc {
-            return (acc.wrapping_add(acc).min(acc.wrapping_sub((x0 as u64)))) as i64;
+        for i in 0..134u32 {
+            spawn!(f4((x2 as u64).wrapping_mul(12090u64) % 2 == 0, (x1 as u64).wrapping_sub((i as u64))));
+        }
+        spawn!(f3((2422u64 % 4) as u32, (((x2 as u64) << 34)) as i32));
+        if !((x1 as u64) >= acc) {
+            return (x1 as u64).wrapping_add((x2 as u64)).wrapping_mul((65666u64 & (x1 as u64)));
         }
         sync!();
         for j in 0..a2.len() {
             acc = acc.rotate_left(5) ^ (a2[j] as u64);
         }
-        ((acc % 662)) as i64
+        acc ^ 98049u64.wrapping_sub((x1 as u64))
     }
 
     #[gpu_cilk]
-    pub fn f5(x0: i32, x1: u64) -> u64 {
-        let mut acc: u64 = (((x0 as u64) > (x0 as u64)) as u64);
+    pub fn f3(d: u32, x0: i32) -> u64 {
+        if d == 0 {
+            return (d as u64).wrapping_sub((x0 as u64)).wrapping_sub(((d as u64).count_ones() as u64));
+        }
+        let mut acc: u64 = (x0 as u64);
+        let t0: u32 = ((acc | (d as u64))) as u32;
+        let t1: u32 = ((((77557u64 as i64).wrapping_mul(-3) >> 2) as u64)) as u32;
+        let r1 = spawn!(f3(d - 1, (acc) as i32));
+        spawn!(f4((acc % 705) % 2 == 0, ((x0 as u64) >> 27)));
         sync!();
-        (((x1.wrapping_sub((x0 as u64)) as i64).wrapping_mul(-3) >> 2) as u64)
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
+        acc ^ 61336u64
+    }
+
+    #[gpu_cilk]
+    pub fn f4(x0: bool, x1: u64) {
+        let mut acc: u64 = (((x0 as u64) ^ 66634u64) | (if 59111u64 % 6 == 0 { x1 } else { 97109u64 }));
+        let t0: bool = x1 % 2 == 0;
+        let t1: i32 = (x1.max(acc)) as i32;
+        sync!();
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
     }
 }
 
@@ -835,91 +1099,118 @@ pub mod p7 {
     use gpu_cilk::prelude::*;
 
     #[gpu_cilk::device]
-    pub fn h0(a: u64, b: u32) -> u64 {
-        let mut z: u64 = ((((b as u64) == (b as u64)) != (a == 89033u64)) as u64);
+    pub fn h0(a: u64, b: u32, c: i64) -> u64 {
+        let mut z: u64 = (c as u64).wrapping_mul(a).min(((b as u64) & a));
         for i in 0..(b % 1) {
             z = z.rotate_left(i + 1) ^ a;
         }
-        if (94854u64 & 1 == 1) && (40520u64 <= (b as u64)) {
-            z = a.min(z);
+        if ((b as u64) != 72500u64) == ((c as u64) == 30529u64) {
+            z = 22092u64.max((c as u64));
+        } else if ((b as u64) == a) != ((c as u64) < (b as u64)) {
+            z = ((c as u64) % 882);
         }
-        (60532u64 % 605)
+        ((((b as u64) & 1 == 1) && ((b as u64) <= z)) as u64)
     }
 
     #[gpu_cilk]
     pub fn root() -> u64 {
-        let mut acc: u64 = 983645u64;
-        let mut a1: [i64; 3] = [0; 3];
-        let mut w1: u32 = 0;
-        while w1 < (acc % 4) as u32 {
-            a1[w1 as usize] = spawn!(f1());
-            w1 += 1;
+        let mut acc: u64 = (789174u64 << 15);
+        for i in 0..10u32 {
+            spawn!(f3(((acc << 13)) as i32, acc, (h0((i as u64), ((i as u64)) as u32, (37885u64) as i64)) as i32));
         }
+        let mut r2: u32 = 0;
+        if 92320u64 > acc {
+            r2 = spawn!(f4((acc) as u32, (if acc % 2 == 1 { acc } else { acc }) % 2 == 0, (acc ^ acc)));
+        } else {
+            spawn!(f4((acc) as u32, 63184u64.wrapping_sub(acc) % 2 == 0, (acc | acc)));
+        }
+        let r4 = spawn!(f4((acc) as u32, (acc & acc) % 2 == 0, acc));
         sync!();
-        for j in 0..a1.len() {
-            acc = acc.rotate_left(5) ^ (a1[j] as u64);
-        }
-        (acc ^ (35897u64 << 19))
+        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r4 as u64);
+        acc ^ 78379u64.wrapping_mul(38424u64)
     }
 
     #[gpu_cilk]
-    pub fn f1() -> i64 {
-        let mut acc: u64 = ((643853u64 >> 27) | (84740u64 % 244));
-        acc = acc.wrapping_add(f4() as u64);
-        sync!();
-        let s2 = spawn!(f3((acc % 4) as u32));
-        sync!();
-        acc ^= s2 as u64;
-        ((((acc as i64).wrapping_mul(-3) >> 2) as u64)) as i64
-    }
-
-    #[gpu_cilk]
-    pub fn f2(d: u32, x0: u64, x1: i32, x2: bool) {
+    pub fn f1(d: u32) {
         if d == 0 {
             return ;
         }
-        let mut acc: u64 = ((d as u64) & (d as u64));
-        let r1 = spawn!(f4());
-        spawn!(f2(d - 1, (x2 as u64).wrapping_sub((x2 as u64)), ((47533u64 << 24)) as i32, (x1 as u64).max((x1 as u64)) % 2 == 0));
+        let mut acc: u64 = ((((h0((d as u64), ((d as u64)) as u32, (((d as u64) >> 24)) as i64).wrapping_add(970) as u64) as i64) / -2) as u64);
+        spawn!(f1(d - 1));
         sync!();
+    }
+
+    #[gpu_cilk]
+    pub fn f2() -> i32 {
+        let mut acc: u64 = (758290u64 | 4498u64).wrapping_mul(((758290u64 % 4 == 1) as u64));
+        let t0: bool = acc % 2 == 0;
+        let r1 = spawn!(f4((acc) as u32, (acc ^ 95038u64) % 2 == 0, 53144u64.wrapping_mul(acc)));
+        let mut a2: [u32; 256] = [0; 256];
+        for i in 0..256 {
+            a2[i] = spawn!(f4(((acc & 54291u64)) as u32, acc % 2 == 0, ((i as u64) >> 15)));
+        }
+        let mut a4: [u32; 186] = [0; 186];
+        let mut w4: u32 = 0;
+        while w4 < (acc % 187) as u32 {
+            a4[w4 as usize] = spawn!(f4(((acc ^ (w4 as u64))) as u32, acc % 2 == 0, (47420u64 >> 36)));
+            w4 += 1;
+        }
+        sync!();
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
         acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
-        let s3 = spawn!(f3(0));
-        sync!();
-        acc ^= s3 as u64;
+        for j in 0..a2.len() {
+            acc = acc.rotate_left(5) ^ (a2[j] as u64);
+        }
+        for j in 0..a4.len() {
+            acc = acc.rotate_left(5) ^ (a4[j] as u64);
+        }
+        (acc ^ acc.rotate_left(5)) as i32
     }
 
     #[gpu_cilk]
-    pub fn f3(d: u32) -> i32 {
-        if d == 0 {
-            return (87443u64.max((d as u64)).wrapping_sub(43525u64)) as i32;
+    pub fn f3(x0: i32, x1: u64, x2: i32) {
+        let mut acc: u64 = (x0 as u64);
+        let t0: i64 = (acc) as i64;
+        let t1: bool = ((x0 as u64) ^ (x2 as u64)) % 2 == 0;
+        spawn!(f4((((x2 as u64) | 59105u64)) as u32, h0(acc, (acc) as u32, (((x2 as u64) & x1)) as i64) % 2 == 0, (if ((x0 as u64) & 1 == 1) && ((x0 as u64) <= (x0 as u64)) { (x0 as u64) } else { acc })));
+        let mut a2: [u32; 85] = [0; 85];
+        let mut w2: u32 = 0;
+        while w2 < ((x2 as u64).max((x0 as u64)) % 86) as u32 {
+            a2[w2 as usize] = spawn!(f4((((x2 as u64) << 24)) as u32, (47533u64 << 24) % 2 == 0, (x2 as u64).max((x2 as u64))));
+            w2 += 1;
         }
-        let mut acc: u64 = ((d as u64) << 32).wrapping_sub(((d as u64).count_ones() as u64));
-        let mut a1: [u32; 67] = [0; 67];
-        for i in 0..67 {
-            a1[i] = spawn!(f4());
+        let mut a3: [u32; 251] = [0; 251];
+        let mut w3: u32 = 0;
+        while w3 < (acc.rotate_left(29) % 252) as u32 {
+            a3[w3 as usize] = spawn!(f4(((3423u64 ^ (x2 as u64))) as u32, (x1 | (x0 as u64)) % 2 == 0, acc));
+            w3 += 1;
         }
-        let mut r2: u32 = 0;
-        if (acc & 1 == 1) && (acc <= acc) {
-            r2 = spawn!(f4());
+        if (x1 == 85566u64) != ((x0 as u64) == 44029u64) {
+            return ;
+        }
+        sync!();
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
+        for j in 0..a2.len() {
+            acc = acc.rotate_left(5) ^ (a2[j] as u64);
+        }
+        for j in 0..a3.len() {
+            acc = acc.rotate_left(5) ^ (a3[j] as u64);
+        }
+        if (x0 as u64) % 3 == 0 {
+            acc = ((x2 as u64) ^ (x2 as u64));
         } else {
-            spawn!(f4());
+            acc = acc.wrapping_add(1);
         }
-        let r3 = spawn!(f3(d - 1));
-        spawn!(f4());
-        sync!();
-        for j in 0..a1.len() {
-            acc = acc.rotate_left(5) ^ (a1[j] as u64);
-        }
-        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
-        ((((d as u64) ^ 6917u64).count_ones() as u64)) as i32
     }
 
     #[gpu_cilk]
-    pub fn f4() -> u32 {
-        let mut acc: u64 = ((317379u64 % 3 == 0) as u64).wrapping_add(317379u64.max(317379u64));
+    pub fn f4(x0: u32, mut x1: bool, x2: u64) -> u32 {
+        let mut acc: u64 = (x0 as u64).wrapping_sub(x2).rotate_left(23);
+        x1 = (acc | acc) % 2 == 0;
         sync!();
-        ((acc.wrapping_add(acc) << 38)) as u32
+        (acc ^ 71803u64) as u32
     }
 }
 
@@ -927,112 +1218,184 @@ pub mod p8 {
     use gpu_cilk::prelude::*;
 
     #[gpu_cilk::device]
-    pub fn h0(a: u64, b: u32) -> u64 {
-        let mut z: u64 = (((a & 1 == 1) && (87171u64 <= (b as u64))) as u64);
-        for i in 0..(b % 4) {
+    pub fn h0(a: u64, b: u32, c: i64) -> u32 {
+        let mut z: u64 = (if !((c as u64) >= (b as u64)) { ((c as u64) << 40) } else { ((b as u64) & (c as u64)) });
+        for i in 0..(b % 1) {
             z = z.rotate_left(i + 1) ^ a;
         }
-        if !((b as u64) >= (b as u64)) {
-            z = (if a > a { z } else { z });
+        if a % 3 == 0 {
+            z = 35982u64;
+        } else if 13073u64 > (b as u64) {
+            z = (b as u64).wrapping_sub(13945u64);
         }
-        z.wrapping_sub((b as u64))
+        ((a & (c as u64))) as u32
     }
 
     #[gpu_cilk::device]
-    pub fn h1(a: u64, b: u32) -> u64 {
-        let mut z: u64 = 69078u64;
-        for i in 0..(b % 3) {
-            z = z.rotate_left(i + 1) ^ a;
-        }
-        if ((b as u64) & 1 == 1) && (a <= (b as u64)) {
-            z = z;
-        }
-        ((b as u64) % 18)
-    }
-
-    #[gpu_cilk::device]
-    pub fn h2(a: u64, b: u32) -> u64 {
-        let mut z: u64 = ((a % 4 == 0) as u64);
+    pub fn h1(a: u64, b: u32, c: i32) -> u64 {
+        let mut z: u64 = (b as u64);
         for i in 0..(b % 2) {
             z = z.rotate_left(i + 1) ^ a;
         }
-        if (b as u64) > a {
-            z = z.min(a);
+        if ((c as u64) == (c as u64)) != (a < (c as u64)) {
+            z = (((55335u64 as i32) % 29) as u64);
+        } else if ((b as u64) & 1 == 1) && ((b as u64) <= 77910u64) {
+            z = (a | (c as u64));
         }
-        (b as u64).wrapping_add(z)
+        (c as u64)
+    }
+
+    #[gpu_cilk::device]
+    pub fn h2(a: u64, b: u32, c: i32) -> u32 {
+        let mut z: u64 = ((b as u64).rotate_left(33) >> 11);
+        for i in 0..(b % 1) {
+            z = z.rotate_left(i + 1) ^ a;
+        }
+        if !((c as u64) >= (b as u64)) {
+            z = ((c as u64) % 691);
+        } else if (64572u64 == (b as u64)) != ((b as u64) == 57484u64) {
+            z = (((a as i32) % 42) as u64);
+        }
+        (a) as u32
     }
 
     #[gpu_cilk]
     pub fn root() -> u64 {
-        let mut acc: u64 = 240534u64.rotate_left(27);
-        let mut a1: [i32; 7] = [0; 7];
-        for i in 0..7 {
-            a1[i] = spawn!(f2([89, 30, 0, 7], (((i as u64) & (i as u64))) as u32));
+        let mut acc: u64 = ((!(37398u64 >= 373879u64)) as u64).max((373879u64 | 373879u64));
+        let t0: i32 = (acc) as i32;
+        let mut a1: [u64; 45] = [0; 45];
+        let mut w1: u32 = 0;
+        while w1 < (acc % 46) as u32 {
+            a1[w1 as usize] = spawn!(f3(((w1 as u64).min(acc) % 4) as u32, ((w1 as u64) >> 19) % 2 == 0, (66424u64 >> 39)));
+            w1 += 1;
         }
-        spawn!(f3(((acc | 80193u64)) as i32));
-        spawn!(f1(0, (acc.wrapping_sub(acc)) as i64, 24239u64 % 2 == 0));
-        let mut a4: [i32; 4] = [0; 4];
-        let mut w4: u32 = 0;
-        while w4 < (acc % 5) as u32 {
-            a4[w4 as usize] = spawn!(f2([(69189u64.wrapping_add(acc)) as u32, 3, (acc) as u32, 179], (acc) as u32));
-            w4 += 1;
-        }
+        let r2 = spawn!(f2(0, acc.wrapping_mul(30206u64), (acc) as i32, (acc ^ 24266u64) % 2 == 0));
         sync!();
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
         for j in 0..a1.len() {
             acc = acc.rotate_left(5) ^ (a1[j] as u64);
         }
-        for j in 0..a4.len() {
-            acc = acc.rotate_left(5) ^ (a4[j] as u64);
-        }
-        (acc << 32)
+        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
+        acc ^ (h2(acc, (acc) as u32, ((acc.count_ones() as u64)) as i32).wrapping_add(205) as u64)
     }
 
     #[gpu_cilk]
-    pub fn f1(d: u32, x0: i64, x1: bool) {
-        if d == 0 {
-            return ;
+    pub fn f1(x0: u32, mut x1: u64) -> bool {
+        if (x0 as u64) % 2 == 0 {
+            return (h2(x1, (x1) as u32, (h1(x1, (59996u64) as u32, (((x0 as u64) >> 1)) as i32)) as i32).wrapping_add(165) as u64).rotate_left(3) % 3 == 1;
         }
-        let mut acc: u64 = (d as u64);
-        let mut r1: u32 = 0;
-        if (x1 as u64) > (d as u64) {
-            r1 = spawn!(f3((((!(75290u64 >= (x0 as u64))) as u64)) as i32));
+        let mut acc: u64 = (if !((x0 as u64) >= (x0 as u64)) { (((x0 as u64) > 41769u64) as u64) } else { (x1 & (x0 as u64)) });
+        x1 = (acc >> 5);
+        let t0: i64 = (((((x0 as u64) as i64) / -6) as u64)) as i64;
+        acc = acc.wrapping_add(f5((((x0 as u64) & (x0 as u64))) as i32, x1) as u64);
+        let mut r2: u32 = 0;
+        if acc % 6 == 0 {
+            r2 = spawn!(f2(1, acc.wrapping_add(x1), (((x0 as u64) & (x0 as u64))) as i32, (x1 & x1) % 2 == 0));
         }
-        spawn!(f1(d - 1, ((x1 as u64)) as i64, (d as u64) % 2 == 0));
+        let r3 = spawn!(f4(((x0 as u64) | (x0 as u64)) % 2 == 0));
         sync!();
-        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
+        (acc ^ ((x0 as u64) ^ acc)) % 3 == 1
     }
 
     #[gpu_cilk]
-    pub fn f2(x0: [u32; 4], x1: u32) -> i32 {
-        let mut acc: u64 = (x0[3] as u64);
-        spawn!(f3(((acc & 36450u64)) as i32));
-        let mut a2: [u32; 256] = [0; 256];
+    pub fn f2(d: u32, x0: u64, x1: i32, mut x2: bool) -> u32 {
+        if d == 0 {
+            return ((if (x2 as u64) > (d as u64) { ((x1 as u64) >> 11) } else { ((x2 as u64) & (d as u64)) })) as u32;
+        }
+        let mut acc: u64 = (x0 | (x1 as u64)).wrapping_add((x1 as u64).min(86778u64));
+        x2 = (x0 % 148) % 2 == 0;
+        let t0: bool = ((d as u64) & acc) % 2 == 0;
+        let t1: i32 = (13532u64.wrapping_add(14240u64)) as i32;
+        spawn!(f4((38566u64 & x0) % 2 == 0));
+        let mut a2: [u32; 40] = [0; 40];
         let mut w2: u32 = 0;
-        while w2 < ((acc & (x0[3] as u64)) % 257) as u32 {
-            a2[w2 as usize] = spawn!(f3(((19126u64 << 36)) as i32));
+        while w2 < ((x2 as u64).max((x2 as u64)) % 41) as u32 {
+            a2[w2 as usize] = spawn!(f4(x0 % 2 == 0));
             w2 += 1;
         }
-        let r3 = spawn!(f3((acc) as i32));
-        let mut r4: u32 = 0;
-        if ((x0[2] as u64) & 1 == 1) && (acc <= (x0[2] as u64)) {
-            r4 = spawn!(f3((((x0[3] as u64) >> 36)) as i32));
-        } else {
-            spawn!(f3(((acc.count_ones() as u64)) as i32));
-        }
+        let r3 = spawn!(f2(d - 1, ((x2 as u64) ^ (x1 as u64)), (acc) as i32, (37039u64 << 3) % 2 == 0));
+        let r4 = spawn!(f2(d - 1, (d as u64), ((((x0 as i64) / -1) as u64)) as i32, x0.max(19816u64) % 2 == 0));
         sync!();
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
         for j in 0..a2.len() {
             acc = acc.rotate_left(5) ^ (a2[j] as u64);
         }
         acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
         acc = acc.wrapping_mul(31).wrapping_add(r4 as u64);
-        ((x0[3] as u64)) as i32
+        (acc ^ ((d as u64).count_ones() as u64)) as u32
     }
 
     #[gpu_cilk]
-    pub fn f3(x0: i32) -> u32 {
-        let mut acc: u64 = (x0 as u64);
+    pub fn f3(d: u32, x0: bool, x1: u64) -> u64 {
+        if d == 0 {
+            return (x0 as u64);
+        }
+        let mut acc: u64 = ((((d as u64).min(x1) as i64) / -4) as u64);
+        let t0: bool = (h2(acc, (56813u64) as u32, (x1) as i32).wrapping_add(193) as u64) % 2 == 0;
+        let t1: u32 = (((d as u64) % 942)) as u32;
+        let mut n0: u32 = 0;
+        loop {
+            n0 += 1;
+            if n0 > ((d as u64) % 5) as u32 {
+                break;
+            }
+            if n0 % 2 == 0 {
+                continue;
+            }
+            acc = acc.rotate_left(3) ^ (n0 as u64);
+        }
+        let mut a1: [i32; 64] = [0; 64];
+        for i in 0..64 {
+            a1[i] = spawn!(f5(((d as u64).wrapping_sub((i as u64))) as i32, x1.wrapping_add((d as u64))));
+        }
         sync!();
-        ((if (64572u64 == acc) != (acc == 57484u64) { acc } else { (x0 as u64) })) as u32
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
+        for j in 0..a1.len() {
+            acc = acc.rotate_left(5) ^ (a1[j] as u64);
+        }
+        let s1 = spawn!(f4(x1 % 2 == 0));
+        sync!();
+        acc ^= s1 as u64;
+        acc ^ ((((d as u64) as i32) % 22) as u64)
+    }
+
+    #[gpu_cilk]
+    pub fn f4(x0: bool) -> u32 {
+        let mut acc: u64 = ((x0 as u64).count_ones() as u64).max(((x0 as u64) & (x0 as u64)));
+        let t0: u32 = ((acc & acc)) as u32;
+        let mut r1: i32 = 0;
+        if acc % 4 == 0 {
+            r1 = spawn!(f5(((acc & 26736u64)) as i32, ((x0 as u64) ^ (x0 as u64))));
+        } else {
+            spawn!(f5(((acc & acc)) as i32, 66709u64));
+        }
+        sync!();
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
+        (acc ^ acc) as u32
+    }
+
+    #[gpu_cilk]
+    pub fn f5(x0: i32, x1: u64) -> i32 {
+        let mut acc: u64 = (x1 | (x0 as u64));
+        let mut n0: u32 = 0;
+        loop {
+            n0 += 1;
+            if n0 > ((x0 as u64) % 5) as u32 {
+                break;
+            }
+            if n0 % 2 == 0 {
+                continue;
+            }
+            acc = acc.rotate_left(3) ^ (n0 as u64);
+        }
+        sync!();
+        (acc ^ (if 38326u64 % 4 == 0 { 27140u64 } else { (x0 as u64) })) as i32
     }
 }
 
@@ -1040,127 +1403,124 @@ pub mod p9 {
     use gpu_cilk::prelude::*;
 
     #[gpu_cilk::device]
-    pub fn h0(a: u64, b: u32) -> u64 {
-        let mut z: u64 = ((42644u64 | 77556u64) % 81);
-        for i in 0..(b % 2) {
+    pub fn h0(a: u64, b: u32) -> bool {
+        let mut z: u64 = (a | ((((b as u64) & 1 == 1) && ((b as u64) <= a)) as u64));
+        for i in 0..(b % 4) {
             z = z.rotate_left(i + 1) ^ a;
         }
-        if a % 6 == 1 {
-            z = (z ^ a);
+        if 61575u64 % 4 == 0 {
+            z = 46605u64;
+        } else if a % 3 == 0 {
+            z = (((b as u64) % 2 == 1) as u64);
         }
-        z.rotate_left(37)
+        (55155u64 << 23) % 2 == 1
     }
 
     #[gpu_cilk::device]
-    pub fn h1(a: u64, b: u32) -> u64 {
-        let mut z: u64 = (((83974u64 == (b as u64)) != (a < 64141u64)) as u64);
+    pub fn h1(a: u64, b: u32, c: i32) -> u64 {
+        let mut z: u64 = ((a | (b as u64)) & (if 77553u64 % 6 == 0 { (b as u64) } else { a }));
+        for i in 0..(b % 2) {
+            z = z.rotate_left(i + 1) ^ a;
+        }
+        if (c as u64) % 2 == 0 {
+            z = (22034u64 << 37);
+        } else if (b as u64) > 54036u64 {
+            z = (b as u64);
+        }
+        a.wrapping_mul(a)
+    }
+
+    #[gpu_cilk::device]
+    pub fn h2(a: u64, b: u32, c: i32) -> i64 {
+        let mut z: u64 = ((c as u64).count_ones() as u64);
         for i in 0..(b % 1) {
             z = z.rotate_left(i + 1) ^ a;
         }
-        if (a != (b as u64)) == (a >= (b as u64)) {
-            z = a.max(z);
+        if (b as u64) % 6 == 0 {
+            z = ((((c as u64) as i64).wrapping_mul(-3) >> 2) as u64);
+        } else if (c as u64) > z {
+            z = (b as u64);
         }
-        ((b as u64) << 25)
-    }
-
-    #[gpu_cilk::device]
-    pub fn h2(a: u64, b: u32) -> u64 {
-        let mut z: u64 = (a.wrapping_mul(24562u64) & ((a % 6 == 1) as u64));
-        for i in 0..(b % 2) {
-            z = z.rotate_left(i + 1) ^ a;
-        }
-        if (31372u64 & 1 == 1) && (a <= (b as u64)) {
-            z = a;
-        }
-        h1(z, ((b as u64)) as u32)
+        ((c as u64).wrapping_mul(z)) as i64
     }
 
     #[gpu_cilk]
     pub fn root() {
-        let mut acc: u64 = ((512522u64 % 2 == 1) as u64);
-        let mut a1: [i32; 256] = [0; 256];
+        let mut acc: u64 = 1043297u64.min(1043297u64).rotate_left(23);
+        let mut a1: [bool; 6] = [false; 6];
         let mut w1: u32 = 0;
-        while w1 < ((acc >> 30) % 257) as u32 {
-            a1[w1 as usize] = spawn!(f4());
+        while w1 < ((((acc as i64).wrapping_mul(-3) >> 2) as u64) % 7) as u32 {
+            a1[w1 as usize] = spawn!(f1(((((w1 as u64) % 2 == 1) as u64)) as i32, (w1 as u64) % 2 == 0));
             w1 += 1;
         }
-        sync!();
-        for j in 0..a1.len() {
-            acc = acc.rotate_left(5) ^ (a1[j] as u64);
+        let r2 = spawn!(f1((acc) as i32, 508u64 % 2 == 0));
+        let mut r3: u64 = 0;
+        if (64321u64 & 1 == 1) && (acc <= acc) {
+            r3 = spawn!(f2((acc.max(acc)) as i32, (86139u64) as i32));
         }
-        let s1 = spawn!(f4());
-        sync!();
-        acc ^= s1 as u64;
-        if acc % 2 == 1 {
-            spawn!(f4());
-        }
-    }
-
-    #[gpu_cilk]
-    pub fn f1(x0: i64) {
-        let mut acc: u64 = (x0 as u64);
-        let mut a1: [u32; 2] = [0; 2];
-        for i in 0..2 {
-            a1[i] = spawn!(f2());
-        }
-        let r2 = spawn!(f4());
-        let mut a3: [i32; 16] = [0; 16];
-        let mut w3: u32 = 0;
-        while w3 < ((acc % 18) % 17) as u32 {
-            a3[w3 as usize] = spawn!(f4());
-            w3 += 1;
+        for k in 0..4u32 {
+            if (k as u64) > 27025u64 {
+                return ;
+            }
         }
         sync!();
         for j in 0..a1.len() {
             acc = acc.rotate_left(5) ^ (a1[j] as u64);
         }
-        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        for j in 0..a3.len() {
-            acc = acc.rotate_left(5) ^ (a3[j] as u64);
-        }
-    }
-
-    #[gpu_cilk]
-    pub fn f2() -> u32 {
-        let mut acc: u64 = (251715u64 >> 25);
-        let mut r1: bool = false;
-        if !(acc >= acc) {
-            r1 = spawn!(f3([((if acc % 5 == 0 { acc } else { acc })) as u32, 3, (acc) as u32, 331], (acc) as u32));
-        }
-        let mut r2: i32 = 0;
-        if acc % 6 == 1 {
-            r2 = spawn!(f4());
-        } else {
-            spawn!(f4());
-        }
-        let r3 = spawn!(f3([98, 84, 85, 7], ((26560u64.count_ones() as u64)) as u32));
-        sync!();
-        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
         acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
         acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
-        ((((acc.wrapping_add(acc) as i64).wrapping_mul(-3) >> 2) as u64)) as u32
+        if !(acc >= acc) {
+            acc = acc;
+        } else {
+            acc = acc.wrapping_add(1);
+        }
     }
 
     #[gpu_cilk]
-    pub fn f3(x0: [u32; 4], x1: u32) -> bool {
-        let mut acc: u64 = ((x0[3] as u64).count_ones() as u64);
-        let mut a1: [i32; 114] = [0; 114];
-        for i in 0..114 {
-            a1[i] = spawn!(f4());
+    pub fn f1(x0: i32, x1: bool) -> bool {
+        let mut acc: u64 = (x1 as u64).wrapping_sub((x1 as u64)).wrapping_mul(((x0 as u64) << 24));
+        let t0: bool = (acc >> 13) % 2 == 0;
+        let t1: i32 = (9480u64.max(acc)) as i32;
+        let mut a1: [bool; 142] = [false; 142];
+        for i in 0..142 {
+            a1[i] = spawn!(f3());
         }
-        spawn!(f4());
         sync!();
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
         for j in 0..a1.len() {
             acc = acc.rotate_left(5) ^ (a1[j] as u64);
         }
-        25858u64 % 3 == 1
+        let s1 = spawn!(f3());
+        sync!();
+        acc ^= s1 as u64;
+        (acc ^ 57789u64) % 3 == 1
     }
 
     #[gpu_cilk]
-    pub fn f4() -> i32 {
-        let mut acc: u64 = (if 891570u64 % 4 == 0 { 891570u64 } else { 891570u64 }).wrapping_mul(891570u64.min(891570u64));
+    pub fn f2(x0: i32, x1: i32) -> u64 {
+        if (x0 as u64) > (x0 as u64) {
+            return (if ((x1 as u64) & 1 == 1) && ((x0 as u64) <= (x0 as u64)) { (x1 as u64) } else { 57263u64 });
+        }
+        let mut acc: u64 = (x1 as u64);
+        let mut r1: bool = false;
+        if 45996u64 % 3 == 1 {
+            r1 = spawn!(f3());
+        }
         sync!();
-        (((acc << 3).count_ones() as u64)) as i32
+        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
+        acc ^ acc
+    }
+
+    #[gpu_cilk]
+    pub fn f3() -> bool {
+        let mut acc: u64 = (646959u64.rotate_left(7) << 39);
+        let t0: i32 = ((acc << 34)) as i32;
+        let t1: i64 = ((acc >> 26)) as i64;
+        sync!();
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
+        (acc ^ acc.rotate_left(39)) % 3 == 1
     }
 }
 
@@ -1168,90 +1528,102 @@ pub mod p10 {
     use gpu_cilk::prelude::*;
 
     #[gpu_cilk::device]
-    pub fn h0(a: u64, b: u32) -> u64 {
-        let mut z: u64 = (50929u64 ^ a).wrapping_sub(a.wrapping_add((b as u64)));
+    pub fn h0(a: u64, b: u32, c: i32) -> u64 {
+        let mut z: u64 = (((c as u64) | (b as u64)) & a.max(a));
         for i in 0..(b % 1) {
             z = z.rotate_left(i + 1) ^ a;
         }
-        if a % 4 == 0 {
-            z = z.min(a);
+        if (a & 1 == 1) && ((c as u64) <= a) {
+            z = (b as u64);
+        } else if z > 64907u64 {
+            z = 9769u64.min((c as u64));
         }
-        29875u64.max(z)
+        (44816u64 | a)
     }
 
     #[gpu_cilk]
     pub fn root() -> u64 {
-        let mut acc: u64 = (700935u64.wrapping_mul(700935u64) << 33);
+        let mut acc: u64 = 220799u64.wrapping_sub(220799u64).rotate_left(21);
+        let mut n0: u32 = 0;
+        loop {
+            n0 += 1;
+            if n0 > (acc % 5) as u32 {
+                break;
+            }
+            if n0 % 2 == 0 {
+                continue;
+            }
+            acc = acc.rotate_left(3) ^ (n0 as u64);
+        }
         let mut a1: [i32; 256] = [0; 256];
         for i in 0..256 {
-            a1[i] = spawn!(f4());
-        }
-        if acc % 4 == 0 {
-            return acc;
+            if i % 2 != 0 {
+                a1[i] = spawn!(f1(((h0(acc, (acc) as u32, ((h0((i as u64), ((i as u64)) as u32, ((if (97697u64 == (i as u64)) != (acc >= acc) { acc } else { 72957u64 })) as i32).wrapping_add(640) as u64)) as i32).wrapping_add(377) as u64) % 4) as u32));
+            }
         }
         sync!();
         for j in 0..a1.len() {
             acc = acc.rotate_left(5) ^ (a1[j] as u64);
         }
-        (acc.count_ones() as u64).min(acc.wrapping_mul(acc))
+        acc ^ acc.wrapping_mul(acc)
     }
 
     #[gpu_cilk]
-    pub fn f1(d: u32, x0: u64) -> bool {
+    pub fn f1(d: u32) -> i32 {
         if d == 0 {
-            return ((d as u64) ^ 75892u64).wrapping_sub(97372u64.min(17883u64)) % 3 == 1;
+            return ((d as u64)) as i32;
         }
-        let mut acc: u64 = (d as u64).wrapping_sub((d as u64)).min(((d as u64) % 326));
-        let r1 = spawn!(f1(d - 1, 69722u64.min(x0)));
-        let r2 = spawn!(f1(d - 1, (acc.count_ones() as u64)));
-        let mut a3: [i32; 6] = [0; 6];
-        let mut w3: u32 = 0;
-        while w3 < ((acc % 193) % 7) as u32 {
-            a3[w3 as usize] = spawn!(f4());
-            w3 += 1;
+        let mut acc: u64 = ((d as u64).wrapping_sub((d as u64)) << 7);
+        spawn!(f2((acc) as i32));
+        let mut a2: [i64; 2] = [0; 2];
+        for i in 0..2 {
+            a2[i] = spawn!(f2(((((acc as i64).wrapping_mul(-3) >> 2) as u64)) as i32));
         }
-        spawn!(f4());
+        for k in 0..4u32 {
+            if acc % 6 == 0 {
+                return ((d as u64).max((k as u64).wrapping_add((d as u64)))) as i32;
+            }
+        }
+        sync!();
+        for j in 0..a2.len() {
+            acc = acc.rotate_left(5) ^ (a2[j] as u64);
+        }
+        (acc ^ 91270u64) as i32
+    }
+
+    #[gpu_cilk]
+    pub fn f2(x0: i32) -> i64 {
+        let mut acc: u64 = (h0((x0 as u64), ((x0 as u64)) as u32, (((x0 as u64) | (x0 as u64))) as i32).wrapping_add(318) as u64).wrapping_sub(((x0 as u64) | (x0 as u64)));
+        let r1 = spawn!(f3((((x0 as u64) ^ 75892u64)) as i64, (x0 as u64).wrapping_add(37245u64) % 2 == 0, (if ((x0 as u64) & 1 == 1) && (acc <= (x0 as u64)) { acc } else { (x0 as u64) })));
+        let r2 = spawn!(f3(((1010u64 & acc)) as i64, (63523u64 % 544) % 2 == 0, (19663u64.count_ones() as u64)));
+        if !((x0 as u64) >= (x0 as u64)) {
+            return ((x0 as u64)) as i64;
+        }
         sync!();
         acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
         acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        for j in 0..a3.len() {
-            acc = acc.rotate_left(5) ^ (a3[j] as u64);
-        }
-        (acc ^ 53104u64).wrapping_mul(26233u64.wrapping_mul(x0)) % 3 == 1
+        (acc ^ (x0 as u64).wrapping_add(92635u64)) as i64
     }
 
     #[gpu_cilk]
-    pub fn f2(x0: i64) -> bool {
-        let mut acc: u64 = 41944u64;
-        spawn!(f3());
-        spawn!(f3());
-        spawn!(f3());
-        for i in 0..79u32 {
-            spawn!(f3());
+    pub fn f3(x0: i64, mut x1: bool, x2: u64) -> bool {
+        let mut acc: u64 = ((x1 as u64).max(42662u64).count_ones() as u64);
+        x1 = (x0 as u64).max(acc) % 2 == 0;
+        let t0: i32 = (x2) as i32;
+        let mut n0: u32 = 0;
+        loop {
+            n0 += 1;
+            if n0 > (x2 % 5) as u32 {
+                break;
+            }
+            if n0 % 2 == 0 {
+                continue;
+            }
+            acc = acc.rotate_left(3) ^ (n0 as u64);
         }
         sync!();
-        (8049u64.rotate_left(26) % 894) % 3 == 1
-    }
-
-    #[gpu_cilk]
-    pub fn f3() {
-        let mut acc: u64 = (((648742u64 as i64).wrapping_mul(-3) >> 2) as u64).wrapping_add((648742u64 % 329));
-        let mut r1: i32 = 0;
-        if acc % 4 == 1 {
-            r1 = spawn!(f4());
-        }
-        sync!();
-        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
-        if acc % 3 == 0 {
-            spawn!(f4());
-        }
-    }
-
-    #[gpu_cilk]
-    pub fn f4() -> i32 {
-        let mut acc: u64 = ((21295u64 ^ 865082u64).count_ones() as u64);
-        sync!();
-        (((79988u64 >> 32).count_ones() as u64)) as i32
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        (acc ^ (96430u64 | acc)) % 3 == 1
     }
 }
 
@@ -1260,81 +1632,120 @@ pub mod p11 {
 
     #[gpu_cilk::device]
     pub fn h0(a: u64, b: u32) -> u64 {
-        let mut z: u64 = ((b as u64).min(a) >> 7);
+        let mut z: u64 = (a & a).rotate_left(57);
         for i in 0..(b % 1) {
             z = z.rotate_left(i + 1) ^ a;
         }
-        if !(a >= 65842u64) {
-            z = z.wrapping_add(32248u64);
+        if 65842u64 % 5 == 0 {
+            z = z.rotate_left(28);
+        } else if (a & 1 == 1) && (a <= a) {
+            z = (if !(z >= (b as u64)) { z } else { 65679u64 });
         }
-        z
+        (b as u64).wrapping_add(z)
     }
 
     #[gpu_cilk]
     pub fn root() -> u64 {
-        let mut acc: u64 = (617150u64.count_ones() as u64);
-        let mut a1: [u32; 4] = [0; 4];
-        for i in 0..4 {
-            a1[i] = spawn!(f1((i as u64).wrapping_mul((i as u64)) % 2 == 0, acc.rotate_left(22), (15642u64.wrapping_add((i as u64))) as u32));
+        let mut acc: u64 = 10958u64;
+        let t0: bool = acc.max(acc) % 2 == 0;
+        let t1: u32 = (acc.max(acc)) as u32;
+        let mut n0: u32 = 0;
+        loop {
+            n0 += 1;
+            if n0 > (85344u64 % 5) as u32 {
+                break;
+            }
+            if n0 % 2 == 0 {
+                continue;
+            }
+            acc = acc.rotate_left(3) ^ (n0 as u64);
         }
-        let r2 = spawn!(f3((acc.max(acc)) as i64));
-        if acc > acc {
-            return acc;
+        let mut a1: [i64; 41] = [0; 41];
+        for i in 0..41 {
+            if i % 3 != 0 {
+                a1[i] = spawn!(f2(1));
+            }
+        }
+        let r2 = spawn!(f1(3));
+        let mut a3: [i64; 2] = [0; 2];
+        for i in 0..2 {
+            if i % 2 != 0 {
+                a3[i] = spawn!(f2(2));
+            }
+        }
+        for k in 0..4u32 {
+            if (k as u64) > acc {
+                return acc.wrapping_add((if (acc & 1 == 1) && (acc <= (k as u64)) { (k as u64) } else { (k as u64) }));
+            }
         }
         sync!();
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
         for j in 0..a1.len() {
             acc = acc.rotate_left(5) ^ (a1[j] as u64);
         }
         acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        ((acc ^ acc) % 966)
+        for j in 0..a3.len() {
+            acc = acc.rotate_left(5) ^ (a3[j] as u64);
+        }
+        acc ^ (acc % 671)
     }
 
     #[gpu_cilk]
-    pub fn f1(x0: bool, x1: u64, x2: u32) -> u32 {
-        let mut acc: u64 = x1;
-        let r1 = spawn!(f2(((acc % 773)) as i32, ((x2 as u64)) as u32));
-        let r2 = spawn!(f2(((x0 as u64).min(acc)) as i32, ((x0 as u64).wrapping_mul(68817u64)) as u32));
-        let mut r3: i32 = 0;
-        if (x2 as u64) % 2 == 0 {
-            r3 = spawn!(f2((68124u64.wrapping_mul((x0 as u64))) as i32, (acc) as u32));
-        } else {
-            spawn!(f2((acc) as i32, (acc) as u32));
+    pub fn f1(d: u32) -> i32 {
+        if d == 0 {
+            return ((d as u64).wrapping_add((d as u64)).min((d as u64).wrapping_mul((d as u64)))) as i32;
         }
-        if ((x0 as u64) != 84544u64) == (x1 == acc) {
-            return ((((x2 as u64) >> 10) >> 7)) as u32;
-        }
+        let mut acc: u64 = (((d as u64) >> 10) >> 7);
+        let t0: u32 = ((d as u64).min(60951u64)) as u32;
+        let t1: i64 = (((d as u64) % 614)) as i64;
         sync!();
-        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
-        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
+        (acc ^ (d as u64).wrapping_add(15642u64)) as i32
+    }
+
+    #[gpu_cilk]
+    pub fn f2(d: u32) -> i64 {
+        if d == 0 {
+            return ((((((d as u64) >> 34) as i64).wrapping_mul(-3) >> 2) as u64)) as i64;
+        }
+        let mut acc: u64 = 58761u64;
+        let t0: u32 = (98860u64.min(acc)) as u32;
+        let t1: i64 = ((d as u64).max(5539u64)) as i64;
+        let mut n0: u32 = 0;
+        loop {
+            n0 += 1;
+            if n0 > ((6534u64 ^ acc) % 5) as u32 {
+                break;
+            }
+            if n0 % 2 == 0 {
+                continue;
+            }
+            acc = acc.rotate_left(3) ^ (n0 as u64);
+        }
+        spawn!(f3((acc.wrapping_mul(73519u64)) as i32, (acc % 765)));
+        let mut a2: [u32; 27] = [0; 27];
+        for i in 0..27 {
+            a2[i] = spawn!(f3((((i as u64) % 773)) as i32, (d as u64)));
+        }
+        let r3 = spawn!(f2(d - 1));
+        spawn!(f3(((((68817u64 == (d as u64)) != ((d as u64) == (d as u64))) as u64)) as i32, (acc >> 17)));
+        sync!();
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
+        for j in 0..a2.len() {
+            acc = acc.rotate_left(5) ^ (a2[j] as u64);
+        }
         acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
-        ((x2 as u64)) as u32
+        (acc ^ ((((d as u64) as i64) / -9) as u64)) as i64
     }
 
     #[gpu_cilk]
-    pub fn f2(x0: i32, x1: u32) -> i32 {
-        if ((x1 as u64) == (x1 as u64)) != ((x0 as u64) >= (x0 as u64)) {
-            return ((x0 as u64).min(98860u64).min((x0 as u64).wrapping_add((x0 as u64)))) as i32;
-        }
-        let mut acc: u64 = 5539u64;
-        let mut a1: [i64; 124] = [0; 124];
-        for i in 0..124 {
-            a1[i] = spawn!(f3(((66919u64 >> 33)) as i64));
-        }
+    pub fn f3(x0: i32, x1: u64) -> u32 {
+        let mut acc: u64 = (((x0 as u64) << 11) & ((x0 as u64) % 160));
         sync!();
-        for j in 0..a1.len() {
-            acc = acc.rotate_left(5) ^ (a1[j] as u64);
-        }
-        (73519u64.rotate_left(42)) as i32
-    }
-
-    #[gpu_cilk]
-    pub fn f3(x0: i64) -> i64 {
-        if ((x0 as u64) == (x0 as u64)) != ((x0 as u64) >= (x0 as u64)) {
-            return ((x0 as u64)) as i64;
-        }
-        let mut acc: u64 = (x0 as u64).max((x0 as u64)).max((x0 as u64));
-        sync!();
-        (((((acc.count_ones() as u64) as i64).wrapping_mul(-3) >> 2) as u64)) as i64
+        (acc ^ 38977u64) as u32
     }
 }
 

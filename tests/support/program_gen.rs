@@ -147,6 +147,9 @@ pub struct Coverage {
     pub discarded_spawns: usize,
     pub early_returns_with_children: usize,
     pub serial_calls: usize,
+    pub mut_params: usize,
+    pub typed_frame_locals: usize,
+    pub loops_with_break: usize,
     pub method_on_call: usize,
     pub paren_comparisons: usize,
     pub unit_roots: usize,
@@ -155,7 +158,10 @@ pub struct Coverage {
 
 struct Gen<'a> {
     rng: Rng,
+    /// How many helpers an expression may call (`h0 .. h{helpers - 1}`).
     helpers: usize,
+    /// Each helper's optional third parameter and its output.
+    helper_sigs: Vec<(Option<Ty>, Ty)>,
     cov: &'a mut Coverage,
 }
 
@@ -177,7 +183,7 @@ pub fn generate(seed: u64, count: usize) -> (String, Coverage) {
     let mut rng = Rng::new(seed);
     let mut names = Vec::new();
     for p in 0..count {
-        let mut g = Gen { rng: Rng::new(rng.next()), helpers: 0, cov: &mut cov };
+        let mut g = Gen { rng: Rng::new(rng.next()), helpers: 0, helper_sigs: Vec::new(), cov: &mut cov };
         let name = format!("p{p}");
         out.push_str(&g.program(&name, p));
         names.push(name);
@@ -273,21 +279,38 @@ impl Gen<'_> {
     }
 
     fn helper(&mut self, h: usize) -> String {
-        let vars = vec!["a".to_string(), "(b as u64)".to_string()];
+        let third = [None, None, Some(Ty::Bool), Some(Ty::I64), Some(Ty::I32)][self.rng.below(5) as usize];
+        let ret = [Ty::U64, Ty::U64, Ty::U32, Ty::I64, Ty::Bool][self.rng.below(5) as usize];
+        let mut vars = vec!["a".to_string(), "(b as u64)".to_string()];
+        if let Some(t) = third {
+            vars.extend(Self::as_u64("c", t));
+        }
         let saved = self.helpers;
         self.helpers = h; // only helpers below `h`
         let init = self.expr(&vars, 2);
         let cond = self.cond(&vars, 1);
-        let upd = self.expr(&["z".to_string(), "a".to_string()], 1);
-        let tail = self.expr(&["z".to_string(), "(b as u64)".to_string()], 1);
+        let mut zv = vars.clone();
+        zv.push("z".into());
+        let upd = self.expr(&zv, 1);
+        let tail = self.expr(&zv, 1);
+        let upd2 = self.expr(&zv, 1);
+        let c2 = self.cond(&zv, 0);
         self.helpers = saved;
         let k = 1 + self.rng.below(4);
+        let tail = match ret {
+            Ty::U64 => tail,
+            Ty::Bool => format!("{tail} % 2 == 1"),
+            t => format!("({tail}) as {}", t.rust()),
+        };
+        let third_param = third.map(|t| format!(", c: {}", t.rust())).unwrap_or_default();
+        self.helper_sigs.push((third, ret));
         format!(
-            "\n    #[gpu_cilk::device]\n    pub fn h{h}(a: u64, b: u32) -> u64 {{\n        \
+            "\n    #[gpu_cilk::device]\n    pub fn h{h}(a: u64, b: u32{third_param}) -> {ret} {{\n        \
              let mut z: u64 = {init};\n        \
              for i in 0..(b % {k}) {{\n            z = z.rotate_left(i + 1) ^ a;\n        }}\n        \
-             if {cond} {{\n            z = {upd};\n        }}\n        \
-             {tail}\n    }}\n"
+             if {cond} {{\n            z = {upd};\n        }} else if {c2} {{\n            z = {upd2};\n        }}\n        \
+             {tail}\n    }}\n",
+            ret = ret.rust()
         )
     }
 
@@ -324,14 +347,23 @@ impl Gen<'_> {
                 }
             }
             14 if self.helpers > 0 => {
-                let h = self.rng.below(self.helpers as u64);
+                let h = self.rng.below(self.helpers as u64) as usize;
                 let y = self.expr(vars, d);
-                if self.rng.chance(1, 2) {
-                    // A method on a call receiver with an unsuffixed literal argument.
-                    self.cov.method_on_call += 1;
-                    format!("h{h}({x}, ({y}) as u32).wrapping_add({})", self.rng.below(1000))
-                } else {
-                    format!("h{h}({x}, ({y}) as u32)")
+                let (third, ret) = self.helper_sigs[h];
+                let c = match third {
+                    Some(t) => format!(", {}", self.arg(t, vars)),
+                    None => String::new(),
+                };
+                let call = format!("h{h}({x}, ({y}) as u32{c})");
+                match ret {
+                    Ty::Bool => format!("({call} as u64)"),
+                    _ if self.rng.chance(1, 2) => {
+                        // A method on a call receiver with an unsuffixed literal argument.
+                        self.cov.method_on_call += 1;
+                        format!("({call}.wrapping_add({}) as u64)", self.rng.below(1000))
+                    }
+                    Ty::U64 => call,
+                    _ => format!("({call} as u64)"),
                 }
             }
             15 => format!("(({}) as u64)", self.cond(vars, d)),
@@ -439,6 +471,44 @@ impl Gen<'_> {
         }
         let init = self.expr(&pre, 2);
         let _ = writeln!(b, "        let mut acc: u64 = {init};");
+        // Parameters assigned before the first spawn (`mut` parameters).
+        let mut mutable: Vec<String> = Vec::new();
+        for (n, t) in &f.params {
+            if n != "d" && self.rng.chance(1, 5) {
+                self.cov.mut_params += 1;
+                mutable.push(n.clone());
+                let v = self.arg(*t, &vars);
+                match t {
+                    Ty::Arr => {
+                        let _ = writeln!(b, "        {n}[{}] = ({}) as u32;", self.rng.below(4), self.expr(&vars, 1));
+                    }
+                    _ => {
+                        let _ = writeln!(b, "        {n} = {v};");
+                    }
+                }
+            }
+        }
+        // Typed locals that live across the sync (frame fields of 1, 4 and 8 bytes).
+        let mut typed: Vec<String> = Vec::new();
+        for j in 0..self.rng.below(3) {
+            let t = [Ty::U32, Ty::I32, Ty::I64, Ty::Bool][self.rng.below(4) as usize];
+            let v = self.arg(t, &vars);
+            let _ = writeln!(b, "        let t{j}: {} = {v};", t.rust());
+            typed.push(format!("t{j}"));
+            self.cov.typed_frame_locals += 1;
+        }
+        if self.rng.chance(1, 4) {
+            // `loop` with `continue` and `break`.
+            self.cov.loops_with_break += 1;
+            let bound = self.expr(&vars, 1);
+            let _ = writeln!(
+                b,
+                "        let mut n0: u32 = 0;\n        loop {{\n            n0 += 1;\n            \
+                 if n0 > ({bound} % 5) as u32 {{\n                break;\n            }}\n            \
+                 if n0 % 2 == 0 {{\n                continue;\n            }}\n            \
+                 acc = acc.rotate_left(3) ^ (n0 as u64);\n        }}"
+            );
+        }
 
         // Spawn sites of segment 1 (and maybe 2). `cost` is per call (or per level when recursive).
         let mut cost: u64 = 1;
@@ -508,12 +578,19 @@ impl Gen<'_> {
                             g.name
                         );
                     } else if self.rng.chance(1, 2) {
+                        // Every element, or (a spawn in a branch in a loop) every m-th one.
+                        let m = 1 + self.rng.below(3);
+                        let spawn = format!("a{uid}[i] = spawn!({}({args}));", g.name);
+                        let body = if m == 1 {
+                            spawn
+                        } else {
+                            self.cov.branch_spawns += 1;
+                            format!("if i % {m} != 0 {{\n                {spawn}\n            }}")
+                        };
                         let _ = writeln!(
                             b,
                             "        let mut a{uid}: [{t}; {n}] = [{z}; {n}];\n        \
-                             for i in 0..{n} {{\n            a{uid}[i] = spawn!({}({}));\n        }}",
-                            g.name,
-                            args,
+                             for i in 0..{n} {{\n            {body}\n        }}",
                             t = g.ret.rust(),
                             z = g.ret.zero()
                         );
@@ -584,14 +661,26 @@ impl Gen<'_> {
                 }
             }
         }
-        if spawned && self.rng.chance(1, 4) {
+        if spawned && self.rng.chance(1, 3) {
             // A return with children outstanding: an implicit sync; the value ignores them.
             self.cov.early_returns_with_children += 1;
-            let c = self.cond(&vars, 1);
-            let v = ret_expr(self, &vars);
-            let _ = writeln!(b, "        if {c} {{\n            return {v};\n        }}");
+            if self.rng.chance(1, 2) {
+                let c = self.cond(&vars, 1);
+                let v = ret_expr(self, &vars);
+                let _ = writeln!(b, "        if {c} {{\n            return {v};\n        }}");
+            } else {
+                // ... from inside a loop.
+                let mut kv = vars.clone();
+                kv.push("(k as u64)".into());
+                let c = self.cond(&kv, 1);
+                let v = ret_expr(self, &kv);
+                let _ = writeln!(b, "        for k in 0..4u32 {{\n            if {c} {{\n                return {v};\n            }}\n        }}");
+            }
         }
         b.push_str("        sync!();\n");
+        for t in &typed {
+            let _ = writeln!(b, "        acc = acc.wrapping_mul(7).wrapping_add({t} as u64);");
+        }
         for c in &combine {
             if c.starts_with('a') {
                 let _ = writeln!(
@@ -643,10 +732,20 @@ impl Gen<'_> {
                 _ => {}
             }
         } else {
-            let v = ret_expr(self, &vars);
+            // The value depends on `acc`, so on every child's result.
+            let e = self.expr(&vars, 1);
+            let v = match f.ret {
+                Ty::U64 => format!("acc ^ {e}"),
+                Ty::Bool => format!("(acc ^ {e}) % 3 == 1"),
+                t => format!("(acc ^ {e}) as {}", t.rust()),
+            };
             let _ = writeln!(b, "        {v}");
         }
-        let params: Vec<String> = f.params.iter().map(|(n, t)| format!("{n}: {}", t.rust())).collect();
+        let params: Vec<String> = f
+            .params
+            .iter()
+            .map(|(n, t)| format!("{}{n}: {}", if mutable.contains(n) { "mut " } else { "" }, t.rust()))
+            .collect();
         let ret = if f.ret == Ty::Unit { String::new() } else { format!(" -> {}", f.ret.rust()) };
         let head = format!("\n    #[gpu_cilk]\n    pub fn {}({}){ret} {{\n", f.name, params.join(", "));
         (format!("{head}{b}    }}\n"), total)
