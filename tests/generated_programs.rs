@@ -66,6 +66,7 @@ fn fresh() {
     assert!(cov.array_params > 0 && cov.branch_spawns > 0 && cov.discarded_spawns > 0, "{cov:?}");
     assert!(cov.early_returns_with_children > 0 && cov.serial_calls > 0, "{cov:?}");
     assert!(cov.mut_params > 0 && cov.typed_frame_locals > 0 && cov.loops_with_break > 0, "{cov:?}");
+    assert!(cov.temps > 0, "{cov:?}");
     for t in ["u32", "u64", "i32", "i64", "bool", "()", "[u32; 4]"] {
         assert!(cov.types.contains(&t), "no {t} in {cov:?}");
     }

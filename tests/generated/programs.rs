@@ -58,120 +58,18 @@ pub mod p0 {
     }
 
     #[gpu_cilk]
+    pub fn fw(t: Temp<u64>, i: usize, x: u64) {
+        t[i] = x.rotate_left(i as u32 % 64) ^ 6;
+    }
+
+    #[gpu_cilk]
     pub fn root() -> u64 {
-        let mut acc: u64 = ((829401u64 % 6 == 1) as u64);
-        let t0: i64 = (acc.min(acc)) as i64;
-        for i in 0..6u32 {
-            spawn!(f2());
-        }
-        let mut a2: [i64; 82] = [0; 82];
-        let mut w2: u32 = 0;
-        while w2 < (acc % 83) as u32 {
-            a2[w2 as usize] = spawn!(f3(((33490u64 >> 4) % 4) as u32));
-            w2 += 1;
-        }
-        let mut a3: [i64; 5] = [0; 5];
-        for i in 0..5 {
-            if i % 2 != 0 {
-                a3[i] = spawn!(f3(3));
-            }
-        }
-        sync!();
-        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        for j in 0..a2.len() {
-            acc = acc.rotate_left(5) ^ (a2[j] as u64);
-        }
-        for j in 0..a3.len() {
-            acc = acc.rotate_left(5) ^ (a3[j] as u64);
-        }
-        acc ^ (29840u64 | acc)
-    }
-
-    #[gpu_cilk]
-    pub fn f1() -> i64 {
-        let mut acc: u64 = (440090u64 & 440090u64.rotate_left(22));
-        let t0: bool = acc % 2 == 0;
-        let mut a1: [bool; 86] = [false; 86];
-        let mut w1: u32 = 0;
-        while w1 < (90482u64.wrapping_add(acc) % 87) as u32 {
-            a1[w1 as usize] = spawn!(f4(((if acc > acc { (w1 as u64) } else { (w1 as u64) })) as i64));
-            w1 += 1;
-        }
-        sync!();
-        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        for j in 0..a1.len() {
-            acc = acc.rotate_left(5) ^ (a1[j] as u64);
-        }
-        (acc ^ (acc & acc)) as i64
-    }
-
-    #[gpu_cilk]
-    pub fn f2() {
-        let mut acc: u64 = 1041298u64.max(75927u64).wrapping_add(1041298u64.max(1041298u64));
-        let mut a1: [i64; 6] = [0; 6];
-        for i in 0..6 {
-            if i % 2 != 0 {
-                a1[i] = spawn!(f3(3));
-            }
-        }
-        let mut a2: [i64; 29] = [0; 29];
-        let mut w2: u32 = 0;
-        while w2 < ((((acc != 98057u64) == (acc < acc)) as u64) % 30) as u32 {
-            a2[w2 as usize] = spawn!(f3(((w2 as u64).rotate_left(51) % 4) as u32));
-            w2 += 1;
-        }
-        if !(acc >= acc) {
-            return ;
-        }
-        sync!();
-        for j in 0..a1.len() {
-            acc = acc.rotate_left(5) ^ (a1[j] as u64);
-        }
-        for j in 0..a2.len() {
-            acc = acc.rotate_left(5) ^ (a2[j] as u64);
-        }
-    }
-
-    #[gpu_cilk]
-    pub fn f3(d: u32) -> i64 {
-        if d == 0 {
-            return ((d as u64).wrapping_sub((d as u64)).min(((d as u64) % 795))) as i64;
-        }
-        let mut acc: u64 = ((d as u64).wrapping_sub((d as u64)) ^ (if (d as u64) > (d as u64) { (d as u64) } else { (d as u64) }));
-        let r1 = spawn!(f3(d - 1));
-        spawn!(f4(((d as u64).wrapping_sub(70589u64)) as i64));
-        let mut r3: bool = false;
-        if !(92138u64 >= 97797u64) {
-            r3 = spawn!(f4(((34488u64 >> 8)) as i64));
-        }
-        let mut r4: bool = false;
-        if (acc != 32008u64) == (acc == (d as u64)) {
-            r4 = spawn!(f4(((d as u64)) as i64));
-        } else {
-            spawn!(f4(((31011u64 | acc)) as i64));
-        }
-        for k in 0..4u32 {
-            if (d as u64) % 6 == 0 {
-                return ((acc.rotate_left(46) | (k as u64).rotate_left(48))) as i64;
-            }
-        }
-        sync!();
-        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
-        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
-        acc = acc.wrapping_mul(31).wrapping_add(r4 as u64);
-        (acc ^ (acc << 14)) as i64
-    }
-
-    #[gpu_cilk]
-    pub fn f4(mut x0: i64) -> bool {
-        let mut acc: u64 = (x0 as u64).rotate_left(13);
-        x0 = ((h1(48992u64, ((x0 as u64)) as u32, ((x0 as u64).max(acc)) as i64) as u64)) as i64;
-        let t0: bool = (acc & acc) % 2 == 0;
-        let t1: bool = ((!((x0 as u64) >= (x0 as u64))) as u64) % 2 == 0;
+        let mut acc: u64 = (72346u64.min(395928u64) & 395928u64.wrapping_add(395928u64));
+        let t0: i32 = (acc) as i32;
         let mut n0: u32 = 0;
         loop {
             n0 += 1;
-            if n0 > ((x0 as u64).rotate_left(19) % 5) as u32 {
+            if n0 > (acc.max(51336u64) % 5) as u32 {
                 break;
             }
             if n0 % 2 == 0 {
@@ -179,10 +77,115 @@ pub mod p0 {
             }
             acc = acc.rotate_left(3) ^ (n0 as u64);
         }
+        let mut a1: [bool; 53] = [false; 53];
+        let mut w1: u32 = 0;
+        while w1 < (90482u64.wrapping_add(acc) % 54) as u32 {
+            a1[w1 as usize] = spawn!(f4(((if acc > acc { (w1 as u64) } else { (w1 as u64) })) as i64));
+            w1 += 1;
+        }
+        let mut r2: i64 = 0;
+        if (acc & 1 == 1) && (acc <= acc) {
+            r2 = spawn!(f1());
+        }
+        let r3 = spawn!(f4((28290u64) as i64));
+        if acc % 6 == 1 {
+            return acc;
+        }
         sync!();
         acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
-        (acc ^ (x0 as u64)) % 3 == 1
+        for j in 0..a1.len() {
+            acc = acc.rotate_left(5) ^ (a1[j] as u64);
+        }
+        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
+        acc ^ acc
+    }
+
+    #[gpu_cilk]
+    pub fn f1() -> i64 {
+        if (470995u64 & 1 == 1) && (470995u64 <= 470995u64) {
+            return (28833u64.max((470995u64 & 470995u64))) as i64;
+        }
+        let mut acc: u64 = 470995u64;
+        let mut n0: u32 = 0;
+        loop {
+            n0 += 1;
+            if n0 > ((acc << 17) % 5) as u32 {
+                break;
+            }
+            if n0 % 2 == 0 {
+                continue;
+            }
+            acc = acc.rotate_left(3) ^ (n0 as u64);
+        }
+        let mut a1: [i64; 6] = [0; 6];
+        for i in 0..6 {
+            a1[i] = spawn!(f3((43614u64 % 4) as u32));
+        }
+        sync!();
+        for j in 0..a1.len() {
+            acc = acc.rotate_left(5) ^ (a1[j] as u64);
+        }
+        (acc ^ acc.rotate_left(6)) as i64
+    }
+
+    #[gpu_cilk]
+    pub fn f2() {
+        let mut acc: u64 = ((((4021u64 == 4021u64) != (4021u64 < 4021u64)) as u64) | 4021u64.wrapping_mul(4021u64));
+        let r1 = spawn!(f3((acc % 4) as u32));
+        let mut r2: bool = false;
+        if !(acc >= 96461u64) {
+            r2 = spawn!(f4((acc.wrapping_add(38895u64)) as i64));
+        }
+        let r3 = spawn!(f3(1));
+        sync!();
+        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
+        if acc % 4 == 1 {
+            acc = acc.max(acc);
+        } else {
+            acc = acc.wrapping_add(1);
+        }
+    }
+
+    #[gpu_cilk]
+    pub fn f3(d: u32) -> i64 {
+        if d == 0 {
+            return ((((((d as u64) % 795) as i32) % 5) as u64)) as i64;
+        }
+        let mut acc: u64 = ((d as u64) ^ (d as u64)).wrapping_add((d as u64).rotate_left(19));
+        let t0: i64 = ((acc ^ acc)) as i64;
+        let tmp = alloc!(u64, 53);
+        for i in 0..53 {
+            spawn!(fw(tmp, i, (i as u64).wrapping_sub(70589u64)));
+        }
+        sync!();
+        for j in 0..tmp.len() {
+            acc = acc.rotate_left(3) ^ tmp[j];
+        }
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        let s2 = spawn!(f4(((acc.count_ones() as u64)) as i64));
+        sync!();
+        acc ^= s2 as u64;
+        (acc ^ acc.wrapping_mul((d as u64))) as i64
+    }
+
+    #[gpu_cilk]
+    pub fn f4(x0: i64) -> bool {
+        if !(27401u64 >= 46925u64) {
+            return (((14436u64 & 1 == 1) && ((x0 as u64) <= (x0 as u64))) as u64) % 3 == 1;
+        }
+        let mut acc: u64 = ((x0 as u64) & (x0 as u64)).max(((!((x0 as u64) >= (x0 as u64))) as u64));
+        let tmp = alloc!(u64, 44);
+        for i in 0..44 {
+            spawn!(fw(tmp, i, (acc % 453)));
+        }
+        sync!();
+        for j in 0..tmp.len() {
+            acc = acc.rotate_left(3) ^ tmp[j];
+        }
+        (acc ^ (x0 as u64).wrapping_sub(acc)) % 3 == 1
     }
 }
 
@@ -204,59 +207,105 @@ pub mod p1 {
     }
 
     #[gpu_cilk]
+    pub fn fw(t: Temp<u64>, i: usize, x: u64) {
+        t[i] = x.rotate_left(i as u32 % 64) ^ 29;
+    }
+
+    #[gpu_cilk]
     pub fn root() -> u64 {
-        let mut acc: u64 = (719114u64.rotate_left(20) ^ (if 719114u64 % 2 == 1 { 719114u64 } else { 719114u64 }));
-        let t0: i32 = (acc) as i32;
-        let t1: i64 = (40730u64) as i64;
-        let mut n0: u32 = 0;
-        loop {
-            n0 += 1;
-            if n0 > (h0(acc, (acc) as u32, acc.wrapping_mul(acc) % 2 == 0) % 5) as u32 {
-                break;
+        let mut acc: u64 = (24303u64 | 287248u64).wrapping_mul(287248u64.wrapping_add(287248u64));
+        let mut a1: [i64; 256] = [0; 256];
+        for i in 0..256 {
+            if i % 2 != 0 {
+                a1[i] = spawn!(f2(0));
             }
-            if n0 % 2 == 0 {
-                continue;
-            }
-            acc = acc.rotate_left(3) ^ (n0 as u64);
         }
-        let mut a1: [bool; 17] = [false; 17];
-        for i in 0..17 {
-            a1[i] = spawn!(f1());
-        }
-        spawn!(f3());
-        let r4 = spawn!(f2(1));
         sync!();
-        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
         for j in 0..a1.len() {
             acc = acc.rotate_left(5) ^ (a1[j] as u64);
         }
-        acc = acc.wrapping_mul(31).wrapping_add(r4 as u64);
-        acc ^ (24303u64 | acc)
+        acc ^ acc
     }
 
     #[gpu_cilk]
     pub fn f1() -> bool {
-        let mut acc: u64 = 792681u64.wrapping_mul(792681u64).wrapping_sub((1114u64 | 51118u64));
-        let r1 = spawn!(f2(3));
-        spawn!(f2(2));
+        let mut acc: u64 = 731356u64;
+        let t0: i64 = (acc) as i64;
+        let mut a1: [i64; 13] = [0; 13];
+        for i in 0..13 {
+            if i % 3 != 0 {
+                a1[i] = spawn!(f2((acc.min((i as u64)) % 4) as u32));
+            }
+        }
         sync!();
-        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
-        (acc ^ (acc | acc)) % 3 == 1
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        for j in 0..a1.len() {
+            acc = acc.rotate_left(5) ^ (a1[j] as u64);
+        }
+        (acc ^ acc.min(acc)) % 3 == 1
     }
 
     #[gpu_cilk]
     pub fn f2(d: u32) -> i64 {
         if d == 0 {
-            return (((d as u64).wrapping_sub((d as u64)) >> 23)) as i64;
+            return ((d as u64)) as i64;
         }
-        let mut acc: u64 = (if (76356u64 & 1 == 1) && ((d as u64) <= 78032u64) { (d as u64) } else { (d as u64) }).wrapping_sub((d as u64));
-        let t0: i32 = (acc) as i32;
-        let t1: u32 = (acc) as u32;
+        let mut acc: u64 = (((d as u64).count_ones() as u64) << 15);
+        let t0: bool = acc % 2 == 0;
+        let t1: u32 = (73163u64.wrapping_sub(acc)) as u32;
+        let r1 = spawn!(f2(d - 1));
+        let r2 = spawn!(f2(d - 1));
+        if (acc & 1 == 1) && (acc <= 87472u64) {
+            return (((if (d as u64) % 6 == 0 { (d as u64) } else { 63556u64 }) & h0(7830u64, ((d as u64)) as u32, ((d as u64) | (d as u64)) % 2 == 0))) as i64;
+        }
+        sync!();
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
+        (acc ^ (acc & acc)) as i64
+    }
+
+    #[gpu_cilk]
+    pub fn f3() -> u32 {
+        let mut acc: u64 = 178416u64.wrapping_sub(178416u64.rotate_left(3));
+        let t0: i64 = (acc) as i64;
         let mut n0: u32 = 0;
         loop {
             n0 += 1;
-            if n0 > ((acc << 5) % 5) as u32 {
+            if n0 > ((acc ^ acc) % 5) as u32 {
+                break;
+            }
+            if n0 % 2 == 0 {
+                continue;
+            }
+            acc = acc.rotate_left(3) ^ (n0 as u64);
+        }
+        spawn!(f4());
+        for i in 0..104u32 {
+            spawn!(f4());
+        }
+        for i in 0..110u32 {
+            spawn!(f4());
+        }
+        for k in 0..4u32 {
+            if (acc == acc) != (76356u64 < acc) {
+                return (acc.min((k as u64)).wrapping_mul((k as u64))) as u32;
+            }
+        }
+        sync!();
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        (acc ^ acc) as u32
+    }
+
+    #[gpu_cilk]
+    pub fn f4() {
+        let mut acc: u64 = 794604u64.wrapping_add(794604u64).wrapping_add((794604u64.count_ones() as u64));
+        let t0: u32 = (acc) as u32;
+        let mut n0: u32 = 0;
+        loop {
+            n0 += 1;
+            if n0 > ((acc & acc) % 5) as u32 {
                 break;
             }
             if n0 % 2 == 0 {
@@ -266,46 +315,6 @@ pub mod p1 {
         }
         sync!();
         acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
-        let s1 = spawn!(f3());
-        sync!();
-        acc ^= s1 as u64;
-        (acc ^ 77031u64.wrapping_mul((d as u64))) as i64
-    }
-
-    #[gpu_cilk]
-    pub fn f3() -> u32 {
-        if (86172u64 == 705908u64) != (705908u64 < 705908u64) {
-            return (705908u64.max(705908u64).min(70506u64.min(75411u64))) as u32;
-        }
-        let mut acc: u64 = 705908u64;
-        let mut n0: u32 = 0;
-        loop {
-            n0 += 1;
-            if n0 > ((40059u64.count_ones() as u64) % 5) as u32 {
-                break;
-            }
-            if n0 % 2 == 0 {
-                continue;
-            }
-            acc = acc.rotate_left(3) ^ (n0 as u64);
-        }
-        for i in 0..107u32 {
-            spawn!(f4());
-        }
-        sync!();
-        (acc ^ (acc.count_ones() as u64)) as u32
-    }
-
-    #[gpu_cilk]
-    pub fn f4() {
-        let mut acc: u64 = 675042u64;
-        sync!();
-        if acc % 6 == 0 {
-            acc = acc;
-        } else {
-            acc = acc.wrapping_add(1);
-        }
     }
 }
 
@@ -355,140 +364,151 @@ pub mod p2 {
     }
 
     #[gpu_cilk]
+    pub fn fw(t: Temp<u64>, i: usize, x: u64) {
+        t[i] = x.rotate_left(i as u32 % 64) ^ 5;
+    }
+
+    #[gpu_cilk]
     pub fn root() -> u64 {
-        let mut acc: u64 = 368477u64.max(368477u64).wrapping_mul((h1(8424u64, (368477u64) as u32).wrapping_add(29) as u64));
-        let mut a1: [u64; 256] = [0; 256];
-        for i in 0..256 {
-            a1[i] = spawn!(f4((((acc as i32) % 28) as u64) % 2 == 0));
+        let mut acc: u64 = (((532280u64 as i64).wrapping_mul(-3) >> 2) as u64).min(532280u64.wrapping_add(75789u64));
+        let t0: bool = (acc << 21) % 2 == 0;
+        let t1: u32 = (acc.rotate_left(24)) as u32;
+        let tmp = alloc!(u64, 43);
+        for i in 0..43 {
+            spawn!(fw(tmp, i, (i as u64).rotate_left(30)));
         }
-        let r2 = spawn!(f4(acc.wrapping_add(acc) % 2 == 0));
+        let mut a1: [u64; 7] = [0; 7];
+        for i in 0..7 {
+            if i % 3 != 0 {
+                a1[i] = spawn!(f4((i as u64).rotate_left(21) % 2 == 0));
+            }
+        }
+        let r2 = spawn!(f3((acc.wrapping_sub(93471u64)) as i32, (94424u64) as i64));
         sync!();
+        for j in 0..tmp.len() {
+            acc = acc.rotate_left(3) ^ tmp[j];
+        }
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
         for j in 0..a1.len() {
             acc = acc.rotate_left(5) ^ (a1[j] as u64);
         }
         acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        acc ^ acc
+        acc ^ acc.wrapping_sub(acc)
     }
 
     #[gpu_cilk]
-    pub fn f1(d: u32, x0: u64, mut x1: u32, mut x2: i64) -> u64 {
+    pub fn f1(d: u32, x0: u64, x1: u32, x2: i64) -> u64 {
         if d == 0 {
-            return x0.wrapping_add((d as u64)).wrapping_mul((x1 as u64));
+            return ((d as u64).min(x0) & ((x1 as u64) % 441));
         }
-        let mut acc: u64 = (((26257u64 & 1 == 1) && ((x1 as u64) <= (d as u64))) as u64);
-        x1 = (((d as u64) | (x2 as u64))) as u32;
-        x2 = (((d as u64) % 660)) as i64;
-        let t0: i64 = ((x1 as u64)) as i64;
-        let mut n0: u32 = 0;
-        loop {
-            n0 += 1;
-            if n0 > ((h0(x0, (acc) as u32) as u64) % 5) as u32 {
-                break;
+        let mut acc: u64 = (x1 as u64);
+        let t0: i32 = ((h2((x2 as u64), ((x1 as u64)) as u32, (acc & acc) % 2 == 0) as u64)) as i32;
+        let t1: u32 = (acc.max(81706u64)) as u32;
+        let r1 = spawn!(f1(d - 1, 78515u64, ((if !((x2 as u64) >= (x1 as u64)) { (d as u64) } else { x0 })) as u32, ((x2 as u64)) as i64));
+        let r2 = spawn!(f1(d - 1, (((acc as i64).wrapping_mul(-3) >> 2) as u64), ((d as u64).wrapping_sub(acc)) as u32, ((acc << 3)) as i64));
+        spawn!(f2());
+        for k in 0..4u32 {
+            if (x1 as u64) % 4 == 0 {
+                return (if ((k as u64) == (x2 as u64)) != (1831u64 < acc) { (d as u64) } else { acc });
             }
-            if n0 % 2 == 0 {
-                continue;
-            }
-            acc = acc.rotate_left(3) ^ (n0 as u64);
-        }
-        let r1 = spawn!(f4(x0.rotate_left(23) % 2 == 0));
-        let r4 = spawn!(f5(((((acc as i64).wrapping_mul(-3) >> 2) as u64)) as i64, (94424u64) as i32, (acc) as u32));
-        sync!();
-        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
-        acc = acc.wrapping_mul(31).wrapping_add(r4 as u64);
-        let s4 = spawn!(f5(((acc % 759)) as i64, ((acc | 38648u64)) as i32, (((x1 as u64) << 7)) as u32));
-        sync!();
-        acc ^= s4 as u64;
-        acc ^ ((x1 as u64) ^ (x1 as u64))
-    }
-
-    #[gpu_cilk]
-    pub fn f2() -> u64 {
-        if (26564u64 != 977287u64) == (977287u64 >= 977287u64) {
-            return 977287u64.wrapping_sub((((977287u64 as i32) % 8) as u64));
-        }
-        let mut acc: u64 = (if (977287u64 != 977287u64) == (977287u64 >= 977287u64) { 977287u64 } else { 977287u64 }).max(977287u64.max(977287u64));
-        let t0: i64 = ((acc >> 33)) as i64;
-        acc = acc.wrapping_add(f5(((h1(acc, (acc) as u32).wrapping_add(486) as u64)) as i64, (acc) as i32, (acc.rotate_left(33)) as u32) as u64);
-        acc = acc.wrapping_add(f4(acc.wrapping_sub(acc) % 2 == 0) as u64);
-        acc = acc.wrapping_add(f3((acc.max(acc)) as i32, ((acc.count_ones() as u64)) as i64) as u64);
-        sync!();
-        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        acc ^ (((acc as i32) % 22) as u64)
-    }
-
-    #[gpu_cilk]
-    pub fn f3(x0: i32, mut x1: i64) -> u64 {
-        if ((x0 as u64) != (x0 as u64)) == ((x0 as u64) >= (x1 as u64)) {
-            return (x0 as u64);
-        }
-        let mut acc: u64 = (14027u64 % 208).wrapping_mul((x1 as u64).wrapping_mul((x1 as u64)));
-        x1 = ((acc.count_ones() as u64)) as i64;
-        let mut r1: u64 = 0;
-        if (x1 as u64) > acc {
-            r1 = spawn!(f4(48467u64.rotate_left(43) % 2 == 0));
-        }
-        let mut a2: [u64; 73] = [0; 73];
-        for i in 0..73 {
-            if i % 2 != 0 {
-                a2[i] = spawn!(f4((i as u64).wrapping_mul(acc) % 2 == 0));
-            }
-        }
-        sync!();
-        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
-        for j in 0..a2.len() {
-            acc = acc.rotate_left(5) ^ (a2[j] as u64);
-        }
-        acc ^ 73471u64.max(78371u64)
-    }
-
-    #[gpu_cilk]
-    pub fn f4(x0: bool) -> u64 {
-        let mut acc: u64 = ((x0 as u64).wrapping_sub(29u64) % 80);
-        let t0: i64 = (acc.wrapping_sub(acc)) as i64;
-        let t1: i32 = ((32938u64.count_ones() as u64)) as i32;
-        let r1 = spawn!(f5((acc) as i64, (acc.wrapping_sub(1167u64)) as i32, (acc) as u32));
-        let r2 = spawn!(f5(((x0 as u64)) as i64, ((acc ^ (x0 as u64))) as i32, ((acc ^ acc)) as u32));
-        let r3 = spawn!(f5(((((38114u64 != (x0 as u64)) == ((x0 as u64) >= (x0 as u64))) as u64)) as i64, (acc.min(66810u64)) as i32, (((x0 as u64) & acc)) as u32));
-        if !((x0 as u64) >= acc) {
-            return (acc % 630);
         }
         sync!();
         acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
         acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
         acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
         acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
-        let s3 = spawn!(f5((acc) as i64, ((acc ^ acc)) as i32, (30812u64.wrapping_mul((x0 as u64))) as u32));
-        sync!();
-        acc ^= s3 as u64;
-        acc ^ (acc & acc)
+        acc ^ 26257u64
     }
 
     #[gpu_cilk]
-    pub fn f5(x0: i64, mut x1: i32, x2: u32) -> u64 {
-        if !((x1 as u64) >= (x1 as u64)) {
-            return (x1 as u64);
+    pub fn f2() -> u64 {
+        let mut acc: u64 = ((37780u64 << 14) | (if 37780u64 % 4 == 0 { 37780u64 } else { 37780u64 }));
+        let t0: bool = (acc >> 17) % 2 == 0;
+        let t1: bool = (acc & acc) % 2 == 0;
+        let tmp = alloc!(u64, 27);
+        for i in 0..27 {
+            spawn!(fw(tmp, i, 15225u64.wrapping_add(acc)));
         }
-        let mut acc: u64 = (x1 as u64);
-        x1 = (76139u64) as i32;
-        let t0: bool = (x2 as u64).wrapping_mul(40005u64) % 2 == 0;
-        let t1: i32 = (((x1 as u64) ^ acc)) as i32;
-        let mut n0: u32 = 0;
-        loop {
-            n0 += 1;
-            if n0 > ((x0 as u64).min((x0 as u64)) % 5) as u32 {
-                break;
-            }
-            if n0 % 2 == 0 {
-                continue;
-            }
-            acc = acc.rotate_left(3) ^ (n0 as u64);
+        sync!();
+        for j in 0..tmp.len() {
+            acc = acc.rotate_left(3) ^ tmp[j];
+        }
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
+        acc ^ acc
+    }
+
+    #[gpu_cilk]
+    pub fn f3(x0: i32, mut x1: i64) -> u64 {
+        let mut acc: u64 = (x1 as u64).max(((x0 as u64) << 3));
+        x1 = (((((x0 as u64) as i64).wrapping_mul(-3) >> 2) as u64)) as i64;
+        let t0: bool = (x0 as u64).wrapping_add(acc) % 2 == 0;
+        let t1: i32 = (acc.rotate_left(8)) as i32;
+        let tmp = alloc!(u64, 48);
+        for i in 0..48 {
+            spawn!(fw(tmp, i, (i as u64)));
+        }
+        let r1 = spawn!(f5(((x0 as u64)) as i64, ((x0 as u64).max((x1 as u64))) as i32, (acc.max(acc)) as u32));
+        spawn!(f4(((((x0 as u64) as i64) / -3) as u64) % 2 == 0));
+        let mut a3: [u64; 2] = [0; 2];
+        let mut w3: u32 = 0;
+        while w3 < ((x1 as u64).wrapping_mul(9887u64) % 3) as u32 {
+            a3[w3 as usize] = spawn!(f5((((x1 as u64).count_ones() as u64)) as i64, (17323u64) as i32, ((x1 as u64).max((x1 as u64))) as u32));
+            w3 += 1;
+        }
+        sync!();
+        for j in 0..tmp.len() {
+            acc = acc.rotate_left(3) ^ tmp[j];
+        }
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
+        for j in 0..a3.len() {
+            acc = acc.rotate_left(5) ^ (a3[j] as u64);
+        }
+        acc ^ (x0 as u64)
+    }
+
+    #[gpu_cilk]
+    pub fn f4(x0: bool) -> u64 {
+        if ((x0 as u64) & 1 == 1) && (6288u64 <= (x0 as u64)) {
+            return ((x0 as u64) >> 27).rotate_left(61);
+        }
+        let mut acc: u64 = ((x0 as u64) >> 30);
+        let t0: u32 = ((x0 as u64)) as u32;
+        let t1: bool = (if !(53995u64 >= (x0 as u64)) { acc } else { (x0 as u64) }) % 2 == 0;
+        let mut a1: [u64; 10] = [0; 10];
+        let mut w1: u32 = 0;
+        while w1 < ((x0 as u64) % 11) as u32 {
+            a1[w1 as usize] = spawn!(f5((35124u64.max(acc)) as i64, (((w1 as u64) ^ (x0 as u64))) as i32, ((w1 as u64)) as u32));
+            w1 += 1;
         }
         sync!();
         acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
         acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
-        acc ^ ((((x2 as u64) as i32) % 38) as u64)
+        for j in 0..a1.len() {
+            acc = acc.rotate_left(5) ^ (a1[j] as u64);
+        }
+        acc ^ acc.wrapping_mul(acc)
+    }
+
+    #[gpu_cilk]
+    pub fn f5(x0: i64, x1: i32, x2: u32) -> u64 {
+        let mut acc: u64 = (x1 as u64);
+        let t0: i32 = ((x0 as u64)) as i32;
+        let t1: u32 = ((acc.count_ones() as u64)) as u32;
+        let tmp = alloc!(u64, 41);
+        for i in 0..41 {
+            spawn!(fw(tmp, i, ((x0 as u64).count_ones() as u64)));
+        }
+        sync!();
+        for j in 0..tmp.len() {
+            acc = acc.rotate_left(3) ^ tmp[j];
+        }
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
+        acc ^ ((x1 as u64) ^ acc)
     }
 }
 
@@ -502,7 +522,7 @@ pub mod p3 {
             z = z.rotate_left(i + 1) ^ a;
         }
         if (b as u64) % 4 == 0 {
-            z = ((((b as u64) as i64) / -1) as u64);
+            z = ((((b as u64) as i64) / -2) as u64);
         } else if (c as u64) % 5 == 0 {
             z = ((b as u64).count_ones() as u64);
         }
@@ -511,114 +531,60 @@ pub mod p3 {
 
     #[gpu_cilk]
     pub fn root() -> u64 {
-        let mut acc: u64 = (h0((86317u64 << 3), ((if 276374u64 > 276374u64 { 276374u64 } else { 276374u64 })) as u32, ((if 62339u64 > 276374u64 { 276374u64 } else { 89405u64 })) as i64).wrapping_add(957) as u64);
-        let t0: i32 = ((acc << 14)) as i32;
-        let t1: u32 = (5209u64) as u32;
-        let mut a1: [i32; 19] = [0; 19];
-        for i in 0..19 {
-            if i % 2 != 0 {
-                a1[i] = spawn!(f2((i as u64) % 2 == 0, [26, 28, 0, 7]));
-            }
+        let mut acc: u64 = ((147300u64 << 19) % 198);
+        let t0: u32 = ((acc & 89405u64)) as u32;
+        let mut a1: [u64; 5] = [0; 5];
+        let mut w1: u32 = 0;
+        while w1 < ((((acc as i32) % 29) as u64) % 6) as u32 {
+            a1[w1 as usize] = spawn!(f1([54, 56, 64, 7]));
+            w1 += 1;
         }
-        let mut a2: [u64; 87] = [0; 87];
-        for i in 0..87 {
-            if i % 3 != 0 {
-                a2[i] = spawn!(f3());
-            }
-        }
+        spawn!(f3());
         sync!();
         acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
         for j in 0..a1.len() {
             acc = acc.rotate_left(5) ^ (a1[j] as u64);
         }
-        for j in 0..a2.len() {
-            acc = acc.rotate_left(5) ^ (a2[j] as u64);
-        }
-        acc ^ (21890u64 << 16)
+        acc ^ (43429u64 >> 26)
     }
 
     #[gpu_cilk]
     pub fn f1(x0: [u32; 4]) -> u64 {
-        if (60921u64 & 1 == 1) && ((x0[3] as u64) <= (x0[3] as u64)) {
-            return (x0[3] as u64);
+        if (x0[2] as u64) > (x0[3] as u64) {
+            return 78321u64;
         }
-        let mut acc: u64 = ((((91737u64 as i64).wrapping_mul(-3) >> 2) as u64) << 15);
-        let t0: bool = h0(87473u64, (86089u64) as u32, (h0((x0[2] as u64), (acc) as u32, ((x0[3] as u64).min((x0[2] as u64))) as i64)) as i64) % 2 == 0;
-        let t1: i64 = (((x0[2] as u64) ^ (x0[2] as u64))) as i64;
-        acc = acc.wrapping_add(f3() as u64);
+        let mut acc: u64 = ((((x0[3] as u64) != (x0[3] as u64)) == ((x0[2] as u64) >= 60921u64)) as u64);
+        let t0: u32 = ((x0[2] as u64).max(91737u64)) as u32;
+        let t1: u32 = ((if !(acc >= 87473u64) { 44174u64 } else { acc })) as u32;
+        let mut a1: [u64; 256] = [0; 256];
+        let mut w1: u32 = 0;
+        while w1 < ((x0[3] as u64).min((x0[2] as u64)) % 257) as u32 {
+            a1[w1 as usize] = spawn!(f4(acc));
+            w1 += 1;
+        }
+        let r2 = spawn!(f4((x0[2] as u64).wrapping_mul((x0[2] as u64))));
+        if ((x0[2] as u64) & 1 == 1) && (acc <= 40018u64) {
+            return (x0[2] as u64).wrapping_mul(acc).rotate_left(15);
+        }
         sync!();
         acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
         acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
-        acc ^ 40018u64.max(acc)
-    }
-
-    #[gpu_cilk]
-    pub fn f2(x0: bool, x1: [u32; 4]) -> i32 {
-        let mut acc: u64 = (x0 as u64);
-        let t0: i64 = ((((acc as i64).wrapping_mul(-3) >> 2) as u64)) as i64;
-        let mut a1: [u64; 25] = [0; 25];
-        for i in 0..25 {
-            if i % 3 != 0 {
-                a1[i] = spawn!(f4((x1[3] as u64)));
-            }
-        }
-        let r2 = spawn!(f4((if ((x0 as u64) != (x1[3] as u64)) == ((x1[2] as u64) == 52866u64) { 3784u64 } else { (x1[3] as u64) })));
-        let mut a3: [u64; 162] = [0; 162];
-        let mut w3: u32 = 0;
-        while w3 < ((x0 as u64) % 163) as u32 {
-            a3[w3 as usize] = spawn!(f4(((52484u64 > (x1[2] as u64)) as u64)));
-            w3 += 1;
-        }
-        if ((x1[3] as u64) & 1 == 1) && ((x1[3] as u64) <= (x1[2] as u64)) {
-            return (78321u64) as i32;
-        }
-        sync!();
-        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
         for j in 0..a1.len() {
             acc = acc.rotate_left(5) ^ (a1[j] as u64);
         }
         acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        for j in 0..a3.len() {
-            acc = acc.rotate_left(5) ^ (a3[j] as u64);
-        }
-        let s3 = spawn!(f4((((acc as i64).wrapping_mul(-3) >> 2) as u64)));
-        sync!();
-        acc ^= s3 as u64;
-        (acc ^ (x1[2] as u64).wrapping_sub((x1[2] as u64))) as i32
+        acc ^ (((acc as i64) / -4) as u64)
     }
 
     #[gpu_cilk]
-    pub fn f3() -> u64 {
-        let mut acc: u64 = (891662u64 ^ ((891662u64 % 6 == 1) as u64));
-        let t0: i32 = (acc) as i32;
-        let mut r1: u64 = 0;
-        if acc > acc {
-            r1 = spawn!(f4((acc.count_ones() as u64)));
-        } else {
-            spawn!(f4(acc));
-        }
-        let r2 = spawn!(f4(acc));
-        let r3 = spawn!(f4(acc));
-        if (acc == acc) != (acc == acc) {
-            return (acc.wrapping_mul(acc) | (acc % 193));
-        }
-        sync!();
-        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
-        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
-        acc ^ acc.max(acc)
-    }
-
-    #[gpu_cilk]
-    pub fn f4(x0: u64) -> u64 {
-        let mut acc: u64 = x0;
-        let t0: bool = acc % 2 == 0;
+    pub fn f2(x0: bool, x1: [u32; 4]) -> i32 {
+        let mut acc: u64 = ((x1[2] as u64) | (x1[3] as u64).min((x1[3] as u64)));
+        let t0: i64 = (acc) as i64;
+        let t1: i32 = (16650u64.max(acc)) as i32;
         let mut n0: u32 = 0;
         loop {
             n0 += 1;
-            if n0 > (x0 % 5) as u32 {
+            if n0 > ((x1[3] as u64) % 5) as u32 {
                 break;
             }
             if n0 % 2 == 0 {
@@ -626,9 +592,52 @@ pub mod p3 {
             }
             acc = acc.rotate_left(3) ^ (n0 as u64);
         }
+        acc = acc.wrapping_add(f3() as u64);
+        spawn!(f4((x1[3] as u64).wrapping_sub(acc)));
+        let mut a3: [u64; 256] = [0; 256];
+        for i in 0..256 {
+            if i % 3 != 0 {
+                a3[i] = spawn!(f4(((i as u64) ^ (x0 as u64))));
+            }
+        }
+        let mut r4: u64 = 0;
+        if ((x1[2] as u64) == acc) != (72622u64 < 78309u64) {
+            r4 = spawn!(f4((x1[3] as u64)));
+        } else {
+            spawn!(f4(acc));
+        }
         sync!();
         acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        acc ^ (((acc as i64) / -5) as u64)
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
+        for j in 0..a3.len() {
+            acc = acc.rotate_left(5) ^ (a3[j] as u64);
+        }
+        acc = acc.wrapping_mul(31).wrapping_add(r4 as u64);
+        (acc ^ 68774u64) as i32
+    }
+
+    #[gpu_cilk]
+    pub fn f3() -> u64 {
+        let mut acc: u64 = h0(394146u64, ((394146u64.count_ones() as u64)) as u32, (394146u64) as i64);
+        let mut r1: u64 = 0;
+        if (acc == acc) != (60776u64 == acc) {
+            r1 = spawn!(f4(acc));
+        }
+        sync!();
+        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
+        acc ^ acc.wrapping_sub(acc)
+    }
+
+    #[gpu_cilk]
+    pub fn f4(x0: u64) -> u64 {
+        if (41237u64 & 1 == 1) && (x0 <= x0) {
+            return 66674u64.rotate_left(56);
+        }
+        let mut acc: u64 = (28232u64.rotate_left(4) | (81204u64.count_ones() as u64));
+        let t0: i64 = ((x0 ^ x0)) as i64;
+        sync!();
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc ^ x0.min(acc)
     }
 }
 
@@ -650,121 +659,45 @@ pub mod p4 {
     }
 
     #[gpu_cilk]
+    pub fn fw(t: Temp<u64>, i: usize, x: u64) {
+        t[i] = x.rotate_left(i as u32 % 64) ^ 50;
+    }
+
+    #[gpu_cilk]
     pub fn root() {
-        let mut acc: u64 = (h0(75243u64, (98550u64) as u32) << 17);
-        let t0: i64 = (((acc % 4 == 0) as u64)) as i64;
-        let t1: bool = (acc | acc) % 2 == 0;
-        let mut n0: u32 = 0;
-        loop {
-            n0 += 1;
-            if n0 > (acc % 5) as u32 {
-                break;
-            }
-            if n0 % 2 == 0 {
-                continue;
-            }
-            acc = acc.rotate_left(3) ^ (n0 as u64);
-        }
-        let mut a1: [i64; 256] = [0; 256];
+        let mut acc: u64 = h0(420381u64.wrapping_sub(420381u64), ((if (74740u64 & 1 == 1) && (420381u64 <= 420381u64) { 420381u64 } else { 420381u64 })) as u32);
+        let t0: bool = acc.min(acc) % 2 == 0;
+        let mut a1: [u64; 2] = [0; 2];
         let mut w1: u32 = 0;
-        while w1 < (acc % 257) as u32 {
-            a1[w1 as usize] = spawn!(f3(((acc | acc)) as i32, acc, (w1 as u64)));
+        while w1 < ((acc ^ acc) % 3) as u32 {
+            a1[w1 as usize] = spawn!(f1((acc.rotate_left(46)) as i64, (acc.wrapping_mul(99165u64)) as i32));
             w1 += 1;
         }
-        for k in 0..4u32 {
-            if (16829u64 & 1 == 1) && ((k as u64) <= acc) {
-                return ;
-            }
+        spawn!(f3((acc) as i32, 76945u64.wrapping_sub(acc), (if acc % 2 == 0 { 40478u64 } else { acc })));
+        if (acc & 1 == 1) && (8126u64 <= 31145u64) {
+            return ;
         }
         sync!();
         acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
         for j in 0..a1.len() {
             acc = acc.rotate_left(5) ^ (a1[j] as u64);
         }
-        let s1 = spawn!(f2());
-        sync!();
-        acc ^= s1 as u64;
-        if acc > acc {
-            acc = (acc & acc);
-        } else {
-            acc = acc.wrapping_add(1);
+        if 7574u64 % 3 == 0 {
+            spawn!(f2());
         }
     }
 
     #[gpu_cilk]
     pub fn f1(x0: i64, x1: i32) -> u64 {
-        let mut acc: u64 = (((!(86906u64 >= (x1 as u64))) as u64) << 25);
-        let t0: i64 = (acc) as i64;
-        let t1: i64 = (((x1 as u64) & (x0 as u64))) as i64;
-        spawn!(f3((((!(30216u64 >= (x1 as u64))) as u64)) as i32, acc.max((x1 as u64)), 46095u64.min((x1 as u64))));
-        let mut a2: [u32; 5] = [0; 5];
-        for i in 0..5 {
-            if i % 2 != 0 {
-                a2[i] = spawn!(f2());
-            }
+        if (x0 as u64) > 37895u64 {
+            return ((x0 as u64) ^ (x1 as u64)).min(((x1 as u64) >> 10));
         }
-        if (acc & 1 == 1) && (92250u64 <= acc) {
-            return acc.rotate_left(21).wrapping_sub(((x1 as u64) >> 14));
-        }
-        sync!();
-        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
-        for j in 0..a2.len() {
-            acc = acc.rotate_left(5) ^ (a2[j] as u64);
-        }
-        acc ^ ((x0 as u64) << 37)
-    }
-
-    #[gpu_cilk]
-    pub fn f2() -> u32 {
-        if 157460u64 > 157460u64 {
-            return (157460u64) as u32;
-        }
-        let mut acc: u64 = ((157460u64 % 29) | (((157460u64 & 1 == 1) && (157460u64 <= 4777u64)) as u64));
-        let t0: i64 = ((81895u64 << 6)) as i64;
-        let t1: u32 = (acc.wrapping_add(acc)) as u32;
-        let mut a1: [i64; 34] = [0; 34];
-        let mut w1: u32 = 0;
-        while w1 < ((acc >> 9) % 35) as u32 {
-            a1[w1 as usize] = spawn!(f3((h0(28788u64, ((w1 as u64)) as u32)) as i32, (((48234u64 as i32) % 15) as u64), (94677u64.count_ones() as u64)));
-            w1 += 1;
-        }
-        let r2 = spawn!(f3(((acc & acc)) as i32, acc.min(acc), 66281u64));
-        let mut a3: [i64; 71] = [0; 71];
-        let mut w3: u32 = 0;
-        while w3 < (acc.wrapping_sub(acc) % 72) as u32 {
-            a3[w3 as usize] = spawn!(f3(((w3 as u64).rotate_left(18)) as i32, (w3 as u64), acc.rotate_left(25)));
-            w3 += 1;
-        }
-        spawn!(f3((acc.max(22556u64)) as i32, (h0(acc, (acc) as u32).wrapping_add(258) as u64), (acc << 22)));
-        sync!();
-        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
-        for j in 0..a1.len() {
-            acc = acc.rotate_left(5) ^ (a1[j] as u64);
-        }
-        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        for j in 0..a3.len() {
-            acc = acc.rotate_left(5) ^ (a3[j] as u64);
-        }
-        let s4 = spawn!(f3((acc) as i32, (acc | acc), h0(acc, (72398u64) as u32)));
-        sync!();
-        acc ^= s4 as u64;
-        (acc ^ acc.min(acc)) as u32
-    }
-
-    #[gpu_cilk]
-    pub fn f3(x0: i32, mut x1: u64, x2: u64) -> i64 {
-        if (69178u64 & 1 == 1) && (x1 <= x2) {
-            return ((x1 >> 29)) as i64;
-        }
-        let mut acc: u64 = (3734u64 & x2);
-        x1 = (((x0 as u64) % 2 == 0) as u64);
+        let mut acc: u64 = ((!((x0 as u64) >= 67892u64)) as u64);
+        let t0: i64 = (66281u64) as i64;
         let mut n0: u32 = 0;
         loop {
             n0 += 1;
-            if n0 > ((x0 as u64).max(x2) % 5) as u32 {
+            if n0 > ((x0 as u64) % 5) as u32 {
                 break;
             }
             if n0 % 2 == 0 {
@@ -772,8 +705,58 @@ pub mod p4 {
             }
             acc = acc.rotate_left(3) ^ (n0 as u64);
         }
+        let tmp = alloc!(u64, 30);
+        for i in 0..30 {
+            spawn!(fw(tmp, i, acc.wrapping_add((i as u64))));
+        }
+        let mut a1: [i64; 10] = [0; 10];
+        for i in 0..10 {
+            if i % 2 != 0 {
+                a1[i] = spawn!(f3(((94473u64 << 14)) as i32, (x1 as u64).min((i as u64)), (x1 as u64)));
+            }
+        }
+        let mut r2: u32 = 0;
+        if (68250u64 != (x1 as u64)) == ((x1 as u64) == acc) {
+            r2 = spawn!(f2());
+        }
         sync!();
-        (acc ^ h0(59181u64, (acc) as u32)) as i64
+        for j in 0..tmp.len() {
+            acc = acc.rotate_left(3) ^ tmp[j];
+        }
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        for j in 0..a1.len() {
+            acc = acc.rotate_left(5) ^ (a1[j] as u64);
+        }
+        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
+        acc ^ ((x0 as u64) & (x0 as u64))
+    }
+
+    #[gpu_cilk]
+    pub fn f2() -> u32 {
+        if 651674u64 > 88698u64 {
+            return (651674u64.wrapping_mul(651674u64).wrapping_add(651674u64)) as u32;
+        }
+        let mut acc: u64 = (651674u64 % 292).wrapping_sub((651674u64 % 29));
+        let t0: i64 = ((acc.count_ones() as u64)) as i64;
+        acc = acc.wrapping_add(f3(((acc % 756)) as i32, acc.max(79827u64), h0(acc, (acc) as u32)) as u64);
+        sync!();
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        (acc ^ 47205u64) as u32
+    }
+
+    #[gpu_cilk]
+    pub fn f3(x0: i32, x1: u64, mut x2: u64) -> i64 {
+        let mut acc: u64 = 47754u64.min(((x0 as u64) & 78868u64));
+        x2 = (x0 as u64).min(x1);
+        let tmp = alloc!(u64, 8);
+        for i in 0..8 {
+            spawn!(fw(tmp, i, acc));
+        }
+        sync!();
+        for j in 0..tmp.len() {
+            acc = acc.rotate_left(3) ^ tmp[j];
+        }
+        (acc ^ 38697u64.wrapping_sub(x2)) as i64
     }
 }
 
@@ -791,7 +774,7 @@ pub mod p5 {
         } else if (32753u64 & 1 == 1) && (z <= 24909u64) {
             z = a;
         }
-        ((((b as u64) as i64) / -2) as u64) % 2 == 1
+        ((((b as u64) as i64) / -3) as u64) % 2 == 1
     }
 
     #[gpu_cilk::device]
@@ -827,9 +810,9 @@ pub mod p5 {
         let mut acc: u64 = h1((((594060u64 as i32) % 39) as u64), ((594060u64 ^ 45341u64)) as u32, (((!(68578u64 >= 594060u64)) as u64)) as i32);
         let t0: i32 = (acc.max(64100u64)) as i32;
         let t1: u32 = (acc.min(acc)) as u32;
-        let mut a1: [u64; 33] = [0; 33];
+        let mut a1: [u64; 6] = [0; 6];
         let mut w1: u32 = 0;
-        while w1 < (acc.wrapping_mul(acc) % 34) as u32 {
+        while w1 < (acc.wrapping_mul(acc) % 7) as u32 {
             a1[w1 as usize] = spawn!(f1(((w1 as u64) & acc) % 2 == 0, (if !(acc >= acc) { (w1 as u64) } else { acc })));
             w1 += 1;
         }
@@ -839,124 +822,100 @@ pub mod p5 {
         for j in 0..a1.len() {
             acc = acc.rotate_left(5) ^ (a1[j] as u64);
         }
+        let s1 = spawn!(f3(0, ((if !(acc >= acc) { acc } else { acc })) as u32, ((if 32807u64 % 3 == 1 { acc } else { 2735u64 })) as i32));
+        sync!();
+        acc ^= s1 as u64;
         acc ^ (acc << 34)
     }
 
     #[gpu_cilk]
     pub fn f1(x0: bool, x1: u64) -> u64 {
-        if (x1 != (x0 as u64)) == ((x0 as u64) >= x1) {
-            return ((((x0 as u64) % 5 == 1) as u64).count_ones() as u64);
-        }
-        let mut acc: u64 = ((((x0 as u64) as i32) % 36) as u64).wrapping_add(x1.wrapping_sub(x1));
-        let t0: u32 = ((((x1 as i32) % 36) as u64)) as u32;
-        let t1: u32 = ((x1 >> 24)) as u32;
-        spawn!(f4((x1) as i32, ((acc & x1)) as i32, (acc.count_ones() as u64) % 2 == 0));
-        let r2 = spawn!(f5(9291u64 % 2 == 0));
-        let mut r3: u32 = 0;
-        if acc > 62690u64 {
-            r3 = spawn!(f5(x1.min(acc) % 2 == 0));
-        } else {
-            spawn!(f5(((((x0 as u64) as i64).wrapping_mul(-3) >> 2) as u64) % 2 == 0));
-        }
+        let mut acc: u64 = x1.wrapping_add(x1).wrapping_sub((x1 << 23));
+        spawn!(f3((x1.wrapping_mul(acc) % 4) as u32, (((x0 as u64) >> 21)) as u32, (acc.rotate_left(12)) as i32));
+        let r2 = spawn!(f3(2, (x1.wrapping_sub(acc)) as u32, (((((x0 as u64) as i64).wrapping_mul(-3) >> 2) as u64)) as i32));
         if (acc != acc) == ((x0 as u64) >= x1) {
             return acc;
         }
         sync!();
-        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
         acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
-        let s3 = spawn!(f2(1, x1.wrapping_sub(x1) % 2 == 0, (acc.wrapping_sub((x0 as u64))) as u32, [((acc | 95504u64)) as u32, 3, ((x0 as u64)) as u32, 532]));
+        let s2 = spawn!(f2(1, x1.wrapping_sub(x1) % 2 == 0, (acc.wrapping_sub((x0 as u64))) as u32, [((acc | 95504u64)) as u32, 3, ((x0 as u64)) as u32, 532]));
         sync!();
-        acc ^= s3 as u64;
+        acc ^= s2 as u64;
         acc ^ acc.wrapping_add((x0 as u64))
     }
 
     #[gpu_cilk]
-    pub fn f2(d: u32, mut x0: bool, mut x1: u32, x2: [u32; 4]) -> i32 {
+    pub fn f2(d: u32, mut x0: bool, x1: u32, x2: [u32; 4]) -> i32 {
         if d == 0 {
-            return ((x2[3] as u64).wrapping_mul((x0 as u64))) as i32;
+            return ((x0 as u64).min(30128u64).wrapping_add((if ((d as u64) & 1 == 1) && ((d as u64) <= (x2[3] as u64)) { 93223u64 } else { (x2[3] as u64) }))) as i32;
         }
-        let mut acc: u64 = ((x2[2] as u64) % 494);
-        x0 = (if (54287u64 & 1 == 1) && ((x2[2] as u64) <= acc) { acc } else { (x2[2] as u64) }) % 2 == 0;
-        x1 = ((if (x2[3] as u64) > (x0 as u64) { (x2[2] as u64) } else { (d as u64) })) as u32;
-        let mut r1: i32 = 0;
-        if (acc & 1 == 1) && ((d as u64) <= 69721u64) {
-            r1 = spawn!(f3(3, (((x0 as u64) >> 36)) as u32, (8030u64) as i32));
-        }
-        let mut r2: i32 = 0;
-        if acc > (x2[3] as u64) {
-            r2 = spawn!(f3(((x2[2] as u64).wrapping_mul((x0 as u64)) % 4) as u32, (12814u64) as u32, (((84640u64 % 4 == 0) as u64)) as i32));
-        }
-        let mut a3: [u32; 48] = [0; 48];
-        let mut w3: u32 = 0;
-        while w3 < (((x2[2] as u64).count_ones() as u64) % 49) as u32 {
-            a3[w3 as usize] = spawn!(f5(((!((x2[2] as u64) >= 3737u64)) as u64) % 2 == 0));
-            w3 += 1;
-        }
-        for k in 0..4u32 {
-            if 96649u64 > 28840u64 {
-                return ((((x2[3] as u64) > (x2[2] as u64)) as u64)) as i32;
-            }
-        }
+        let mut acc: u64 = 80872u64;
+        x0 = ((x0 as u64) ^ (x1 as u64)) % 2 == 0;
+        acc = acc.wrapping_add(f3(2, (97770u64.wrapping_sub((x2[2] as u64))) as u32, ((if (d as u64) % 6 == 1 { (x0 as u64) } else { 73551u64 })) as i32) as u64);
+        acc = acc.wrapping_add(f4((acc.wrapping_sub((x1 as u64))) as i32, (acc.rotate_left(59)) as i32, acc % 2 == 0) as u64);
+        let r3 = spawn!(f3(0, ((19175u64 | (x1 as u64))) as u32, ((84326u64 & (x0 as u64))) as i32));
+        let r4 = spawn!(f3((h2((x2[2] as u64), ((d as u64)) as u32, (x2[2] as u64) % 2 == 0) % 4) as u32, (((x2[2] as u64) | 50403u64)) as u32, (45636u64) as i32));
         sync!();
-        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
-        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        for j in 0..a3.len() {
-            acc = acc.rotate_left(5) ^ (a3[j] as u64);
-        }
-        (acc ^ ((d as u64) & (x1 as u64))) as i32
+        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r4 as u64);
+        let s4 = spawn!(f3(1, (((((x1 as u64) as i32) % 36) as u64)) as u32, (((x0 as u64) % 681)) as i32));
+        sync!();
+        acc ^= s4 as u64;
+        (acc ^ (d as u64).min((x2[3] as u64))) as i32
     }
 
     #[gpu_cilk]
-    pub fn f3(d: u32, x0: u32, x1: i32) -> i32 {
+    pub fn f3(d: u32, x0: u32, mut x1: i32) -> i32 {
         if d == 0 {
-            return (((d as u64) ^ (d as u64).wrapping_sub((d as u64)))) as i32;
+            return (62451u64) as i32;
         }
-        let mut acc: u64 = (d as u64).wrapping_mul((d as u64));
-        let t0: i32 = ((((d as u64) > acc) as u64)) as i32;
-        let t1: bool = (d as u64) % 2 == 0;
-        let r1 = spawn!(f3(d - 1, (acc) as u32, (62451u64) as i32));
-        for k in 0..4u32 {
-            if ((x0 as u64) & 1 == 1) && (acc <= (d as u64)) {
-                return ((767u64 | ((k as u64) & (d as u64)))) as i32;
-            }
-        }
+        let mut acc: u64 = (((x0 as u64) % 882) % 109);
+        x1 = ((if ((x1 as u64) == acc) != (acc == (d as u64)) { 6300u64 } else { (d as u64) })) as i32;
+        let t0: u32 = (((x0 as u64) ^ (d as u64))) as u32;
+        let t1: u32 = ((x0 as u64)) as u32;
+        let r1 = spawn!(f5(54287u64.max(38283u64) % 2 == 0));
+        let r2 = spawn!(f5(((x0 as u64) >> 37) % 2 == 0));
         sync!();
         acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
         acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
         acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
         (acc ^ (x0 as u64)) as i32
     }
 
     #[gpu_cilk]
     pub fn f4(x0: i32, x1: i32, x2: bool) -> u32 {
-        let mut acc: u64 = (((x1 as u64) ^ (x1 as u64)) | (x0 as u64));
-        let t0: i32 = ((91017u64 % 539)) as i32;
-        let mut a1: [u32; 43] = [0; 43];
-        let mut w1: u32 = 0;
-        while w1 < ((x2 as u64).wrapping_sub(acc) % 44) as u32 {
-            a1[w1 as usize] = spawn!(f5(42074u64 % 2 == 0));
-            w1 += 1;
+        let mut acc: u64 = (((x1 as u64) | (x1 as u64)) << 25);
+        let t0: i32 = ((acc | 72152u64)) as i32;
+        let t1: bool = (x1 as u64).wrapping_mul(42074u64) % 2 == 0;
+        spawn!(f5((((x2 as u64) % 2 == 0) as u64) % 2 == 0));
+        let r2 = spawn!(f5((x2 as u64).min(acc) % 2 == 0));
+        let mut a3: [u32; 30] = [0; 30];
+        for i in 0..30 {
+            a3[i] = spawn!(f5((h0((i as u64), ((x2 as u64)) as u32) as u64) % 2 == 0));
         }
-        sync!();
-        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        for j in 0..a1.len() {
-            acc = acc.rotate_left(5) ^ (a1[j] as u64);
-        }
-        (acc ^ (x1 as u64).min(84081u64)) as u32
-    }
-
-    #[gpu_cilk]
-    pub fn f5(mut x0: bool) -> u32 {
-        let mut acc: u64 = (x0 as u64);
-        x0 = 94411u64.rotate_left(60) % 2 == 0;
-        let t0: i32 = ((acc ^ (x0 as u64))) as i32;
-        let t1: bool = (acc % 965) % 2 == 0;
+        spawn!(f5((x2 as u64).max((x0 as u64)) % 2 == 0));
         sync!();
         acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
         acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
-        (acc ^ (x0 as u64)) as u32
+        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
+        for j in 0..a3.len() {
+            acc = acc.rotate_left(5) ^ (a3[j] as u64);
+        }
+        let s4 = spawn!(f5(36143u64.wrapping_add((x0 as u64)) % 2 == 0));
+        sync!();
+        acc ^= s4 as u64;
+        (acc ^ (x0 as u64).wrapping_mul(acc)) as u32
+    }
+
+    #[gpu_cilk]
+    pub fn f5(x0: bool) -> u32 {
+        if (x0 as u64) > 65005u64 {
+            return ((67909u64.wrapping_sub(34657u64) >> 25)) as u32;
+        }
+        let mut acc: u64 = ((x0 as u64).count_ones() as u64).rotate_left(55);
+        sync!();
+        (acc ^ acc.rotate_left(3)) as u32
     }
 }
 
@@ -992,106 +951,98 @@ pub mod p6 {
     }
 
     #[gpu_cilk]
-    pub fn root() -> u64 {
-        let mut acc: u64 = (948751u64 % 167).wrapping_sub((25287u64 & 19929u64));
-        let t0: i32 = (acc) as i32;
-        let mut a1: [u64; 256] = [0; 256];
-        for i in 0..256 {
-            if i % 3 != 0 {
-                a1[i] = spawn!(f3(((i as u64) % 4) as u32, (acc.wrapping_add(acc)) as i32));
-            }
-        }
-        spawn!(f1(52833u64.max(acc), (acc >> 14) % 2 == 0, 34024u64));
-        let r3 = spawn!(f2((acc ^ acc) % 2 == 0, (acc.wrapping_add(acc)) as i64, ((5296u64 << 1)) as i64));
-        let r4 = spawn!(f3(1, (acc) as i32));
-        sync!();
-        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        for j in 0..a1.len() {
-            acc = acc.rotate_left(5) ^ (a1[j] as u64);
-        }
-        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
-        acc = acc.wrapping_mul(31).wrapping_add(r4 as u64);
-        acc ^ acc.wrapping_sub(36152u64)
+    pub fn fw(t: Temp<u64>, i: usize, x: u64) {
+        t[i] = x.rotate_left(i as u32 % 64) ^ 37;
     }
 
     #[gpu_cilk]
-    pub fn f1(x0: u64, x1: bool, x2: u64) -> i64 {
-        if !((x1 as u64) >= x2) {
-            return (x2) as i64;
+    pub fn root() -> u64 {
+        let mut acc: u64 = 396032u64.wrapping_add(396032u64.wrapping_sub(396032u64));
+        let mut a1: [i64; 5] = [0; 5];
+        let mut w1: u32 = 0;
+        while w1 < ((((acc as i64).wrapping_mul(-3) >> 2) as u64) % 6) as u32 {
+            a1[w1 as usize] = spawn!(f1(((w1 as u64) & acc), (w1 as u64) % 2 == 0, (w1 as u64)));
+            w1 += 1;
         }
-        let mut acc: u64 = x0.max(x0).rotate_left(59);
-        let t0: i32 = (((x1 as u64) ^ acc)) as i32;
-        let mut n0: u32 = 0;
-        loop {
-            n0 += 1;
-            if n0 > (((x1 as u64) ^ acc) % 5) as u32 {
-                break;
-            }
-            if n0 % 2 == 0 {
-                continue;
-            }
-            acc = acc.rotate_left(3) ^ (n0 as u64);
+        spawn!(f4(((acc > acc) as u64) % 2 == 0, acc));
+        sync!();
+        for j in 0..a1.len() {
+            acc = acc.rotate_left(5) ^ (a1[j] as u64);
         }
-        spawn!(f4(35355u64 % 2 == 0, acc));
-        spawn!(f4((h0(68110u64, ((x1 as u64)) as u32) as u64) % 2 == 0, (83183u64 ^ acc)));
-        if (48199u64 & 1 == 1) && (x0 <= 93386u64) {
-            return ((acc >> 31).min(((((x1 as u64) as i64) / -4) as u64))) as i64;
+        acc ^ (acc & acc)
+    }
+
+    #[gpu_cilk]
+    pub fn f1(mut x0: u64, x1: bool, mut x2: u64) -> i64 {
+        let mut acc: u64 = (x0 & x0.wrapping_sub((x1 as u64)));
+        x0 = (x1 as u64);
+        x2 = x2.wrapping_mul(x0);
+        let t0: bool = acc % 2 == 0;
+        let mut r1: u64 = 0;
+        if acc % 6 == 0 {
+            r1 = spawn!(f2(x0.wrapping_sub((x1 as u64)) % 2 == 0, ((x0 >> 31)) as i64, (x0.wrapping_mul(acc)) as i64));
         }
+        let r2 = spawn!(f2((60245u64 << 3) % 2 == 0, ((x2 ^ x0)) as i64, (acc) as i64));
         sync!();
         acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
         (acc ^ x2) as i64
     }
 
     #[gpu_cilk]
-    pub fn f2(mut x0: bool, x1: i64, x2: i64) -> u64 {
-        let mut acc: u64 = 10195u64;
-        x0 = acc.wrapping_add((x2 as u64)) % 2 == 0;
-        spawn!(f4((78117u64 ^ (x2 as u64)) % 2 == 0, (34954u64 | (x1 as u64))));
-        let mut a2: [u64; 54] = [0; 54];
-        let mut w2: u32 = 0;
-        while w2 < (acc.wrapping_mul((x2 as u64)) % 55) as u32 {
-            a2[w2 as usize] = spawn!(f3(2, ((w2 as u64)) as i32));
-            w2 += 1;
-        }
-        for i in 0..134u32 {
-            spawn!(f4((x2 as u64).wrapping_mul(12090u64) % 2 == 0, (x1 as u64).wrapping_sub((i as u64))));
-        }
-        spawn!(f3((2422u64 % 4) as u32, (((x2 as u64) << 34)) as i32));
-        if !((x1 as u64) >= acc) {
-            return (x1 as u64).wrapping_add((x2 as u64)).wrapping_mul((65666u64 & (x1 as u64)));
+    pub fn f2(x0: bool, mut x1: i64, mut x2: i64) -> u64 {
+        let mut acc: u64 = ((x0 as u64).min((x0 as u64)) & ((x0 as u64) << 36));
+        x1 = ((x0 as u64).max(65920u64)) as i64;
+        x2 = (11584u64.wrapping_mul(acc)) as i64;
+        let t0: i32 = ((x2 as u64).wrapping_mul(96705u64)) as i32;
+        for i in 0..182u32 {
+            spawn!(f4(((x2 as u64) & acc) % 2 == 0, acc.wrapping_mul((i as u64))));
         }
         sync!();
-        for j in 0..a2.len() {
-            acc = acc.rotate_left(5) ^ (a2[j] as u64);
-        }
-        acc ^ 98049u64.wrapping_sub((x1 as u64))
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc ^ (x1 as u64).rotate_left(12)
     }
 
     #[gpu_cilk]
     pub fn f3(d: u32, x0: i32) -> u64 {
         if d == 0 {
-            return (d as u64).wrapping_sub((x0 as u64)).wrapping_sub(((d as u64).count_ones() as u64));
+            return (x0 as u64);
         }
-        let mut acc: u64 = (x0 as u64);
-        let t0: u32 = ((acc | (d as u64))) as u32;
-        let t1: u32 = ((((77557u64 as i64).wrapping_mul(-3) >> 2) as u64)) as u32;
-        let r1 = spawn!(f3(d - 1, (acc) as i32));
-        spawn!(f4((acc % 705) % 2 == 0, ((x0 as u64) >> 27)));
+        let mut acc: u64 = ((if ((x0 as u64) != (d as u64)) == ((x0 as u64) >= (x0 as u64)) { (d as u64) } else { (x0 as u64) }) ^ (x0 as u64));
+        let t0: bool = (h1((d as u64), (acc) as u32, (acc) as i64) as u64) % 2 == 0;
+        let t1: i32 = (24984u64.wrapping_add(acc)) as i32;
+        for i in 0..70u32 {
+            spawn!(f4((acc.count_ones() as u64) % 2 == 0, acc));
+        }
+        for i in 0..9u32 {
+            spawn!(f4((d as u64) % 2 == 0, 86630u64));
+        }
+        spawn!(f4((d as u64) % 2 == 0, (if (17158u64 != (x0 as u64)) == ((x0 as u64) == acc) { (d as u64) } else { (x0 as u64) })));
+        let r4 = spawn!(f3(d - 1, (((d as u64) << 3)) as i32));
+        for k in 0..4u32 {
+            if (k as u64) % 3 == 1 {
+                return acc;
+            }
+        }
         sync!();
         acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
         acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
-        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
-        acc ^ 61336u64
+        acc = acc.wrapping_mul(31).wrapping_add(r4 as u64);
+        acc ^ (x0 as u64).rotate_left(59)
     }
 
     #[gpu_cilk]
-    pub fn f4(x0: bool, x1: u64) {
-        let mut acc: u64 = (((x0 as u64) ^ 66634u64) | (if 59111u64 % 6 == 0 { x1 } else { 97109u64 }));
-        let t0: bool = x1 % 2 == 0;
-        let t1: i32 = (x1.max(acc)) as i32;
+    pub fn f4(mut x0: bool, mut x1: u64) {
+        let mut acc: u64 = (x0 as u64);
+        x0 = (x1 & acc) % 2 == 0;
+        x1 = x1.min(97109u64);
         sync!();
-        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
+        if x1 > x1 {
+            acc = x1;
+        } else {
+            acc = acc.wrapping_add(1);
+        }
     }
 }
 
@@ -1113,22 +1064,29 @@ pub mod p7 {
     }
 
     #[gpu_cilk]
+    pub fn fw(t: Temp<u64>, i: usize, x: u64) {
+        t[i] = x.rotate_left(i as u32 % 64) ^ 61;
+    }
+
+    #[gpu_cilk]
     pub fn root() -> u64 {
         let mut acc: u64 = (789174u64 << 15);
-        for i in 0..10u32 {
-            spawn!(f3(((acc << 13)) as i32, acc, (h0((i as u64), ((i as u64)) as u32, (37885u64) as i64)) as i32));
+        for i in 0..24u32 {
+            spawn!(f3((acc) as i32, 81982u64, ((acc & (i as u64))) as i32));
         }
-        let mut r2: u32 = 0;
-        if 92320u64 > acc {
-            r2 = spawn!(f4((acc) as u32, (if acc % 2 == 1 { acc } else { acc }) % 2 == 0, (acc ^ acc)));
-        } else {
-            spawn!(f4((acc) as u32, 63184u64.wrapping_sub(acc) % 2 == 0, (acc | acc)));
+        let r2 = spawn!(f4((37885u64) as u32, acc.max(92320u64) % 2 == 0, acc));
+        let mut a3: [i32; 7] = [0; 7];
+        let mut w3: u32 = 0;
+        while w3 < (acc % 8) as u32 {
+            a3[w3 as usize] = spawn!(f2());
+            w3 += 1;
         }
-        let r4 = spawn!(f4((acc) as u32, (acc & acc) % 2 == 0, acc));
         sync!();
         acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        acc = acc.wrapping_mul(31).wrapping_add(r4 as u64);
-        acc ^ 78379u64.wrapping_mul(38424u64)
+        for j in 0..a3.len() {
+            acc = acc.rotate_left(5) ^ (a3[j] as u64);
+        }
+        acc ^ acc.wrapping_mul(acc)
     }
 
     #[gpu_cilk]
@@ -1136,81 +1094,82 @@ pub mod p7 {
         if d == 0 {
             return ;
         }
-        let mut acc: u64 = ((((h0((d as u64), ((d as u64)) as u32, (((d as u64) >> 24)) as i64).wrapping_add(970) as u64) as i64) / -2) as u64);
+        let mut acc: u64 = (d as u64).max((d as u64));
+        let t0: bool = acc.rotate_left(5) % 2 == 0;
+        let t1: i64 = (((d as u64) ^ (d as u64))) as i64;
+        let mut a1: [u32; 60] = [0; 60];
+        for i in 0..60 {
+            if i % 2 != 0 {
+                a1[i] = spawn!(f4((63558u64.wrapping_add(73219u64)) as u32, 78615u64.min((d as u64)) % 2 == 0, ((((i as u64) as i64) / -3) as u64)));
+            }
+        }
+        spawn!(f1(d - 1));
         spawn!(f1(d - 1));
         sync!();
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
+        for j in 0..a1.len() {
+            acc = acc.rotate_left(5) ^ (a1[j] as u64);
+        }
     }
 
     #[gpu_cilk]
     pub fn f2() -> i32 {
-        let mut acc: u64 = (758290u64 | 4498u64).wrapping_mul(((758290u64 % 4 == 1) as u64));
-        let t0: bool = acc % 2 == 0;
-        let r1 = spawn!(f4((acc) as u32, (acc ^ 95038u64) % 2 == 0, 53144u64.wrapping_mul(acc)));
-        let mut a2: [u32; 256] = [0; 256];
-        for i in 0..256 {
-            a2[i] = spawn!(f4(((acc & 54291u64)) as u32, acc % 2 == 0, ((i as u64) >> 15)));
-        }
-        let mut a4: [u32; 186] = [0; 186];
-        let mut w4: u32 = 0;
-        while w4 < (acc % 187) as u32 {
-            a4[w4 as usize] = spawn!(f4(((acc ^ (w4 as u64))) as u32, acc % 2 == 0, (47420u64 >> 36)));
-            w4 += 1;
-        }
+        let mut acc: u64 = ((871414u64 & 871414u64) & (39035u64 | 7990u64));
+        let t0: i64 = (76869u64) as i64;
+        spawn!(f3((acc) as i32, acc.wrapping_mul(acc), (acc) as i32));
+        spawn!(f4((acc.rotate_left(24)) as u32, acc % 2 == 0, (acc % 927)));
         sync!();
         acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
-        for j in 0..a2.len() {
-            acc = acc.rotate_left(5) ^ (a2[j] as u64);
-        }
-        for j in 0..a4.len() {
-            acc = acc.rotate_left(5) ^ (a4[j] as u64);
-        }
-        (acc ^ acc.rotate_left(5)) as i32
+        (acc ^ ((acc % 6 == 1) as u64)) as i32
     }
 
     #[gpu_cilk]
-    pub fn f3(x0: i32, x1: u64, x2: i32) {
-        let mut acc: u64 = (x0 as u64);
-        let t0: i64 = (acc) as i64;
-        let t1: bool = ((x0 as u64) ^ (x2 as u64)) % 2 == 0;
-        spawn!(f4((((x2 as u64) | 59105u64)) as u32, h0(acc, (acc) as u32, (((x2 as u64) & x1)) as i64) % 2 == 0, (if ((x0 as u64) & 1 == 1) && ((x0 as u64) <= (x0 as u64)) { (x0 as u64) } else { acc })));
-        let mut a2: [u32; 85] = [0; 85];
-        let mut w2: u32 = 0;
-        while w2 < ((x2 as u64).max((x0 as u64)) % 86) as u32 {
-            a2[w2 as usize] = spawn!(f4((((x2 as u64) << 24)) as u32, (47533u64 << 24) % 2 == 0, (x2 as u64).max((x2 as u64))));
-            w2 += 1;
+    pub fn f3(x0: i32, x1: u64, mut x2: i32) {
+        let mut acc: u64 = ((60938u64 & x1) | (x0 as u64).min(x1));
+        x2 = (54606u64.rotate_left(18)) as i32;
+        let mut n0: u32 = 0;
+        loop {
+            n0 += 1;
+            if n0 > ((acc >> 29) % 5) as u32 {
+                break;
+            }
+            if n0 % 2 == 0 {
+                continue;
+            }
+            acc = acc.rotate_left(3) ^ (n0 as u64);
         }
-        let mut a3: [u32; 251] = [0; 251];
-        let mut w3: u32 = 0;
-        while w3 < (acc.rotate_left(29) % 252) as u32 {
-            a3[w3 as usize] = spawn!(f4(((3423u64 ^ (x2 as u64))) as u32, (x1 | (x0 as u64)) % 2 == 0, acc));
-            w3 += 1;
+        let tmp = alloc!(u64, 45);
+        for i in 0..45 {
+            spawn!(fw(tmp, i, (i as u64).wrapping_mul((i as u64))));
         }
-        if (x1 == 85566u64) != ((x0 as u64) == 44029u64) {
-            return ;
+        let r1 = spawn!(f4(((acc % 704)) as u32, acc.wrapping_sub(47533u64) % 2 == 0, (h0(x1, (acc) as u32, (((x2 as u64).count_ones() as u64)) as i64).wrapping_add(808) as u64)));
+        let mut r2: u32 = 0;
+        if x1 % 6 == 1 {
+            r2 = spawn!(f4((acc.max(acc)) as u32, acc.wrapping_sub(84740u64) % 2 == 0, (x1 >> 18)));
         }
         sync!();
-        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
-        for j in 0..a2.len() {
-            acc = acc.rotate_left(5) ^ (a2[j] as u64);
+        for j in 0..tmp.len() {
+            acc = acc.rotate_left(3) ^ tmp[j];
         }
-        for j in 0..a3.len() {
-            acc = acc.rotate_left(5) ^ (a3[j] as u64);
-        }
-        if (x0 as u64) % 3 == 0 {
-            acc = ((x2 as u64) ^ (x2 as u64));
+        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
+        let s2 = spawn!(f4(((((x1 as i64) / -4) as u64)) as u32, ((x0 as u64) | (x0 as u64)) % 2 == 0, (15564u64 >> 15)));
+        sync!();
+        acc ^= s2 as u64;
+        if !(acc >= (x2 as u64)) {
+            acc = 90797u64.rotate_left(30);
         } else {
             acc = acc.wrapping_add(1);
         }
     }
 
     #[gpu_cilk]
-    pub fn f4(x0: u32, mut x1: bool, x2: u64) -> u32 {
-        let mut acc: u64 = (x0 as u64).wrapping_sub(x2).rotate_left(23);
-        x1 = (acc | acc) % 2 == 0;
+    pub fn f4(mut x0: u32, x1: bool, x2: u64) -> u32 {
+        let mut acc: u64 = (((x0 as u64) & x2).count_ones() as u64);
+        x0 = ((acc | acc)) as u32;
         sync!();
-        (acc ^ 71803u64) as u32
+        (acc ^ (if (acc != x2) == ((x0 as u64) == acc) { (x0 as u64) } else { (x0 as u64) })) as u32
     }
 }
 
@@ -1260,133 +1219,144 @@ pub mod p8 {
     }
 
     #[gpu_cilk]
+    pub fn fw(t: Temp<u64>, i: usize, x: u64) {
+        t[i] = x.rotate_left(i as u32 % 64) ^ 31;
+    }
+
+    #[gpu_cilk]
     pub fn root() -> u64 {
-        let mut acc: u64 = ((!(37398u64 >= 373879u64)) as u64).max((373879u64 | 373879u64));
-        let t0: i32 = (acc) as i32;
-        let mut a1: [u64; 45] = [0; 45];
-        let mut w1: u32 = 0;
-        while w1 < (acc % 46) as u32 {
-            a1[w1 as usize] = spawn!(f3(((w1 as u64).min(acc) % 4) as u32, ((w1 as u64) >> 19) % 2 == 0, (66424u64 >> 39)));
-            w1 += 1;
+        let mut acc: u64 = (933077u64.min(933077u64) | (933077u64.count_ones() as u64));
+        let t0: bool = (acc.count_ones() as u64) % 2 == 0;
+        let t1: i32 = ((acc | acc)) as i32;
+        let mut n0: u32 = 0;
+        loop {
+            n0 += 1;
+            if n0 > ((acc >> 19) % 5) as u32 {
+                break;
+            }
+            if n0 % 2 == 0 {
+                continue;
+            }
+            acc = acc.rotate_left(3) ^ (n0 as u64);
         }
-        let r2 = spawn!(f2(0, acc.wrapping_mul(30206u64), (acc) as i32, (acc ^ 24266u64) % 2 == 0));
-        sync!();
-        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        for j in 0..a1.len() {
-            acc = acc.rotate_left(5) ^ (a1[j] as u64);
+        let mut a1: [i32; 256] = [0; 256];
+        for i in 0..256 {
+            if i % 3 != 0 {
+                a1[i] = spawn!(f5((((i as u64).count_ones() as u64)) as i32, (acc << 25)));
+            }
         }
-        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        acc ^ (h2(acc, (acc) as u32, ((acc.count_ones() as u64)) as i32).wrapping_add(205) as u64)
-    }
-
-    #[gpu_cilk]
-    pub fn f1(x0: u32, mut x1: u64) -> bool {
-        if (x0 as u64) % 2 == 0 {
-            return (h2(x1, (x1) as u32, (h1(x1, (59996u64) as u32, (((x0 as u64) >> 1)) as i32)) as i32).wrapping_add(165) as u64).rotate_left(3) % 3 == 1;
-        }
-        let mut acc: u64 = (if !((x0 as u64) >= (x0 as u64)) { (((x0 as u64) > 41769u64) as u64) } else { (x1 & (x0 as u64)) });
-        x1 = (acc >> 5);
-        let t0: i64 = (((((x0 as u64) as i64) / -6) as u64)) as i64;
-        acc = acc.wrapping_add(f5((((x0 as u64) & (x0 as u64))) as i32, x1) as u64);
-        let mut r2: u32 = 0;
-        if acc % 6 == 0 {
-            r2 = spawn!(f2(1, acc.wrapping_add(x1), (((x0 as u64) & (x0 as u64))) as i32, (x1 & x1) % 2 == 0));
-        }
-        let r3 = spawn!(f4(((x0 as u64) | (x0 as u64)) % 2 == 0));
-        sync!();
-        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
-        (acc ^ ((x0 as u64) ^ acc)) % 3 == 1
-    }
-
-    #[gpu_cilk]
-    pub fn f2(d: u32, x0: u64, x1: i32, mut x2: bool) -> u32 {
-        if d == 0 {
-            return ((if (x2 as u64) > (d as u64) { ((x1 as u64) >> 11) } else { ((x2 as u64) & (d as u64)) })) as u32;
-        }
-        let mut acc: u64 = (x0 | (x1 as u64)).wrapping_add((x1 as u64).min(86778u64));
-        x2 = (x0 % 148) % 2 == 0;
-        let t0: bool = ((d as u64) & acc) % 2 == 0;
-        let t1: i32 = (13532u64.wrapping_add(14240u64)) as i32;
-        spawn!(f4((38566u64 & x0) % 2 == 0));
-        let mut a2: [u32; 40] = [0; 40];
-        let mut w2: u32 = 0;
-        while w2 < ((x2 as u64).max((x2 as u64)) % 41) as u32 {
-            a2[w2 as usize] = spawn!(f4(x0 % 2 == 0));
-            w2 += 1;
-        }
-        let r3 = spawn!(f2(d - 1, ((x2 as u64) ^ (x1 as u64)), (acc) as i32, (37039u64 << 3) % 2 == 0));
-        let r4 = spawn!(f2(d - 1, (d as u64), ((((x0 as i64) / -1) as u64)) as i32, x0.max(19816u64) % 2 == 0));
         sync!();
         acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
         acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
+        for j in 0..a1.len() {
+            acc = acc.rotate_left(5) ^ (a1[j] as u64);
+        }
+        acc ^ 30206u64
+    }
+
+    #[gpu_cilk]
+    pub fn f1(mut x0: u32, x1: u64) -> bool {
+        let mut acc: u64 = ((if !((x0 as u64) >= (x0 as u64)) { 41769u64 } else { x1 }) | (if !(x1 >= x1) { (x0 as u64) } else { (x0 as u64) }));
+        x0 = (((((x0 as u64) as i64) / -7) as u64)) as u32;
+        let t0: bool = ((x0 as u64) >> 4) % 2 == 0;
+        let tmp = alloc!(u64, 53);
+        for i in 0..53 {
+            spawn!(fw(tmp, i, 69396u64.wrapping_mul(acc)));
+        }
+        let mut r1: i32 = 0;
+        if (x0 as u64) % 5 == 0 {
+            r1 = spawn!(f5((x1) as i32, ((x0 as u64) & (x0 as u64))));
+        } else {
+            spawn!(f5(((x1 << 35)) as i32, ((x0 as u64).count_ones() as u64)));
+        }
+        let mut a2: [u64; 75] = [0; 75];
+        for i in 0..75 {
+            if i % 3 != 0 {
+                a2[i] = spawn!(f3(0, acc % 2 == 0, (i as u64)));
+            }
+        }
+        sync!();
+        for j in 0..tmp.len() {
+            acc = acc.rotate_left(3) ^ tmp[j];
+        }
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
         for j in 0..a2.len() {
             acc = acc.rotate_left(5) ^ (a2[j] as u64);
         }
-        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
-        acc = acc.wrapping_mul(31).wrapping_add(r4 as u64);
-        (acc ^ ((d as u64).count_ones() as u64)) as u32
+        (acc ^ (x0 as u64).max(acc)) % 3 == 1
     }
 
     #[gpu_cilk]
-    pub fn f3(d: u32, x0: bool, x1: u64) -> u64 {
+    pub fn f2(d: u32, mut x0: u64, x1: i32, mut x2: bool) -> u32 {
         if d == 0 {
-            return (x0 as u64);
+            return (((!((x1 as u64) >= (x2 as u64))) as u64)) as u32;
         }
-        let mut acc: u64 = ((((d as u64).min(x1) as i64) / -4) as u64);
-        let t0: bool = (h2(acc, (56813u64) as u32, (x1) as i32).wrapping_add(193) as u64) % 2 == 0;
-        let t1: u32 = (((d as u64) % 942)) as u32;
-        let mut n0: u32 = 0;
-        loop {
-            n0 += 1;
-            if n0 > ((d as u64) % 5) as u32 {
-                break;
-            }
-            if n0 % 2 == 0 {
-                continue;
-            }
-            acc = acc.rotate_left(3) ^ (n0 as u64);
+        let mut acc: u64 = (67346u64 ^ 63372u64).max((63265u64 ^ (x2 as u64)));
+        x0 = (x0 % 265);
+        x2 = (if !((x1 as u64) >= x0) { (x2 as u64) } else { (x1 as u64) }) % 2 == 0;
+        let tmp = alloc!(u64, 25);
+        for i in 0..25 {
+            spawn!(fw(tmp, i, (x2 as u64)));
         }
-        let mut a1: [i32; 64] = [0; 64];
-        for i in 0..64 {
-            a1[i] = spawn!(f5(((d as u64).wrapping_sub((i as u64))) as i32, x1.wrapping_add((d as u64))));
+        let r1 = spawn!(f2(d - 1, ((x2 as u64) >> 8), (acc) as i32, (37039u64 << 3) % 2 == 0));
+        let r2 = spawn!(f2(d - 1, (d as u64), ((((x0 as i64) / -2) as u64)) as i32, x0.max(19816u64) % 2 == 0));
+        let mut a3: [i32; 19] = [0; 19];
+        for i in 0..19 {
+            a3[i] = spawn!(f5((10754u64) as i32, (x1 as u64)));
+        }
+        let mut a4: [i32; 6] = [0; 6];
+        for i in 0..6 {
+            if i % 2 != 0 {
+                a4[i] = spawn!(f5((((i as u64) ^ x0)) as i32, h1((x2 as u64), (59996u64) as u32, ((acc >> 1)) as i32)));
+            }
+        }
+        sync!();
+        for j in 0..tmp.len() {
+            acc = acc.rotate_left(3) ^ tmp[j];
+        }
+        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
+        for j in 0..a3.len() {
+            acc = acc.rotate_left(5) ^ (a3[j] as u64);
+        }
+        for j in 0..a4.len() {
+            acc = acc.rotate_left(5) ^ (a4[j] as u64);
+        }
+        (acc ^ (x1 as u64).wrapping_mul((x2 as u64))) as u32
+    }
+
+    #[gpu_cilk]
+    pub fn f3(d: u32, mut x0: bool, x1: u64) -> u64 {
+        if d == 0 {
+            return (x1.wrapping_mul((x0 as u64)) % 541);
+        }
+        let mut acc: u64 = x1;
+        x0 = (x0 as u64) % 2 == 0;
+        let t0: i64 = (acc) as i64;
+        let t1: i64 = ((d as u64).max(68490u64)) as i64;
+        let mut r1: u32 = 0;
+        if acc > acc {
+            r1 = spawn!(f4(x1 % 2 == 0));
         }
         sync!();
         acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
         acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
-        for j in 0..a1.len() {
-            acc = acc.rotate_left(5) ^ (a1[j] as u64);
-        }
-        let s1 = spawn!(f4(x1 % 2 == 0));
-        sync!();
-        acc ^= s1 as u64;
-        acc ^ ((((d as u64) as i32) % 22) as u64)
-    }
-
-    #[gpu_cilk]
-    pub fn f4(x0: bool) -> u32 {
-        let mut acc: u64 = ((x0 as u64).count_ones() as u64).max(((x0 as u64) & (x0 as u64)));
-        let t0: u32 = ((acc & acc)) as u32;
-        let mut r1: i32 = 0;
-        if acc % 4 == 0 {
-            r1 = spawn!(f5(((acc & 26736u64)) as i32, ((x0 as u64) ^ (x0 as u64))));
-        } else {
-            spawn!(f5(((acc & acc)) as i32, 66709u64));
-        }
-        sync!();
-        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
         acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
-        (acc ^ acc) as u32
+        acc ^ acc.min(x1)
     }
 
     #[gpu_cilk]
-    pub fn f5(x0: i32, x1: u64) -> i32 {
-        let mut acc: u64 = (x1 | (x0 as u64));
+    pub fn f4(mut x0: bool) -> u32 {
+        if (x0 as u64) % 6 == 1 {
+            return ((x0 as u64)) as u32;
+        }
+        let mut acc: u64 = (x0 as u64).max((x0 as u64));
+        x0 = (acc & 26736u64) % 2 == 0;
         let mut n0: u32 = 0;
         loop {
             n0 += 1;
-            if n0 > ((x0 as u64) % 5) as u32 {
+            if n0 > (((x0 as u64) % 833) % 5) as u32 {
                 break;
             }
             if n0 % 2 == 0 {
@@ -1394,8 +1364,28 @@ pub mod p8 {
             }
             acc = acc.rotate_left(3) ^ (n0 as u64);
         }
+        let mut r1: i32 = 0;
+        if !((x0 as u64) >= 66709u64) {
+            r1 = spawn!(f5((55780u64.min((x0 as u64))) as i32, acc.wrapping_add(acc)));
+        } else {
+            spawn!(f5(((x0 as u64).max(2262u64)) as i32, (acc & acc)));
+        }
+        let r2 = spawn!(f5(((if 80193u64 > acc { (x0 as u64) } else { (x0 as u64) })) as i32, (x0 as u64).wrapping_sub((x0 as u64))));
         sync!();
-        (acc ^ (if 38326u64 % 4 == 0 { 27140u64 } else { (x0 as u64) })) as i32
+        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
+        (acc ^ (x0 as u64).wrapping_sub((x0 as u64))) as u32
+    }
+
+    #[gpu_cilk]
+    pub fn f5(x0: i32, mut x1: u64) -> i32 {
+        if !(x1 >= (x0 as u64)) {
+            return ((x0 as u64)) as i32;
+        }
+        let mut acc: u64 = x1.wrapping_add((x1 << 28));
+        x1 = (if x1 % 2 == 1 { x1 } else { (x0 as u64) });
+        sync!();
+        (acc ^ x1) as i32
     }
 }
 
@@ -1514,7 +1504,7 @@ pub mod p9 {
 
     #[gpu_cilk]
     pub fn f3() -> bool {
-        let mut acc: u64 = (646959u64.rotate_left(7) << 39);
+        let mut acc: u64 = ((193901u64.count_ones() as u64) << 39);
         let t0: i32 = ((acc << 34)) as i32;
         let t1: i64 = ((acc >> 26)) as i64;
         sync!();
@@ -1543,77 +1533,66 @@ pub mod p10 {
 
     #[gpu_cilk]
     pub fn root() -> u64 {
-        let mut acc: u64 = 220799u64.wrapping_sub(220799u64).rotate_left(21);
-        let mut n0: u32 = 0;
-        loop {
-            n0 += 1;
-            if n0 > (acc % 5) as u32 {
-                break;
-            }
-            if n0 % 2 == 0 {
-                continue;
-            }
-            acc = acc.rotate_left(3) ^ (n0 as u64);
-        }
+        let mut acc: u64 = 46004u64;
+        let t0: bool = acc % 2 == 0;
         let mut a1: [i32; 256] = [0; 256];
         for i in 0..256 {
             if i % 2 != 0 {
-                a1[i] = spawn!(f1(((h0(acc, (acc) as u32, ((h0((i as u64), ((i as u64)) as u32, ((if (97697u64 == (i as u64)) != (acc >= acc) { acc } else { 72957u64 })) as i32).wrapping_add(640) as u64)) as i32).wrapping_add(377) as u64) % 4) as u32));
+                a1[i] = spawn!(f1(2));
             }
         }
         sync!();
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
         for j in 0..a1.len() {
             acc = acc.rotate_left(5) ^ (a1[j] as u64);
         }
-        acc ^ acc.wrapping_mul(acc)
+        acc ^ acc.min(acc)
     }
 
     #[gpu_cilk]
     pub fn f1(d: u32) -> i32 {
         if d == 0 {
-            return ((d as u64)) as i32;
+            return ((d as u64).rotate_left(56)) as i32;
         }
-        let mut acc: u64 = ((d as u64).wrapping_sub((d as u64)) << 7);
-        spawn!(f2((acc) as i32));
-        let mut a2: [i64; 2] = [0; 2];
-        for i in 0..2 {
-            a2[i] = spawn!(f2(((((acc as i64).wrapping_mul(-3) >> 2) as u64)) as i32));
-        }
-        for k in 0..4u32 {
-            if acc % 6 == 0 {
-                return ((d as u64).max((k as u64).wrapping_add((d as u64)))) as i32;
-            }
-        }
+        let mut acc: u64 = ((((d as u64) > (d as u64)) as u64) | ((d as u64).count_ones() as u64));
+        let r1 = spawn!(f2((acc.wrapping_add((d as u64))) as i32));
         sync!();
-        for j in 0..a2.len() {
-            acc = acc.rotate_left(5) ^ (a2[j] as u64);
-        }
-        (acc ^ 91270u64) as i32
+        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
+        let s1 = spawn!(f2(((acc << 39)) as i32));
+        sync!();
+        acc ^= s1 as u64;
+        (acc ^ (acc << 35)) as i32
     }
 
     #[gpu_cilk]
     pub fn f2(x0: i32) -> i64 {
-        let mut acc: u64 = (h0((x0 as u64), ((x0 as u64)) as u32, (((x0 as u64) | (x0 as u64))) as i32).wrapping_add(318) as u64).wrapping_sub(((x0 as u64) | (x0 as u64)));
-        let r1 = spawn!(f3((((x0 as u64) ^ 75892u64)) as i64, (x0 as u64).wrapping_add(37245u64) % 2 == 0, (if ((x0 as u64) & 1 == 1) && (acc <= (x0 as u64)) { acc } else { (x0 as u64) })));
-        let r2 = spawn!(f3(((1010u64 & acc)) as i64, (63523u64 % 544) % 2 == 0, (19663u64.count_ones() as u64)));
-        if !((x0 as u64) >= (x0 as u64)) {
-            return ((x0 as u64)) as i64;
+        let mut acc: u64 = (x0 as u64).rotate_left(24);
+        let t0: bool = (x0 as u64) % 2 == 0;
+        let t1: bool = acc % 2 == 0;
+        acc = acc.wrapping_add(f3((8049u64.rotate_left(26)) as i64, acc.min((x0 as u64)) % 2 == 0, 75892u64.wrapping_sub((x0 as u64))) as u64);
+        spawn!(f3((((((x0 as u64) as i32) % 10) as u64)) as i64, (x0 as u64).min((x0 as u64)) % 2 == 0, acc.min(acc)));
+        let mut r3: bool = false;
+        if acc % 2 == 1 {
+            r3 = spawn!(f3(((acc.count_ones() as u64)) as i64, ((x0 as u64) | acc) % 2 == 0, (x0 as u64)));
+        } else {
+            spawn!(f3((acc.wrapping_sub((x0 as u64))) as i64, (((92635u64 as i64) / -10) as u64) % 2 == 0, 26233u64.wrapping_mul(acc)));
         }
         sync!();
-        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
-        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        (acc ^ (x0 as u64).wrapping_add(92635u64)) as i64
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
+        (acc ^ (x0 as u64).wrapping_mul((x0 as u64))) as i64
     }
 
     #[gpu_cilk]
     pub fn f3(x0: i64, mut x1: bool, x2: u64) -> bool {
-        let mut acc: u64 = ((x1 as u64).max(42662u64).count_ones() as u64);
-        x1 = (x0 as u64).max(acc) % 2 == 0;
-        let t0: i32 = (x2) as i32;
+        let mut acc: u64 = (85591u64.count_ones() as u64);
+        x1 = 1121u64.wrapping_sub(acc) % 2 == 0;
+        let t0: bool = (x0 as u64) % 2 == 0;
         let mut n0: u32 = 0;
         loop {
             n0 += 1;
-            if n0 > (x2 % 5) as u32 {
+            if n0 > ((x0 as u64).wrapping_mul(80667u64) % 5) as u32 {
                 break;
             }
             if n0 % 2 == 0 {
@@ -1623,7 +1602,7 @@ pub mod p10 {
         }
         sync!();
         acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        (acc ^ (96430u64 | acc)) % 3 == 1
+        (acc ^ (90982u64 ^ acc)) % 3 == 1
     }
 }
 
@@ -1645,78 +1624,73 @@ pub mod p11 {
     }
 
     #[gpu_cilk]
+    pub fn fw(t: Temp<u64>, i: usize, x: u64) {
+        t[i] = x.rotate_left(i as u32 % 64) ^ 37;
+    }
+
+    #[gpu_cilk]
     pub fn root() -> u64 {
-        let mut acc: u64 = 10958u64;
-        let t0: bool = acc.max(acc) % 2 == 0;
-        let t1: u32 = (acc.max(acc)) as u32;
-        let mut n0: u32 = 0;
-        loop {
-            n0 += 1;
-            if n0 > (85344u64 % 5) as u32 {
-                break;
-            }
-            if n0 % 2 == 0 {
-                continue;
-            }
-            acc = acc.rotate_left(3) ^ (n0 as u64);
+        let mut acc: u64 = 531438u64;
+        let t0: bool = (acc | 10958u64) % 2 == 0;
+        let tmp = alloc!(u64, 51);
+        for i in 0..51 {
+            spawn!(fw(tmp, i, acc.wrapping_add(38664u64)));
         }
-        let mut a1: [i64; 41] = [0; 41];
-        for i in 0..41 {
-            if i % 3 != 0 {
-                a1[i] = spawn!(f2(1));
-            }
+        let mut a1: [u32; 98] = [0; 98];
+        for i in 0..98 {
+            a1[i] = spawn!(f3((acc) as i32, 30020u64));
         }
-        let r2 = spawn!(f1(3));
-        let mut a3: [i64; 2] = [0; 2];
-        for i in 0..2 {
-            if i % 2 != 0 {
-                a3[i] = spawn!(f2(2));
-            }
-        }
-        for k in 0..4u32 {
-            if (k as u64) > acc {
-                return acc.wrapping_add((if (acc & 1 == 1) && (acc <= (k as u64)) { (k as u64) } else { (k as u64) }));
-            }
+        let r2 = spawn!(f2(1));
+        let mut r3: i64 = 0;
+        if (21834u64 == acc) != (acc == acc) {
+            r3 = spawn!(f2(3));
+        } else {
+            spawn!(f2(((((acc & 1 == 1) && (acc <= acc)) as u64) % 4) as u32));
         }
         sync!();
+        for j in 0..tmp.len() {
+            acc = acc.rotate_left(3) ^ tmp[j];
+        }
         acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
         for j in 0..a1.len() {
             acc = acc.rotate_left(5) ^ (a1[j] as u64);
         }
         acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        for j in 0..a3.len() {
-            acc = acc.rotate_left(5) ^ (a3[j] as u64);
-        }
-        acc ^ (acc % 671)
+        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
+        acc ^ (acc >> 5)
     }
 
     #[gpu_cilk]
     pub fn f1(d: u32) -> i32 {
         if d == 0 {
-            return ((d as u64).wrapping_add((d as u64)).min((d as u64).wrapping_mul((d as u64)))) as i32;
+            return ((d as u64)) as i32;
         }
-        let mut acc: u64 = (((d as u64) >> 10) >> 7);
-        let t0: u32 = ((d as u64).min(60951u64)) as u32;
-        let t1: i64 = (((d as u64) % 614)) as i64;
+        let mut acc: u64 = (d as u64);
+        let t0: u32 = (((d as u64) | (d as u64))) as u32;
+        let t1: u32 = (acc) as u32;
+        let r1 = spawn!(f2(2));
+        let r2 = spawn!(f1(d - 1));
         sync!();
         acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
         acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
-        (acc ^ (d as u64).wrapping_add(15642u64)) as i32
+        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
+        let s2 = spawn!(f3(((d as u64)) as i32, (h0((d as u64), (45941u64) as u32).wrapping_add(542) as u64)));
+        sync!();
+        acc ^= s2 as u64;
+        (acc ^ acc.wrapping_mul(acc)) as i32
     }
 
     #[gpu_cilk]
     pub fn f2(d: u32) -> i64 {
         if d == 0 {
-            return ((((((d as u64) >> 34) as i64).wrapping_mul(-3) >> 2) as u64)) as i64;
+            return (((((d as u64) == (d as u64)) != (4307u64 < (d as u64))) as u64)) as i64;
         }
-        let mut acc: u64 = 58761u64;
-        let t0: u32 = (98860u64.min(acc)) as u32;
-        let t1: i64 = ((d as u64).max(5539u64)) as i64;
+        let mut acc: u64 = (if !(6534u64 >= (d as u64)) { ((d as u64).count_ones() as u64) } else { ((d as u64) >> 3) });
         let mut n0: u32 = 0;
         loop {
             n0 += 1;
-            if n0 > ((6534u64 ^ acc) % 5) as u32 {
+            if n0 > (acc.wrapping_add((d as u64)) % 5) as u32 {
                 break;
             }
             if n0 % 2 == 0 {
@@ -1724,28 +1698,27 @@ pub mod p11 {
             }
             acc = acc.rotate_left(3) ^ (n0 as u64);
         }
-        spawn!(f3((acc.wrapping_mul(73519u64)) as i32, (acc % 765)));
-        let mut a2: [u32; 27] = [0; 27];
-        for i in 0..27 {
-            a2[i] = spawn!(f3((((i as u64) % 773)) as i32, (d as u64)));
+        spawn!(f3(((acc % 80)) as i32, ((d as u64) & 79216u64)));
+        if (d as u64) % 5 == 1 {
+            return (((((d as u64) % 5 == 0) as u64) % 401)) as i64;
         }
-        let r3 = spawn!(f2(d - 1));
-        spawn!(f3(((((68817u64 == (d as u64)) != ((d as u64) == (d as u64))) as u64)) as i32, (acc >> 17)));
         sync!();
-        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
-        for j in 0..a2.len() {
-            acc = acc.rotate_left(5) ^ (a2[j] as u64);
-        }
-        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
-        (acc ^ ((((d as u64) as i64) / -9) as u64)) as i64
+        (acc ^ 68124u64.wrapping_mul((d as u64))) as i64
     }
 
     #[gpu_cilk]
-    pub fn f3(x0: i32, x1: u64) -> u32 {
-        let mut acc: u64 = (((x0 as u64) << 11) & ((x0 as u64) % 160));
+    pub fn f3(mut x0: i32, x1: u64) -> u32 {
+        let mut acc: u64 = x1;
+        x0 = ((x0 as u64)) as i32;
+        let tmp = alloc!(u64, 34);
+        for i in 0..34 {
+            spawn!(fw(tmp, i, (acc >> 16)));
+        }
         sync!();
-        (acc ^ 38977u64) as u32
+        for j in 0..tmp.len() {
+            acc = acc.rotate_left(3) ^ tmp[j];
+        }
+        (acc ^ ((x0 as u64) >> 25)) as u32
     }
 }
 

@@ -21,18 +21,27 @@
 //! - Parameters of types `u32`, `u64`, `i32`, `i64`, `bool`, `[u32; 4]` (passed as array
 //!   literals, some with unsuffixed literal elements), and tasks with **zero parameters**; outputs
 //!   `u32`, `u64`, `i32`, `i64`, `bool` and `()` (**unit**: spawned only as `spawn!(f(..));`).
-//! - Spawns into locals, in branches (`if c { r = spawn!(..); }`), discarded, and in loops into
-//!   arrays of up to **256** elements (`for i in 0..n { a[i] = spawn!(..); }` and `while`);
-//!   early returns with children outstanding (implicit sync); one or two `sync!()`s; plain
-//!   serial calls of other tasks; unit tasks whose body ends in an `if`.
-//! - Expressions: wrapping arithmetic, bit operators, shifts, comparisons combined with `!=`/`&&`
+//! - Spawns into locals, in branches (`if c { r = spawn!(..); } else { spawn!(..); }`),
+//!   discarded, and in loops into arrays of up to **256** elements (`for i in 0..n { a[i] =
+//!   spawn!(..); }`, also with the spawn in a branch in the loop, and `while` loops whose bound is
+//!   known only at run time); early returns with children outstanding (implicit sync), also from
+//!   inside a loop; one or two `sync!()`s; plain serial calls of other tasks; unit tasks whose body
+//!   ends in an `if`; `mut` parameters assigned before the first spawn; locals of 1, 4 and 8
+//!   bytes (`bool`, `u32`/`i32`, `i64`) that live across the sync (frame fields of every size);
+//!   `loop` with `continue` and `break`; in half the programs a temporary (`alloc!`) filled by a
+//!   unit task `fw(t: Temp<u64>, i: usize, x: u64)` spawned in a loop and read after the sync.
+//! - Expressions: wrapping arithmetic, bit operators, shifts, comparisons combined with `==`/`!=`
 //!   (parenthesized: `(a == b) != (c < d)`), `if` expressions, casts between `u32`/`u64`/`i32`/
 //!   `i64`/`bool`, signed `%`, `/` and `>>`, methods (also on a call receiver with an unsuffixed
-//!   literal argument: `h0(x, 3).wrapping_add(7)`), and calls of device helpers `h0 .. hM` (a
-//!   helper calls only helpers with a smaller index).
+//!   literal argument: `h0(x, 3).wrapping_add(7)`), `len()` of arrays, and calls of device helpers
+//!   `h0 .. hM` (`(a: u64, b: u32[, c: bool | i32 | i64]) -> u64 | u32 | i64 | bool`, with
+//!   `else if`; a helper calls only helpers with a smaller index).
+//! - A task's value depends on every child's result (folded into `acc` after the sync), so a
+//!   wrong child value changes the root's value.
 //!
-//! Every value is computed with wrapping operations and divisors are non-zero literals, so the
-//! plain Rust function (the serial oracle) never panics.
+//! Every value is computed with wrapping operations, divisors are literals other than 0 and -1,
+//! loops and indices stay in bounds, so the plain Rust function (the serial oracle) never panics
+//! (and the CUDA C++ has no undefined behaviour).
 //!
 //! # Changing the seed or the count, reproducing a failure
 //!
@@ -40,8 +49,11 @@
 //! `GPU_CILK_REGENERATE=1 cargo test --test generated_programs fresh` and commit
 //! `tests/generated/programs.rs`. A failure names the program (`p7`) and the backend
 //! configuration; the program is the module `p7` of `tests/generated/programs.rs` — copy it into
-//! a fixture (`tests/support/fixtures.rs`) and shrink it. To try other seeds without checking
-//! them in, call [`generate`] with another seed and write the text anywhere.
+//! a fixture (`tests/support/fixtures.rs`) and shrink it. To try other seeds, run
+//! `GPU_CILK_REGENERATE=1 GPU_CILK_GEN_SEED=7 GPU_CILK_GEN_COUNT=16 cargo test --test
+//! generated_programs` (it overwrites the checked-in file with that set and runs it; `fresh` then
+//! fails until `git checkout tests/generated/programs.rs`). `GPU_CILK_DUMP_CUDA=<dir>` writes
+//! every program's CUDA C++.
 
 #![allow(dead_code)]
 
@@ -148,6 +160,7 @@ pub struct Coverage {
     pub early_returns_with_children: usize,
     pub serial_calls: usize,
     pub mut_params: usize,
+    pub temps: usize,
     pub typed_frame_locals: usize,
     pub loops_with_break: usize,
     pub method_on_call: usize,
@@ -162,6 +175,8 @@ struct Gen<'a> {
     helpers: usize,
     /// Each helper's optional third parameter and its output.
     helper_sigs: Vec<(Option<Ty>, Ty)>,
+    /// The program has the unit task `fw(t: Temp<u64>, i: usize, x: u64)` (writes `t[i]`).
+    writer: bool,
     cov: &'a mut Coverage,
 }
 
@@ -183,7 +198,8 @@ pub fn generate(seed: u64, count: usize) -> (String, Coverage) {
     let mut rng = Rng::new(seed);
     let mut names = Vec::new();
     for p in 0..count {
-        let mut g = Gen { rng: Rng::new(rng.next()), helpers: 0, helper_sigs: Vec::new(), cov: &mut cov };
+        let mut g =
+            Gen { rng: Rng::new(rng.next()), helpers: 0, helper_sigs: Vec::new(), writer: false, cov: &mut cov };
         let name = format!("p{p}");
         out.push_str(&g.program(&name, p));
         names.push(name);
@@ -240,6 +256,18 @@ impl Gen<'_> {
         // Every few programs the root is a unit task (its run only has to finish).
         let root_ret = if index % 5 == 4 { Ty::Unit } else { Ty::U64 };
         funcs.insert(0, Func { name: "root".into(), recursive: false, params: Vec::new(), ret: root_ret, cost: 1 });
+        // A task that writes into a temporary its parent allocated (`alloc!`), in half the programs.
+        self.writer = self.rng.chance(1, 2);
+        if self.writer {
+            let r = self.rng.below(64);
+            let _ = write!(
+                out,
+                "\n    #[gpu_cilk]\n    pub fn fw(t: Temp<u64>, i: usize, x: u64) {{\n        \
+                 t[i] = x.rotate_left(i as u32 % 64) ^ {r};\n    }}\n"
+            );
+            self.cov.tasks += 1;
+            self.cov.unit_tasks += 1;
+        }
         // Bodies, callees first.
         let mut bodies = vec![String::new(); funcs.len()];
         for k in (0..funcs.len()).rev() {
@@ -343,7 +371,8 @@ impl Gen<'_> {
                 match self.rng.below(3) {
                     0 => format!("((({x} as i64).wrapping_mul(-3) >> 2) as u64)"),
                     1 => format!("((({x} as i32) % {}) as u64)", 2 + self.rng.below(50)),
-                    _ => format!("((({x} as i64) / -{}) as u64)", 1 + self.rng.below(9)),
+                    // Not `/ -1`: `i64::MIN / -1` overflows.
+                    _ => format!("((({x} as i64) / -{}) as u64)", 2 + self.rng.below(9)),
                 }
             }
             14 if self.helpers > 0 => {
@@ -514,9 +543,23 @@ impl Gen<'_> {
         let mut cost: u64 = 1;
         let mut self_sites: u64 = 0;
         let callees: Vec<usize> = (k + 1..funcs.len()).collect();
+        // A temporary filled by children: no return may follow a spawn in its segment.
+        let temp = self.writer && self.rng.chance(1, 3) && (budget / if f.recursive { 7 } else { 1 }) > 64;
+        if temp {
+            self.cov.temps += 1;
+            let n = 1 + self.rng.below(64);
+            cost += n;
+            let mut lv = vars.clone();
+            lv.push("(i as u64)".into());
+            let x = self.expr(&lv, 1);
+            let _ = writeln!(
+                b,
+                "        let tmp = alloc!(u64, {n});\n        for i in 0..{n} {{\n            spawn!(fw(tmp, i, {x}));\n        }}"
+            );
+        }
         let mut combine: Vec<String> = Vec::new();
         let mut uid = 0;
-        let mut spawned = false;
+        let mut spawned = temp;
         let mut wide_done = false;
         let nsites = 1 + self.rng.below(4);
         for _ in 0..nsites {
@@ -661,7 +704,7 @@ impl Gen<'_> {
                 }
             }
         }
-        if spawned && self.rng.chance(1, 3) {
+        if spawned && !temp && self.rng.chance(1, 3) {
             // A return with children outstanding: an implicit sync; the value ignores them.
             self.cov.early_returns_with_children += 1;
             if self.rng.chance(1, 2) {
@@ -678,6 +721,12 @@ impl Gen<'_> {
             }
         }
         b.push_str("        sync!();\n");
+        if temp {
+            let _ = writeln!(
+                b,
+                "        for j in 0..tmp.len() {{\n            acc = acc.rotate_left(3) ^ tmp[j];\n        }}"
+            );
+        }
         for t in &typed {
             let _ = writeln!(b, "        acc = acc.wrapping_mul(7).wrapping_add({t} as u64);");
         }
@@ -718,7 +767,7 @@ impl Gen<'_> {
         if f.ret == Ty::Unit {
             let c = self.cond(&vars, 1);
             match callees.iter().map(|&j| &funcs[j]).find(|g| g.cost <= 50) {
-                Some(g) if self.rng.chance(1, 2) => {
+                Some(g) if !temp && self.rng.chance(1, 2) => {
                     // A unit task ending in an `if` statement that spawns.
                     self.cov.unit_tasks_ending_in_if += 1;
                     let args = self.args(g, &vars, None);
