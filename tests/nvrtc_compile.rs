@@ -5,6 +5,9 @@
 //!
 //! The assembly is the runtime's own (`runtime/src/backend/cuda/program.rs`), so CI compiles
 //! exactly what a GPU runs.
+//!
+//! The random programs of `tests/support/program_gen.rs` are compiled the same way by
+//! `tests/generated_programs.rs`.
 
 #![allow(dead_code)]
 
