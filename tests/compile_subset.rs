@@ -188,3 +188,26 @@ fn parameterless_tasks_run_on_the_host_backends() {
 fn parameterless_tasks_run_on_cuda() {
     parameterless_tasks_run(&backends::cuda_all(Config::default()));
 }
+
+fn generated_regressions_match_serial(rts: &[Runtime]) {
+    for rt in rts {
+        for n in 0..8u32 {
+            let got = rt.run(generated_regressions::task(n)).expect("runs");
+            assert_eq!(got, generated_regressions(n), "generated_regressions({n}) on {:?}", rt.config());
+        }
+    }
+}
+
+/// Issue 8: what the random program generator found miscompiled in CUDA (array literal
+/// arguments, a unit task ending in `if`, parenthesized comparisons, a literal argument of a
+/// method on a call), each a value the cuda-sim backends must get right.
+#[test]
+fn generated_regressions_match_serial_on_the_host_backends() {
+    generated_regressions_match_serial(&backends::host(Config::default()));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
+fn generated_regressions_match_serial_on_cuda() {
+    generated_regressions_match_serial(&backends::cuda_all(Config::default()));
+}

@@ -5,6 +5,9 @@
 //!
 //! The assembly is the runtime's own (`runtime/src/backend/cuda/program.rs`), so CI compiles
 //! exactly what a GPU runs.
+//!
+//! The random programs of `tests/support/program_gen.rs` are compiled the same way by
+//! `tests/generated_programs.rs`.
 
 #![allow(dead_code)]
 
@@ -48,6 +51,7 @@ fn programs() -> Vec<(&'static str, [(DeviceScheduler, String); 2])> {
         ("mixed", assemble::<mixed::Task>()),
         ("rnode", assemble::<rnode::Task>()),
         ("cnode", assemble::<random_tree::cnode::Task>()),
+        ("generated_regressions", assemble::<generated_regressions::Task>()),
         ("no_params", assemble::<no_params::Task>()),
         ("nothing", assemble::<nothing::Task>()),
         ("scatter_sum", assemble::<temps::scatter_sum::Task>()),

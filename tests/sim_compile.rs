@@ -49,6 +49,7 @@ fn programs() -> Vec<(&'static str, String)> {
         ("early", assemble::<early::Task>()),
         ("mixed", assemble::<mixed::Task>()),
         ("rnode", assemble::<rnode::Task>()),
+        ("generated_regressions", assemble::<generated_regressions::Task>()),
         ("scatter_sum", assemble::<temps::scatter_sum::Task>()),
         ("tree_root", assemble::<temps::tree_root::Task>()),
         ("two_rounds", assemble::<temps::two_rounds::Task>()),

@@ -45,6 +45,14 @@ pub fn function(item: &ItemFn) -> syn::Result<Function> {
         let last = i + 1 == stmts.len();
         if last {
             if let syn::Stmt::Expr(e, None) = s {
+                // A unit function's last `if`/loop/block is a statement like any other (its
+                // value is `()`): the writers then lower it as one (issue 8).
+                let control =
+                    matches!(e, Expr::If(_) | Expr::While(_) | Expr::Loop(_) | Expr::ForLoop(_) | Expr::Block(_));
+                if output.is_none() && control {
+                    body.extend(stmt(s)?);
+                    continue;
+                }
                 if as_spawn(e).is_none() && as_sync(e).is_none() && !matches!(e, Expr::Return(_)) && !contains_spawn(e)
                 {
                     tail = Some(e.clone());

@@ -660,3 +660,70 @@ fn tuple_helper_expansion() {
 fn tuple_helper_cuda() {
     insta::assert_snapshot!(device(tuple_helper()));
 }
+
+// ---- issue 8: what the random program generator (tests/support/program_gen.rs) found ----
+
+#[test]
+fn parenthesized_comparisons_keep_their_parentheses() {
+    let d = device(quote! {
+        pub fn cmp(w: u64, x: u64, y: u64, z: u64) -> bool {
+            (w == x) != (y == z) && (w != x) == (y < z)
+        }
+    });
+    // Without them C++ reads `w == x != y == z` as `((w == x) != y) == z`.
+    assert!(d.contains("(w == x) != (y == z)"), "{d}");
+    assert!(d.contains("(w != x) == (y < z)"), "{d}");
+}
+
+#[test]
+fn a_literal_argument_of_a_method_on_a_call_takes_the_call_s_type() {
+    let d = device(quote! {
+        pub fn m(x: u64) -> u64 {
+            h(x, 3).wrapping_add(7).max(11)
+        }
+    });
+    // `gc_add(h_dev(..), 7)` is ambiguous in C++ (an int and a gc_u64): the literal is cast.
+    assert!(d.contains("gc_add(h_dev(cx, x, 3), (gc_noref_t<decltype(h_dev(cx, x, 3))>)7)"), "{d}");
+}
+
+#[test]
+fn untyped_array_literals_are_i32_unless_a_literal_needs_more() {
+    let d = device(quote! {
+        pub fn arrays(n: u32) -> u64 {
+            g([1, 2, 3, 4], [5000000000, 7], [n, 2])
+        }
+    });
+    assert!(d.contains("gc_array<gc_i32, 4>{{(gc_i32)1, (gc_i32)2, (gc_i32)3, (gc_i32)4}}"), "{d}");
+    assert!(d.contains("gc_array<gc_i64, 2>{{(gc_i64)5000000000, (gc_i64)7}}"), "{d}");
+    assert!(d.contains("gc_array<gc_u32, 2>{{n, (gc_u32)2}}"), "{d}");
+}
+
+#[test]
+fn array_len_is_the_array_s_len() {
+    let d = device(quote! {
+        pub fn total(a: [u64; 5]) -> u64 {
+            let mut s: u64 = 0;
+            for i in 0..a.len() {
+                s += a[i];
+            }
+            s
+        }
+    });
+    assert!(d.contains("a_.len()") && !d.contains("static_assert"), "{d}");
+}
+
+#[test]
+fn a_unit_task_may_end_in_an_if() {
+    let c = cuda(quote! {
+        pub fn tail_if(t: Temp<u64>, n: u32) {
+            let v: u64 = n as u64 * 3;
+            if n % 2 == 0 {
+                t[0] = v;
+            } else {
+                t[1] = v + 1;
+            }
+        }
+    });
+    assert!(!c.contains("static_assert"), "{c}");
+    assert!(c.contains("} else {"), "{c}");
+}

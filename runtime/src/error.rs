@@ -118,9 +118,12 @@ pub enum Error {
         description: String,
     },
 
-    /// NVRTC rejected a CUDA C++ program; `log` is NVRTC's whole log.
-    #[error("NVRTC could not compile `{task_or_program}`:\n{log}")]
+    /// A compiler rejected a CUDA C++ program: NVRTC (the cuda backend), or the host C++ compiler
+    /// that builds it for the cuda-sim host simulation; `log` is the compiler's whole log.
+    #[error("{compiler} could not compile `{task_or_program}`:\n{log}")]
     Compile {
+        /// The compiler that rejected it: `NVRTC`, or e.g. `g++ (the cuda-sim host simulation)`.
+        compiler: String,
         /// The task function or program whose generated CUDA C++ failed to compile.
         task_or_program: String,
         /// NVRTC's complete compilation log.

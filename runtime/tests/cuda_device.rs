@@ -96,7 +96,7 @@ fn missing_kernel_and_compile_errors_are_errors() {
     assert!(err.to_string().contains("no_such_kernel"), "{err}");
     let err = dev.load_program(&ProgramSource::new("bad", "extern \"C\" __global__ void k() { nope(); }")).unwrap_err();
     assert!(
-        matches!(&err, Error::Compile { task_or_program, log } if task_or_program == "bad" && log.contains("nope"))
+        matches!(&err, Error::Compile { task_or_program, log, .. } if task_or_program == "bad" && log.contains("nope"))
     );
 }
 

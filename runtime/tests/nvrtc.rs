@@ -28,7 +28,7 @@ fn check_compiles() {
     let err = compile_ptx("extern \"C\" __global__ void broken() { undefined_thing(); }", "broken", Arch::new(9, 0))
         .unwrap_err();
     match &err {
-        Error::Compile { task_or_program, log } => {
+        Error::Compile { task_or_program, log, .. } => {
             assert_eq!(task_or_program, "broken");
             assert!(log.contains("undefined_thing"), "{log}");
         }

@@ -378,6 +378,10 @@ fn compile_errors_carry_the_compilers_log() {
     let msg = err.to_string();
     assert!(matches!(err, Error::Compile { .. }), "{msg}");
     assert!(msg.contains("broken") && msg.contains("nope") && msg.contains("host simulation"), "{msg}");
+    // Issue 8: the error names the compiler that failed (g++ or clang++), never NVRTC.
+    let cxx = gpu_cilk_runtime::backend::cuda::sim::compiler();
+    assert!(msg.starts_with(&format!("{cxx} (the cuda-sim host simulation) could not compile `broken`")), "{msg}");
+    assert!(!msg.contains("NVRTC"), "{msg}");
     let err = SimProgram::compile(&ProgramSource::new(
         "static_shared",
         "extern \"C\" __global__ void k(int* o) { __shared__ int s[32]; s[0] = 1; o[0] = s[0]; }",

@@ -185,3 +185,56 @@ pub fn nothing() {
 /// The leaf of [`nothing`].
 #[gpu_cilk]
 pub fn nothing_leaf() {}
+
+// ---- issue 8: constructs the random program generator (`tests/support/program_gen.rs`) found
+// miscompiled in CUDA; each is one value of `generated_regressions` ----
+
+/// A device helper whose result receives a method call with an unsuffixed literal argument.
+#[gpu_cilk::device]
+pub fn gen_mix(a: u64, b: u32) -> u64 {
+    a.wrapping_mul(0x9e37_79b9) ^ b as u64
+}
+
+/// Takes arrays, which its callers pass as literals of unsuffixed elements.
+#[gpu_cilk]
+pub fn gen_arrays(x: [u32; 4], y: [i64; 2]) -> u64 {
+    let mut s: u64 = 0;
+    for i in 0..4 {
+        s = s.wrapping_mul(1000).wrapping_add(x[i] as u64);
+    }
+    s.wrapping_add((y[0] - y[1]) as u64)
+}
+
+/// A unit task whose body ends in an `if` expression (no spawn in it): writes into `t`.
+#[gpu_cilk]
+pub fn gen_unit_if(t: Temp<u64>, n: u32) {
+    let v: u64 = n as u64 * 3;
+    if n % 2 == 0 {
+        t[0] = v;
+    } else {
+        t[1] = v + 1;
+    }
+}
+
+/// Every regression at once; `n` picks the branches (0..8 covers them).
+#[gpu_cilk]
+pub fn generated_regressions(n: u32) -> u64 {
+    let t = alloc!(u64, 2);
+    // (1) array literals as arguments: `[u32; 4]` from unsuffixed literals, `[i64; 2]` with one
+    // that does not fit in 32 bits.
+    let a = spawn!(gen_arrays([1, 2, 3, 4], [5000000000, 7]));
+    let b = spawn!(gen_arrays([9, n, 8, 7], [-3, 4]));
+    // (2) a unit task ending in an `if`.
+    spawn!(gen_unit_if(t, n));
+    spawn!(gen_unit_if(t, n + 1));
+    sync!();
+    // (3) comparisons in parentheses as operands of `==` / `!=`.
+    let p = n as u64;
+    let c1: bool = (p == 3) == (p > 5);
+    let c2: bool = (p % 2 == 0) != (p < 4);
+    let c3: bool = p != 2 && (p == 1) == (p == 5);
+    // (4) a method with an unsuffixed literal argument on a call receiver.
+    let m: u64 = gen_mix(p, 3).wrapping_add(7).max(11);
+    let bits: u64 = (c1 as u64) | (c2 as u64) << 1 | (c3 as u64) << 2;
+    a ^ b.rotate_left(7) ^ m ^ (t[0] << 20) ^ (t[1] << 40) ^ (bits << 60)
+}

@@ -145,6 +145,15 @@ template <typename T, typename S> __device__ inline T gc_shr(T a, S s) {
 // Fixed-size arrays with value semantics and checked indexing.
 template <typename T, int N> struct gc_array {
   T v[N];
+  __device__ gc_usize len() const { return (gc_usize)N; }
+  // An array literal whose elements the writer cannot type (`f([1, 2])`: Rust takes the type from
+  // `f`'s parameter, which another macro invocation declares) is written as `gc_array<gc_i32, N>`
+  // (or `gc_i64`/`gc_u64` when a literal needs it) and converts here, element by element.
+  template <typename U> __device__ operator gc_array<U, N>() const {
+    gc_array<U, N> a;
+    for (int i = 0; i < N; ++i) a.v[i] = (U)v[i];
+    return a;
+  }
   __device__ T& at(const gc_cx& cx, gc_u64 i, gc_u32 site) {
     if (i >= (gc_u64)N) { gc_raise_cx(cx, GC_FAULT_INDEX, site, i); return v[0]; }
     return v[i];

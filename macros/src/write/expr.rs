@@ -135,7 +135,7 @@ impl Writer<'_> {
                     _ => None,
                 }
                 .or_else(|| a.elems.iter().find_map(|x| self.ty_of(x)))
-                .unwrap_or_else(|| prim("i32"));
+                .unwrap_or_else(|| untyped_array_elem(a));
                 let vals: Vec<String> = a.elems.iter().map(|x| self.expr(x, Some(&elem))).collect();
                 format!("gc_array<{}, {}>{{{{{}}}}}", elem.cxx(), a.elems.len(), vals.join(", "))
             }
@@ -231,11 +231,17 @@ impl Writer<'_> {
 
     fn method(&mut self, m: &Ident, recv: &Expr, args: &[&Expr], span: Span) -> String {
         let name = m.to_string();
-        let t = self.ty_of(recv).or_else(|| args.first().and_then(|a| self.ty_of(a)));
+        let mut t = self.ty_of(recv).or_else(|| args.first().and_then(|a| self.ty_of(a)));
+        if t.is_none() && !args.is_empty() {
+            // `h(x).wrapping_add(7)`: a literal argument takes the receiver's C++ type.
+            let text = self.probe().expr(recv, None);
+            t = self.ty_or_decltype(recv, &text);
+        }
         let r = self.expr(recv, t.as_ref());
         // A receiver of a type the writer cannot name (a child's result `g_ret`): its C++ type.
         let t = t.or_else(|| self.ty_or_decltype(recv, &r));
-        if name == "len" && matches!(self.ty_of(recv), Some(Ty::Temp(_))) {
+        if name == "len" {
+            // `Temp<T>` and arrays (`gc_array<T, N>::len()`).
             return format!("{r}.len()");
         }
         let arg = |w: &mut Self, i: usize, t: Option<&Ty>| args.get(i).map(|a| w.expr(a, t)).unwrap_or_default();
@@ -340,6 +346,29 @@ impl Writer<'_> {
     }
 }
 
+/// The element type of an array literal none of whose elements has a type the writer knows
+/// (unsuffixed literals): `i32`, or a wider type where a literal needs it. It may still differ
+/// from the type Rust infers (from a callee's parameter, say): `gc_array` converts to an array of
+/// the same length and another element type.
+fn untyped_array_elem(a: &syn::ExprArray) -> Ty {
+    let widest = a
+        .elems
+        .iter()
+        .filter_map(|x| match x {
+            Expr::Lit(syn::ExprLit { lit: Lit::Int(i), .. }) => i.base10_digits().parse::<u128>().ok(),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    if widest > i64::MAX as u128 {
+        prim("u64")
+    } else if widest > i32::MAX as u128 {
+        prim("i64")
+    } else {
+        prim("i32")
+    }
+}
+
 /// Text that needs no parentheses as a cast operand.
 fn is_atom(s: &str) -> bool {
     !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
@@ -373,6 +402,12 @@ fn balanced_call(s: &str) -> bool {
 
 /// Parenthesizes an operand of an infix operator when it is itself infix.
 fn paren_infix(e: &Expr, text: String) -> String {
+    // `(a == b) != c`: the Rust parentheses are not in `text` (`Expr::Paren` writes its inner
+    // expression), so look through them.
+    let mut e = e;
+    while let Expr::Paren(syn::ExprParen { expr, .. }) | Expr::Group(syn::ExprGroup { expr, .. }) = e {
+        e = expr;
+    }
     let infix = match e {
         Expr::Binary(b) => matches!(
             b.op,

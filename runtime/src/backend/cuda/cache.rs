@@ -303,7 +303,7 @@ mod tests {
         std::fs::write(dir.path().join(format!("{}.ptx", key.as_str())), "garbage").unwrap();
         let err = cache
             .get_or_compile_with(key.clone(), Arch::new(9, 0), (12, 9), || {
-                Err(crate::Error::Compile { task_or_program: "p".into(), log: "boom".into() })
+                Err(crate::Error::Compile { compiler: "NVRTC".into(), task_or_program: "p".into(), log: "boom".into() })
             })
             .unwrap_err();
         assert!(matches!(err, crate::Error::Compile { .. }));

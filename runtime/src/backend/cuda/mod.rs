@@ -289,7 +289,8 @@ impl CudaBackend {
         let source =
             ProgramSource::new(format!("gpu_cilk_{}", T::NAME), asm.source.clone()).option("--diag-suppress=177");
         let loaded = session.device.load_program(&source).map_err(|e| match e {
-            Error::Compile { log, .. } => Error::Compile {
+            Error::Compile { compiler, log, .. } => Error::Compile {
+                compiler,
                 task_or_program: format!("the CUDA program of `{}` (tasks: {})", T::NAME, task_names(&asm)),
                 log,
             },

@@ -156,6 +156,7 @@ pub fn compile_ptx(source: &str, name: &str, arch: Arch) -> Result<String> {
 pub fn compile(program: &ProgramSource, arch: Arch) -> Result<String> {
     nvrtc_library()?;
     let nul = |what: &str| Error::Compile {
+        compiler: "NVRTC".into(),
         task_or_program: program.name.clone(),
         log: format!("{what} contains a NUL byte, which NVRTC cannot accept"),
     };
@@ -210,7 +211,7 @@ pub fn compile(program: &ProgramSource, arch: Arch) -> Result<String> {
                     .map_err(|_| Error::Nvrtc { op: "reading the PTX".into(), message: "PTX is not UTF-8".into() })
             }
             Err(NvrtcError(sys::nvrtcResult::NVRTC_ERROR_COMPILATION)) => {
-                Err(Error::Compile { task_or_program: program.name.clone(), log })
+                Err(Error::Compile { compiler: "NVRTC".into(), task_or_program: program.name.clone(), log })
             }
             Err(e) => Err(Error::Nvrtc {
                 op: format!("compiling `{}` with options {options:?}", program.name),

@@ -429,6 +429,7 @@ fn run_cxx(program: &ProgramSource, args: &[String], dir: &Path) -> Result<Vec<u
         return Ok(out.stdout);
     }
     Err(Error::Compile {
+        compiler: format!("{cxx} (the cuda-sim host simulation)"),
         task_or_program: program.name.clone(),
         log: format!(
             "(host simulation: `{cxx} {}` failed)\n{}",
@@ -450,6 +451,7 @@ fn build(program: &ProgramSource, flags: &[String], dir: &Path, out: &Path) -> R
     for h in &program.headers {
         if h.include_name.split('/').any(|c| c == ".." || c.is_empty()) || h.include_name.starts_with('/') {
             return Err(Error::Compile {
+                compiler: "the cuda-sim host simulation".into(),
                 task_or_program: program.name.clone(),
                 log: format!("header name `{}` must be a relative path without `..`", h.include_name),
             });

@@ -89,7 +89,8 @@ impl SimBackend {
         let asm = assemble_for(&Registry::of::<T>(), DeviceScheduler::Persistent)?;
         let source = ProgramSource::new(format!("gpu_cilk_{}", T::NAME), asm.source.clone());
         let program = self.device.load_program(&source).map_err(|e| match e {
-            Error::Compile { log, .. } => Error::Compile {
+            Error::Compile { compiler, log, .. } => Error::Compile {
+                compiler,
                 task_or_program: format!("the simulated program of `{}` (tasks: {})", T::NAME, task_names(&asm)),
                 log,
             },
