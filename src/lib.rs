@@ -29,6 +29,7 @@
 //! This crate is a facade: the compiler lives in `gpu-cilk-macros`, the runtime in
 //! `gpu-cilk-runtime`. See `docs/` in the repository for the architecture and the supported subset.
 #![deny(missing_docs)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 pub use gpu_cilk_macros::{device, gpu_cilk};
 pub use gpu_cilk_runtime as runtime;

@@ -14,6 +14,7 @@
 //! `g++ -DGC_HOST_SIM -include gc_sim.h` the same CUDA C++ runs on host threads (see
 //! `gpu_cilk_runtime::backend::cuda::sim`).
 #![deny(missing_docs)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 /// `gpu_cilk/runtime.cuh`: scalar types, Rust-semantics arithmetic, device fault codes: what every
 /// program needs, whichever scheduler runs it.

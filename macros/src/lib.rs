@@ -27,6 +27,7 @@
 //! See `docs/dsl.md` for the subset and the expansion model.
 
 #![deny(missing_docs)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 mod check;
 mod error;

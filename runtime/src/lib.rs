@@ -12,6 +12,7 @@
 //! - [`heap`]: the generalized batched heap of Chen et al. (Rust twin of `kernels/heap.cuh`).
 //! - [`runtime`], [`config`], [`stats`], [`error`]: the public face.
 #![deny(missing_docs)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod alloc;
 pub mod backend;

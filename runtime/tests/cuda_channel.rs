@@ -178,7 +178,7 @@ struct Fx {
 fn fixture(test: &str) -> Fx {
     let dev = device(test);
     let program = dev.load_program(&source()).unwrap_or_else(|e| panic!("compiling channel_test.cu: {e}"));
-    // SAFETY (all six): each kernel takes exactly one parameter struct by value, mirrored above
+    // SAFETY: (all six) each kernel takes exactly one parameter struct by value, mirrored above
     // (sizes checked against the PTX by `kernels_compile_with_the_mirrored_parameter_layouts`),
     // and touches only the channel (64-byte header, `capacity` control words and elements) and
     // the bitmap / counter buffers passed in it; every launch below passes live buffers of the

@@ -596,7 +596,7 @@ mod tests {
     #[test]
     fn fault_records_decode() {
         let f = GcFault { code: 2, site: 7, task: 1, level: 3, detail: 99 };
-        // SAFETY (test): both are 24-byte repr(C) plain-data structs.
+        // SAFETY: (test) both are 24-byte repr(C) plain-data structs.
         let c: GcCtl = unsafe { std::mem::transmute(f) };
         assert_eq!(GcFault::from_ctl_slot(&c), f);
         assert_eq!(f.fault_code(), Some(FaultCode::DivZero));

@@ -548,7 +548,7 @@ fn load(path: &Path) -> Result<Arc<Loaded>> {
     let _ = std::fs::remove_file(&private);
     let lib = opened.map_err(|e| fail(e.to_string()))?;
     let lib = libloading::Library::from(lib);
-    // SAFETY (the symbol lookups below): each symbol is defined by gc_sim.h or by `wrapper` with
+    // SAFETY: (this lookup and those below) each symbol is defined by gc_sim.h or by `wrapper` with
     // exactly the C signature it is read as here.
     let abi: unsafe extern "C" fn() -> u32 =
         *unsafe { lib.get::<unsafe extern "C" fn() -> u32>("gc_sim_abi") }.map_err(|e| fail(e.to_string()))?;
@@ -557,8 +557,10 @@ fn load(path: &Path) -> Result<Arc<Loaded>> {
     if found != ABI {
         return Err(fail(format!("it speaks gc_sim ABI {found}, this runtime {ABI}")));
     }
+    // SAFETY: as above (a symbol of gc_sim.h / `wrapper` read with its C signature).
     let launch: LaunchFn = *unsafe { lib.get::<LaunchFn>("gc_sim_launch") }.map_err(|e| fail(e.to_string()))?;
     type ShareFn = unsafe extern "C" fn(*mut c_char, u64) -> c_int;
+    // SAFETY: as above (a symbol of gc_sim.h / `wrapper` read with its C signature).
     let share: ShareFn = *unsafe { lib.get::<ShareFn>("gc_sim_share_globals") }.map_err(|e| fail(e.to_string()))?;
     let mut msg = vec![0u8; 512];
     // SAFETY: `msg` is a writable buffer of the length passed; nothing else uses this instance
@@ -566,6 +568,7 @@ fn load(path: &Path) -> Result<Arc<Loaded>> {
     if unsafe { share(msg.as_mut_ptr().cast(), msg.len() as u64) } != 0 {
         return Err(fail(format!("sharing its globals: {}", c_message(&msg))));
     }
+    // SAFETY: as above (a symbol of gc_sim.h / `wrapper` read with its C signature).
     let names: *const *const c_char =
         *unsafe { lib.get::<*const *const c_char>("gc_sim_kernel_names") }.map_err(|e| fail(e.to_string()))?;
     let mut kernels = Vec::new();
@@ -579,9 +582,11 @@ fn load(path: &Path) -> Result<Arc<Loaded>> {
         }
         // SAFETY: as above: a NUL-terminated string.
         let name = unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy().into_owned();
+        // SAFETY: as above (a symbol of gc_sim.h / `wrapper` read with its C signature).
         let entry: EntryFn =
             *unsafe { lib.get::<EntryFn>(format!("gc_sim_entry_{name}")) }.map_err(|e| fail(e.to_string()))?;
         type BytesFn = unsafe extern "C" fn() -> u64;
+        // SAFETY: as above (a symbol of gc_sim.h / `wrapper` read with its C signature).
         let bytes: BytesFn =
             *unsafe { lib.get::<BytesFn>(format!("gc_sim_params_{name}")) }.map_err(|e| fail(e.to_string()))?;
         // SAFETY: `gc_sim_params_NAME` takes nothing and returns a constant.

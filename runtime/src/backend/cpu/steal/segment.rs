@@ -246,12 +246,14 @@ pub(super) fn run_segments<T: CilkTask>(
         };
         w.ranges.truncate(marks.ranges);
 
-        // SAFETY (all blocks below): `cell` is this segment's live cell; until the seal only this
+        // SAFETY: `cell` is this segment's live cell; until the seal only this
         // thread writes its header, and its children touch only the counter and their ranges.
         if unsafe { (*cell).join.all_done(seg.real) } {
             // Every child already finished: the cell is ours again, no seal needed.
+            // SAFETY: as above (this segment's live cell).
             match unsafe { Cell::<T>::take(cell, next) } {
                 Err(v) => {
+                    // SAFETY: as above (this segment's live cell).
                     unsafe { Cell::<T>::free(cell) };
                     w.frame_free(Cell::<T>::BYTES);
                     return finish(w, link, v);
@@ -272,17 +274,21 @@ pub(super) fn run_segments<T: CilkTask>(
             Link::Inline { parent, offset } => parent.child_dest::<T::Output>(w, offset),
         };
         link = Link::Dest(dest);
+        // SAFETY: as above (this segment's live cell).
         unsafe {
             (*cell).dest = dest;
             (*cell).next = next;
             (*cell).depth = depth;
         }
+        // SAFETY: as above (this segment's live cell).
         if !unsafe { (*cell).join.seal(seg.real) } {
             return Ended::Suspended;
         }
         // The children finished between the check and the seal: continue here.
+        // SAFETY: as above (this segment's live cell).
         match unsafe { Cell::<T>::take(cell, next) } {
             Err(v) => {
+                // SAFETY: as above (this segment's live cell).
                 unsafe { Cell::<T>::free(cell) };
                 w.frame_free(Cell::<T>::BYTES);
                 return finish(w, link, v);
