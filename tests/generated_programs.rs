@@ -11,6 +11,9 @@
 //!   `#[ignore]`d GPU test, on every cuda configuration;
 //! - every program's CUDA compiles with NVRTC for both device schedulers (skips without NVRTC
 //!   unless `GPU_CILK_REQUIRE_NVRTC=1`).
+//!
+//! `GPU_CILK_GEN_ONLY=p3,p7` runs only those programs' roots; with `--nocapture` every run prints
+//! its program, configuration and time (to find the one that fails or hangs on a GPU).
 
 #[path = "support/backends.rs"]
 mod backends;
@@ -83,9 +86,16 @@ impl programs::Roots for Check<'_> {
     where
         T::Output: PartialEq + std::fmt::Debug,
     {
+        if std::env::var("GPU_CILK_GEN_ONLY").is_ok_and(|only| !only.split(',').any(|p| p.trim() == program)) {
+            return;
+        }
         let expected = serial();
         for rt in self.rts {
-            match rt.run(task()) {
+            let started = std::time::Instant::now();
+            let result = rt.run(task());
+            // Progress for --nocapture runs (which program, which configuration, how long).
+            eprintln!("{program}: {:?} in {:.1?} on {:?}", result.as_ref().map(|_| ()), started.elapsed(), rt.config());
+            match result {
                 Ok(v) if v == expected => {}
                 Ok(v) => self.failures.push(format!("{program}: {v:?}, expected {expected:?} on {:?}", rt.config())),
                 Err(e) => self.failures.push(format!("{program}: {e} on {:?}", rt.config())),

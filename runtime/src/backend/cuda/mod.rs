@@ -131,6 +131,27 @@ pub(crate) fn device_scheduler(config: &Config) -> Result<abi::DeviceScheduler> 
     }
 }
 
+/// Drops the device state (channels, frame pools, stacks) of every program of `session` but `keep`
+/// that no run is using now; their modules stay loaded and a later run makes the state again.
+/// Returns how many were dropped.
+fn release_idle(session: &Session, keep: &Arc<Loaded>) -> usize {
+    let others: Vec<Arc<Loaded>> = match session.programs.lock() {
+        Ok(programs) => programs.values().filter(|l| !Arc::ptr_eq(l, keep)).cloned().collect(),
+        Err(_) => return 0,
+    };
+    let mut dropped = 0;
+    for other in others {
+        // A state in use by a run on another thread is locked: it stays.
+        if let Ok(mut st) = other.state.try_lock() {
+            if st.take().is_some() {
+                dropped += 1;
+            }
+        }
+    }
+    tracing::debug!(dropped, "device memory full: dropped the idle device states of other programs");
+    dropped
+}
+
 pub(crate) fn task_names(asm: &program::AssembledProgram) -> String {
     asm.tasks.iter().map(|t| t.name).collect::<Vec<_>>().join(", ")
 }
@@ -243,15 +264,27 @@ impl CudaBackend {
         let mut state =
             loaded.state.lock().map_err(|_| Error::Internal("device state poisoned by an earlier failure".into()))?;
         let (dev, program, asm, config) = (&session.device, &loaded.program, &loaded.asm, &self.config);
+        let make = || -> Result<SchedulerState> {
+            Ok(match scheduler {
+                abi::DeviceScheduler::Levels => {
+                    SchedulerState::Levels(Box::new(levels::LevelsState::new(dev, program, asm, config)?))
+                }
+                abi::DeviceScheduler::Persistent => {
+                    SchedulerState::Persistent(Box::new(persistent::PersistentState::new(dev, program, asm, config)?))
+                }
+            })
+        };
         let result = (|| {
             if state.is_none() {
-                *state = Some(match scheduler {
-                    abi::DeviceScheduler::Levels => {
-                        SchedulerState::Levels(Box::new(levels::LevelsState::new(dev, program, asm, config)?))
+                *state = Some(match make() {
+                    // The device is full, maybe of the states of other programs this runtime ran
+                    // before (each keeps its pools across runs): drop those that are idle, retry once.
+                    Err(Error::Cuda { name, .. })
+                        if name == "CUDA_ERROR_OUT_OF_MEMORY" && release_idle(session, &loaded) > 0 =>
+                    {
+                        make()?
                     }
-                    abi::DeviceScheduler::Persistent => SchedulerState::Persistent(Box::new(
-                        persistent::PersistentState::new(dev, program, asm, config)?,
-                    )),
+                    other => other?,
                 });
             }
             match state.as_mut() {
