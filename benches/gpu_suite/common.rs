@@ -130,7 +130,7 @@ pub(crate) fn run_cilk<T>(
     workload: &str,
     size: u32,
     name: &str,
-    call: gpu_cilk::runtime::Call<T>,
+    call: gpu_cilk::runtime::Call<'_, T>,
     want: T::Output,
     work: f64,
     unit: &'static str,

@@ -48,7 +48,7 @@ pub fn run_and_report<T>(
     rt: &Runtime,
     common: &Common,
     label: &str,
-    call: Call<T>,
+    call: Call<'_, T>,
     known: Option<T::Output>,
 ) -> Result<bool, Error>
 where

@@ -115,6 +115,8 @@ pub const METHODS: &[&str] = &[
     "trunc",
     "mul_add",
     "len",
+    "split_at",
+    "split_at_mut",
 ];
 
 fn method_allowed(name: &str) -> bool {
@@ -149,15 +151,20 @@ pub fn check_type(ty: &Type) -> Result<(), syn::Error> {
             }
             Err(error::TYPE_OTHER.on(ty))
         }
+        Type::Array(a) if syntax::slice_type(&a.elem).is_some() => Err(error::TYPE_SLICE_NESTED.on(ty)),
         Type::Array(a) => check_type(&a.elem),
         Type::Paren(p) => check_type(&p.elem),
         Type::Group(g) => check_type(&g.elem),
+        _ if syntax::slice_type(ty).is_some() => Ok(()),
         Type::Reference(_) | Type::Slice(_) | Type::Ptr(_) => Err(error::TYPE_REFERENCE.on(ty)),
         Type::ImplTrait(_) | Type::TraitObject(_) => Err(error::TYPE_IMPL_TRAIT.on(ty)),
         Type::Tuple(t) if (2..=4).contains(&t.elems.len()) => {
             for e in &t.elems {
                 if matches!(e, Type::Tuple(_)) || syntax::temp_type_elem(e).is_some() {
                     return Err(error::TYPE_TUPLE.on(ty));
+                }
+                if syntax::slice_type(e).is_some() {
+                    return Err(error::TYPE_SLICE_NESTED.on(ty));
                 }
                 check_type(e)?;
             }
@@ -222,6 +229,7 @@ impl Checker<'_> {
             match &**ty {
                 Type::Tuple(t) if t.elems.is_empty() => {}
                 other if syntax::temp_type_elem(other).is_some() => self.err(error::RETURN_TEMP.on(ty)),
+                other if syntax::slice_type(other).is_some() => self.err(error::RETURN_SLICE.on(ty)),
                 other => self.ty(other),
             }
         }
@@ -538,6 +546,14 @@ impl Checker<'_> {
             Expr::Match(m) => self.err(error::MATCH.on(m.match_token)),
             Expr::Try(t) => self.err(error::TRY.on(t.question_token)),
             Expr::Let(l) => self.err(error::IF_LET.on(l)),
+            Expr::Reference(_) if syntax::sub_slice(e).is_some() => {
+                if let Some((_, base, range)) = syntax::sub_slice(e) {
+                    self.expr(base, place);
+                    for b in range.start.iter().chain(range.end.iter()) {
+                        self.expr(b, place);
+                    }
+                }
+            }
             Expr::Reference(r) => self.err(error::REFERENCE.on(r)),
             Expr::RawAddr(r) => self.err(error::REFERENCE.on(r)),
             Expr::Struct(s) => self.err(error::STRUCT_LIT.on(s)),

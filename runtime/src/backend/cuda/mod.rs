@@ -218,7 +218,7 @@ impl CudaBackend {
     /// context ([`Error::KernelFailed`]), the error names the kernel and its task, and the backend
     /// discards the context with everything in it; after that (in this process, whichever
     /// runtime's kernel failed) every run fails at once with [`Error::BackendUnavailable`].
-    pub fn run<T: CilkTask>(&self, call: Call<T>) -> Result<Report<T::Output>> {
+    pub fn run<T: CilkTask>(&self, call: Call<'_, T>) -> Result<Report<T::Output>> {
         if let Some(cause) = context::lost() {
             return Err(context::lost_error(&cause));
         }
@@ -232,7 +232,7 @@ impl CudaBackend {
         result
     }
 
-    fn run_in<T: CilkTask>(&self, session: &Session, call: Call<T>) -> Result<Report<T::Output>> {
+    fn run_in<T: CilkTask>(&self, session: &Session, call: Call<'_, T>) -> Result<Report<T::Output>> {
         let scheduler = device_scheduler(&self.config)?;
         if scheduler == abi::DeviceScheduler::Levels {
             if let Some(e) = crate::task::Registry::of::<T>().levels_refusal() {

@@ -59,7 +59,7 @@ impl SimBackend {
     }
 
     /// Runs a root call through the persistent scheduler on the simulation.
-    pub fn run<T: CilkTask>(&self, call: Call<T>) -> Result<Report<T::Output>> {
+    pub fn run<T: CilkTask>(&self, call: Call<'_, T>) -> Result<Report<T::Output>> {
         let loaded = self.program_for::<T>()?;
         let mut state = loaded
             .state
