@@ -45,7 +45,14 @@ pub fn function(item: &ItemFn) -> syn::Result<Function> {
         let last = i + 1 == stmts.len();
         if last {
             if let syn::Stmt::Expr(e, None) = s {
-                if as_spawn(e).is_none() && as_sync(e).is_none() && !matches!(e, Expr::Return(_)) && !contains_spawn(e)
+                // A unit function's trailing loop, `if` or block is a statement, not a value.
+                let unit_stmt = output.is_none()
+                    && matches!(e, Expr::ForLoop(_) | Expr::While(_) | Expr::Loop(_) | Expr::If(_) | Expr::Block(_));
+                if as_spawn(e).is_none()
+                    && as_sync(e).is_none()
+                    && !matches!(e, Expr::Return(_))
+                    && !contains_spawn(e)
+                    && !unit_stmt
                 {
                     tail = Some(e.clone());
                     continue;

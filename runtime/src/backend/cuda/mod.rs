@@ -73,6 +73,7 @@ pub mod program;
 pub mod sim;
 #[cfg(target_os = "linux")]
 pub mod sim_backend;
+mod slices;
 mod target;
 mod temps;
 
@@ -254,21 +255,22 @@ impl CudaBackend {
                     )),
                 });
             }
-            match state.as_mut() {
+            slices::with_device_slices(dev, call.args, T::SLICES, |args| match state.as_mut() {
                 Some(SchedulerState::Levels(st)) => {
-                    levels::LevelsRun::new(dev, program, asm, st).run::<T::Args, T::Output>(call.args, config)
+                    levels::LevelsRun::new(dev, program, asm, st).run::<T::Args, T::Output>(args, config)
                 }
                 Some(SchedulerState::Persistent(st)) => {
-                    persistent::PersistentRun::new(dev, asm, st).run::<T::Args, T::Output>(call.args, config)
+                    persistent::PersistentRun::new(dev, asm, st).run::<T::Args, T::Output>(args, config)
                 }
                 None => Err(Error::Internal("device state missing".into())),
-            }
+            })
         })();
         if result.is_err() {
             // A failed run may leave elements in channels; start the next one from fresh state.
             *state = None;
         }
-        let (value, mut stats) = result.map_err(|e| name_tasks(e, &loaded.asm))?;
+        let ((value, mut stats), transfer) = result.map_err(|e| name_tasks(e, &loaded.asm))?;
+        stats.transfer = transfer;
         stats.scheduler = Some(match scheduler {
             abi::DeviceScheduler::Levels => SchedulerKind::Levels,
             abi::DeviceScheduler::Persistent => SchedulerKind::Persistent,
