@@ -12,6 +12,8 @@ mod fib_workload;
 mod queens_workload;
 #[path = "support/random_tree.rs"]
 mod random_tree;
+#[path = "../examples/workloads/sort.rs"]
+mod sort_workload;
 
 use fib_workload::fib;
 use gpu_cilk::prelude::*;
@@ -25,6 +27,29 @@ fn host() -> Vec<Runtime> {
 
 fn cuda() -> Vec<Runtime> {
     backends::cuda_all(Config::default())
+}
+
+/// cilksort: slices in and out of the root, sub-slices to children, three syncs, two task
+/// functions. Every shape and size sorts to the serial oracle's result (the plain function on a
+/// copy), which is sorted and a permutation of the input (sums and byte histograms).
+fn cilksort_equals_serial(rts: &[Runtime]) {
+    use sort_workload::{cilksort, fingerprint, input, is_sorted, SHAPES};
+    for shape in SHAPES {
+        for n in [0usize, 1, 2, 31, 33, 100, 257, 1000, 4099] {
+            let orig = input(shape, n, n as u64 + 1);
+            let mut want = orig.clone();
+            cilksort(&mut want, &mut vec![0u32; n]);
+            assert!(is_sorted(&want), "{shape:?} {n}: the serial function does not sort");
+            assert_eq!(fingerprint(&want), fingerprint(&orig), "{shape:?} {n}: not a permutation");
+            for rt in rts {
+                let mut a = orig.clone();
+                let mut tmp = vec![0u32; n];
+                rt.run(cilksort::task(&mut a, &mut tmp))
+                    .unwrap_or_else(|e| panic!("{shape:?} {n} on {:?}: {e}", rt.config()));
+                assert_eq!(a, want, "{shape:?} {n} on {:?}", rt.config());
+            }
+        }
+    }
 }
 
 fn fib_equals_serial(rts: &[Runtime]) {
@@ -92,6 +117,17 @@ fn fib_equals_serial_on_the_host_backends() {
 #[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
 fn fib_equals_serial_on_cuda() {
     fib_equals_serial(&cuda());
+}
+
+#[test]
+fn cilksort_equals_serial_on_the_host_backends() {
+    cilksort_equals_serial(&host());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
+fn cilksort_equals_serial_on_cuda() {
+    cilksort_equals_serial(&cuda());
 }
 
 #[test]

@@ -750,11 +750,41 @@ fn slice_helper_cuda() {
 #[test]
 fn slice_misuse_is_reported() {
     let cases = [
-        (quote!(fn f(a: &mut [u32]) -> &[u32] { a }), "cannot return a slice"),
-        (quote!(fn f(a: [&[u32]; 2]) {}), "element of an array"),
-        (quote!(fn f(a: &Vec<u32>) {}), "reference or pointer type"),
-        (quote!(fn f(a: &'static [u32]) {}), "reference or pointer type"),
-        (quote!(fn f(a: &[u32]) -> u32 { let b = &a; 0 }), "references and dereferences"),
+        (
+            quote!(
+                fn f(a: &mut [u32]) -> &[u32] {
+                    a
+                }
+            ),
+            "cannot return a slice",
+        ),
+        (
+            quote!(
+                fn f(a: [&[u32]; 2]) {}
+            ),
+            "element of an array",
+        ),
+        (
+            quote!(
+                fn f(a: &Vec<u32>) {}
+            ),
+            "reference or pointer type",
+        ),
+        (
+            quote!(
+                fn f(a: &'static [u32]) {}
+            ),
+            "reference or pointer type",
+        ),
+        (
+            quote!(
+                fn f(a: &[u32]) -> u32 {
+                    let b = &a;
+                    0
+                }
+            ),
+            "references and dereferences",
+        ),
     ];
     for (item, want) in cases {
         let func: syn::ItemFn = syn::parse2(item).expect("parses");
