@@ -137,6 +137,7 @@ pub(crate) fn run_cilk<T>(
 ) -> Row
 where
     T: gpu_cilk::runtime::CilkTask,
+    T::Args: gpu_cilk::runtime::OwnedArgs,
     T::Output: PartialEq + std::fmt::Debug,
 {
     let mut row = Row::new(workload, size, name, work, unit);
