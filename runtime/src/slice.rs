@@ -9,8 +9,9 @@
 //! `'static`), so generated code stores a `RawSlice` and rebuilds the reference at the start of
 //! every segment. Three rules make that sound:
 //!
-//! 1. **Only generated code makes `Args` that hold a slice**: `f::args(..)` is an `unsafe fn` for
-//!    a task with slice parameters, and the only safe way in is `f::task(a, ..)`, which returns a
+//! 1. **Only generated code makes `Args` that hold a slice**: making a non-empty `RawSlice` is
+//!    `unsafe` ([`RawSlice::from_mut`]), `f::args(..)` is an `unsafe fn` for a task with slice
+//!    parameters, and the only safe way in is `f::task(a, ..)`, which returns a
 //!    [`Call`](crate::Call) that borrows the caller's slices for its lifetime `'a`.
 //!    [`Runtime::run`](crate::Runtime::run) consumes the call and returns only after every task of
 //!    the tree has finished (or, on an error, after every worker stopped running task code), so
@@ -68,12 +69,21 @@ impl<T> fmt::Debug for RawSlice<T> {
 
 impl<T> RawSlice<T> {
     /// The pair of a shared slice.
-    pub fn from_ref(s: &[T]) -> Self {
+    ///
+    /// # Safety
+    /// Task code will dereference the pair ([`RawSlice::as_ref`]) wherever `Args` or a `Frame`
+    /// holding it goes: `s` must outlive every such use (module docs). Only generated code calls
+    /// this, under that argument; safe code can make only the empty [`RawSlice::default`].
+    pub unsafe fn from_ref(s: &[T]) -> Self {
         RawSlice { ptr: s.as_ptr().cast_mut(), len: s.len() as u64, _elem: PhantomData }
     }
 
     /// The pair of a mutable slice.
-    pub fn from_mut(s: &mut [T]) -> Self {
+    ///
+    /// # Safety
+    /// As [`RawSlice::from_ref`], and no one else may use `s`'s elements while task code may
+    /// use the pair (except through sub-ranges handed on, module docs rule 3).
+    pub unsafe fn from_mut(s: &mut [T]) -> Self {
         RawSlice { ptr: s.as_mut_ptr(), len: s.len() as u64, _elem: PhantomData }
     }
 
@@ -141,9 +151,10 @@ mod tests {
     #[test]
     fn round_trips_and_has_the_device_layout() {
         let mut v = vec![1u32, 2, 3];
-        let r = RawSlice::from_mut(&mut v[1..]);
-        assert_eq!(r.len(), 2);
         // SAFETY: `v` outlives the use and nothing else touches it meanwhile.
+        let r = unsafe { RawSlice::from_mut(&mut v[1..]) };
+        assert_eq!(r.len(), 2);
+        // SAFETY: as above.
         let s = unsafe { r.as_mut() };
         s[0] = 7;
         assert_eq!(v, [1, 7, 3]);

@@ -322,11 +322,6 @@ impl<'a, T: CilkTask> Call<'a, T> {
         Call { args, _borrow: PhantomData }
     }
 
-    /// The root arguments.
-    pub fn args(&self) -> &T::Args {
-        &self.args
-    }
-
     /// Runs the plain serial function: the oracle.
     pub fn serial(self) -> T::Output {
         T::serial(self.args)

@@ -108,10 +108,13 @@ pub(super) fn stored_type(ty: &Type) -> TokenStream {
 }
 
 /// `name` as stored in `Args`/`Frame`: `RawSlice::from_mut(name)` for a slice, else `name`.
+/// SAFETY (of the emitted block): in `args` the caller of that `unsafe fn` vouches for the slice;
+/// at a sync the slice is this task's own, valid until the task ends, and the frame goes only to
+/// this task's continuation (runtime `slice` module, rule 2).
 fn to_stored(name: &syn::Ident, ty: &Type) -> TokenStream {
     match syntax::slice_type(ty) {
-        Some((true, _)) => quote!(#name: ::gpu_cilk::runtime::RawSlice::from_mut(#name)),
-        Some((false, _)) => quote!(#name: ::gpu_cilk::runtime::RawSlice::from_ref(#name)),
+        Some((true, _)) => quote!(#name: unsafe { ::gpu_cilk::runtime::RawSlice::from_mut(#name) }),
+        Some((false, _)) => quote!(#name: unsafe { ::gpu_cilk::runtime::RawSlice::from_ref(#name) }),
         None => quote!(#name),
     }
 }
