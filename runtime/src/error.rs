@@ -77,6 +77,27 @@ pub enum Error {
         capacity: u64,
     },
 
+    /// Two children of one segment were given overlapping ranges of a slice, at least one of them
+    /// `&mut` (a determinacy race; found by `Config::check_races` on the cpu stealing scheduler).
+    #[error(
+        "determinacy race in task `{task}`: the spawn at {second} gets `{second_kind}` elements {second_range} of a slice of which the spawn at {first}, which may still be running, got `{first_kind}` elements {first_range} (counted from the start of the earlier range); give parallel children disjoint ranges"
+    )]
+    SliceRace {
+        /// The task whose segment spawned both.
+        task: &'static str,
+        /// The earlier spawn site (`file:line:col`).
+        first: &'static str,
+        /// Its elements, `0..len`.
+        first_range: String,
+        /// `&mut` or `&`.
+        first_kind: &'static str,
+        /// The later spawn site.
+        second: &'static str,
+        /// Its elements, counted from the start of the earlier range (may be negative).
+        second_range: String,
+        /// `&mut` or `&`.
+        second_kind: &'static str,
+    },
     /// The recursion went deeper than the configured limit.
     #[error("task `{task}` recursed deeper than the limit of {limit} levels (Config::max_depth)")]
     DepthExceeded {

@@ -144,6 +144,18 @@ pub struct SliceField {
     pub mutable: bool,
 }
 
+/// The `(address, length)` of the slice `f` in `args` (the `Args` of a task whose `SLICES`
+/// holds `f`), or `None` when `f` does not lie inside `args`.
+pub(crate) fn read_field<A>(args: &A, f: &SliceField) -> Option<(usize, usize)> {
+    if f.offset + std::mem::size_of::<RawSlice<u8>>() > std::mem::size_of::<A>() {
+        return None;
+    }
+    // SAFETY: in bounds (checked above); `Args` is `#[repr(C)]` with a `RawSlice<T>` at
+    // `f.offset`, whose layout does not depend on `T`; read unaligned, touching no element.
+    let raw = unsafe { std::ptr::read_unaligned((args as *const A).cast::<u8>().add(f.offset).cast::<RawSlice<u8>>()) };
+    Some((raw.as_ptr() as usize, raw.len()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -231,6 +231,14 @@ pub trait Spawn<T: CilkTask> {
     /// will leave behind (the frame given to [`Step::Sync`], or the implicit one of a `return`).
     fn spawn<C: CilkTask>(&mut self, args: C::Args, place: Place<T::Frame, C::Output>);
 
+    /// [`Spawn::spawn`] from the `spawn!` at `site` (`file:line:col`): what a task with slice
+    /// parameters emits, so a scheduler that checks the slice ranges of parallel children
+    /// (`Config::check_races`) can name both spawns. The default ignores the site.
+    fn spawn_at<C: CilkTask>(&mut self, args: C::Args, place: Place<T::Frame, C::Output>, site: &'static str) {
+        let _ = site;
+        self.spawn::<C>(args, place)
+    }
+
     /// `alloc!(E, len)`: `len` zeroed elements that live until the task ends, or `None` when the
     /// backend's temporary heap cannot hold them (the scheduler then fails the run with an error
     /// naming the task and the size; the segment returns at once). The default draws from the

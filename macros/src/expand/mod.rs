@@ -769,14 +769,24 @@ impl<'t> Emitter<'t> {
             }
         };
         let span = site.span;
-        let spawn = format_ident!("spawn", span = span);
+        // A task with slice parameters names the site, for the race check of the cpu scheduler
+        // (`Spawn::spawn_at`); only such a task can hand slices to its children.
+        let has_slices = self.task.params.iter().any(|p| syntax::slice_type(&p.ty).is_some());
+        let spawn = format_ident!("{}", if has_slices { "spawn_at" } else { "spawn" }, span = span);
+        let at = if has_slices {
+            let start = span.start();
+            let loc = format!("{}:{}:{}", span.file(), start.line, start.column + 1);
+            quote!(, #loc)
+        } else {
+            quote!()
+        };
         quote! {
             #decl
             // SAFETY (of the `unsafe` block, which only a callee with slice parameters needs):
             // the arguments are the user's expressions, which also compile outside any `unsafe`
             // in the serial function; the child's slices are sub-slices of this task's, valid
             // until it ends, and it ends after its children (runtime `slice` module, rule 2).
-            #cx.#spawn::<#callee_task>(unsafe { #callee::args(#(#args),*) }, #place);
+            #cx.#spawn::<#callee_task>(unsafe { #callee::args(#(#args),*) }, #place #at);
         }
     }
 }
