@@ -26,8 +26,11 @@
 //!    obligation** (as in Cilk, where it is a determinacy race). The serial function cannot show
 //!    such a race (spawn there is a call, so borrowck sees two sequential borrows). A program that
 //!    hands overlapping `&mut` ranges to two tasks that run in parallel has a data race on the cpu
-//!    backend (undefined behavior) and nondeterministic results on cuda. This is the known gap of
-//!    this first step: a race check (issue 11, point 3) is the planned fix. See `docs/dsl.md`.
+//!    backend (undefined behavior) and nondeterministic results on cuda. `Config::check_races`
+//!    (`GPU_CILK_CHECK_RACES=1`) makes the cpu stealing scheduler check every segment's children
+//!    against each other and fail with `Error::SliceRace` instead; since every slice is a
+//!    sub-range of its parent's, disjoint siblings make disjoint subtrees, so what it leaves out is
+//!    a parent touching a range it gave away before its `sync!()`. See `docs/dsl.md`.
 
 use std::fmt;
 use std::marker::PhantomData;
