@@ -172,6 +172,11 @@ pub const SLICE_MACHINE: Msg = Msg {
     text: "slice parameters are not supported yet in a task with a `sync!()` inside a branch, loop or block",
     hint: "keep the `sync!()`s at the top level of the body, or move the loop into the caller",
 };
+/// A sub-slice or split of something that is not a slice parameter or slice local.
+pub const SLICE_BASE: Msg = Msg {
+    text: "sub-slices can only be taken of a slice parameter or of a local bound to a slice of one",
+    hint: "a slice of a local array would dangle once this task's children run: pass the array by value, or slice a `&[T]`/`&mut [T]` parameter",
+};
 /// A slice-typed local that lives across a `sync!()`.
 pub const SLICE_FRAME: Msg = Msg {
     text: "a slice local cannot live across a `sync!()`: only slice parameters are kept in the task frame",
@@ -455,6 +460,15 @@ pub fn frame_shadowed(name: &syn::Ident) -> syn::Error {
         name,
         &format!("`{name}` is declared twice at the top level of the function body, and one of them lives across a `sync!()` (in the task frame)"),
         &format!("rename one of them: frame fields are named after their locals (e.g. `{name}2`)"),
+    )
+}
+
+/// A slice name declared again.
+pub fn slice_shadowed(name: &syn::Ident) -> syn::Error {
+    custom(
+        name,
+        &format!("`{name}` names a slice (a slice parameter, or a local bound to a slice of one) and cannot be declared again"),
+        "rename the new binding, so that the name keeps meaning a slice the task was given",
     )
 }
 

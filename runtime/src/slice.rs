@@ -18,7 +18,9 @@
 //!    no task touches the slice after the borrow ends. Such a `Call` is neither `Copy` nor `Clone`:
 //!    one borrow, one run.
 //! 2. **Children get sub-ranges of their parent's slices** (`&mut a[lo..hi]`, `split_at_mut`),
-//!    checked by Rust's indexing, and a parent's continuation runs only after all children of the
+//!    checked by Rust's indexing; the compiler accepts sub-slices and splits only of slice
+//!    parameters and of locals bound to slices of them (never of a local array, which would
+//!    dangle once the segment ends), and a parent's continuation runs only after all children of the
 //!    segment finished (an explicit `sync!()` or the implicit one of a `return`), which the
 //!    schedulers order with a release/acquire pair (the join). So by induction every slice a task
 //!    sees lies inside the root's and is valid while the task runs.
