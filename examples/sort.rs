@@ -1,4 +1,4 @@
-//! cilksort: sort `n` u32 keys with the annotated Rust of `workloads/sort.rs` (split in four, sort
+//! cilksort: sort `n` u32 or f32 keys with the annotated Rust of `workloads/sort.rs` (split in four, sort
 //! the quarters, merge pairs with a parallel binary-search merge, merge the halves). The keys
 //! travel as a `&mut [u32]` into the root task and come back sorted in the same `Vec` (on cuda the
 //! runtime uploads them before the run and downloads them after; see "slice transfers" in the
@@ -7,6 +7,7 @@
 //! ```text
 //! cargo run --release --example sort -- 1000000 --backend cpu
 //! cargo run --release --example sort -- 1000000 --input reverse --backend cuda --reps 5
+//! cargo run --release --example sort -- 1000000 --keys f32 --backend cpu
 //! ```
 //!
 //! Every run is verified: the result is sorted and a permutation of the input (length, sums and
@@ -22,7 +23,10 @@ use clap::{Parser, ValueEnum};
 use gpu_cilk::prelude::*;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
-use workload::{cilksort, fingerprint, input, is_sorted, Shape};
+use workload::{
+    cilksort, cilksort_f32, fingerprint, fingerprint_f32, input, input_f32, is_sorted, is_sorted_f32, Fingerprint,
+    Shape,
+};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum Input {
@@ -50,7 +54,15 @@ impl Input {
     }
 }
 
-/// Sorts n u32 keys with cilksort.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Keys {
+    /// 32-bit unsigned integers.
+    U32,
+    /// 32-bit floats (no NaNs).
+    F32,
+}
+
+/// Sorts n u32 or f32 keys with cilksort.
 #[derive(Parser, Debug)]
 #[command(version, about)]
 struct Cli {
@@ -60,6 +72,9 @@ struct Cli {
     /// The input's shape.
     #[arg(long, value_enum, default_value_t = Input::Random)]
     input: Input,
+    /// Key type.
+    #[arg(long, value_enum, default_value_t = Keys::U32)]
+    keys: Keys,
     /// Seed of the random inputs.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -71,42 +86,53 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-fn run(cli: &Cli) -> Result<bool, Error> {
-    let rt = common::runtime(&cli.common)?;
-    let orig = input(cli.input.shape(), cli.n, cli.seed);
-    let want = fingerprint(&orig);
-    let mut tmp = vec![0u32; cli.n];
+/// Runs cilksort on the keys and the scratch, returning the run's statistics.
+type RunFn<K> = fn(&Runtime, &mut [K], &mut [K]) -> Result<gpu_cilk::runtime::Stats, Error>;
+
+/// One key type's run: the workload's functions for it.
+struct Sorter<K> {
+    input: fn(Shape, usize, u64) -> Vec<K>,
+    fingerprint: fn(&[K]) -> Fingerprint,
+    is_sorted: fn(&[K]) -> bool,
+    serial: fn(&mut [K], &mut [K]),
+    run: RunFn<K>,
+    std_sort: fn(&mut [K]),
+}
+
+fn run_keys<K: Copy + Default + PartialEq>(cli: &Cli, rt: &Runtime, k: &Sorter<K>) -> Result<bool, Error> {
+    let orig = (k.input)(cli.input.shape(), cli.n, cli.seed);
+    let want = (k.fingerprint)(&orig);
+    let mut tmp = vec![K::default(); cli.n];
     let mut times = Vec::new();
     let mut last = None;
     let mut keys = Vec::new();
     for _ in 0..cli.common.reps.max(1) {
         keys = orig.clone();
         let t = Instant::now();
-        let report = rt.run_with_stats(cilksort::task(&mut keys, &mut tmp))?;
+        let stats = (k.run)(rt, &mut keys, &mut tmp)?;
         times.push(t.elapsed());
-        last = Some(report.stats);
+        last = Some(stats);
     }
     times.sort();
     let median = times[times.len() / 2];
-    println!("cilksort({}, {:?})", cli.n, cli.input);
+    println!("cilksort({}, {:?}, {:?})", cli.n, cli.input, cli.keys);
     println!("time      {:.3} ms (median of {}, transfers included)", ms(median), times.len());
-    let mut ok = true;
-    let sorted = is_sorted(&keys);
-    let permutation = fingerprint(&keys) == want;
-    ok &= sorted && permutation;
+    let sorted = (k.is_sorted)(&keys);
+    let permutation = (k.fingerprint)(&keys) == want;
+    let mut ok = sorted && permutation;
     println!(
         "check     sorted: {sorted}, permutation of the input (sums, histograms): {permutation} {}",
-        if sorted && permutation { "(verified)" } else { "(WRONG)" }
+        if ok { "(verified)" } else { "(WRONG)" }
     );
     let mut reference = orig.clone();
     let t = Instant::now();
-    reference.sort_unstable();
+    (k.std_sort)(&mut reference);
     println!("std       sort_unstable (1 thread) {:.3} ms", ms(t.elapsed()));
     if !cli.common.no_verify {
         // The serial function (its recursion is shallow: about log4 n calls deep).
         let mut oracle = orig.clone();
         let t = Instant::now();
-        cilksort(&mut oracle, &mut tmp);
+        (k.serial)(&mut oracle, &mut tmp);
         let serial = t.elapsed();
         let equal = oracle == keys;
         ok &= equal && oracle == reference;
@@ -118,6 +144,36 @@ fn run(cli: &Cli) -> Result<bool, Error> {
         }
     }
     Ok(ok)
+}
+
+fn run(cli: &Cli) -> Result<bool, Error> {
+    let rt = common::runtime(&cli.common)?;
+    match cli.keys {
+        Keys::U32 => run_keys(
+            cli,
+            &rt,
+            &Sorter {
+                input,
+                fingerprint,
+                is_sorted,
+                serial: cilksort,
+                run: |rt, a, t| rt.run_with_stats(cilksort::task(a, t)).map(|r| r.stats),
+                std_sort: |v| v.sort_unstable(),
+            },
+        ),
+        Keys::F32 => run_keys(
+            cli,
+            &rt,
+            &Sorter {
+                input: input_f32,
+                fingerprint: fingerprint_f32,
+                is_sorted: is_sorted_f32,
+                serial: cilksort_f32,
+                run: |rt, a, t| rt.run_with_stats(cilksort_f32::task(a, t)).map(|r| r.stats),
+                std_sort: |v| v.sort_unstable_by(f32::total_cmp),
+            },
+        ),
+    }
 }
 
 fn main() -> ExitCode {

@@ -47,6 +47,7 @@ for n in 10 12 14 15; do step "queens-bits-$n-cuda" "$here/queens" "$n" --varian
 # cilksort: keys in and out through a &mut [u32] (upload, sort, download), every input shape.
 for n in 0 1 1000 1000000; do step "sort-$n-cuda" "$here/sort" "$n" --backend cuda --reps 3; done
 for shape in sorted reverse equal few; do step "sort-1000000-$shape-cuda" "$here/sort" 1000000 --input "$shape" --backend cuda; done
+step "sort-1000000-f32-cuda" "$here/sort" 1000000 --keys f32 --backend cuda --reps 3
 for n in 10000000 100000000; do step "sort-$n-cuda" "$here/sort" "$n" --backend cuda --reps 3 --no-verify; done
 if command -v compute-sanitizer >/dev/null; then
   for tool in memcheck racecheck; do

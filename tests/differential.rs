@@ -50,6 +50,22 @@ fn cilksort_equals_serial(rts: &[Runtime]) {
             }
         }
     }
+    // f32 keys: the same task shape with float comparisons on every backend.
+    use sort_workload::{cilksort_f32, fingerprint_f32, input_f32, is_sorted_f32};
+    for shape in SHAPES {
+        let n = 777;
+        let orig = input_f32(shape, n, 5);
+        let mut want = orig.clone();
+        cilksort_f32(&mut want, &mut vec![0.0; n]);
+        assert!(is_sorted_f32(&want) && fingerprint_f32(&want) == fingerprint_f32(&orig), "{shape:?} f32");
+        for rt in rts {
+            let mut a = orig.clone();
+            let mut tmp = vec![0.0f32; n];
+            rt.run(cilksort_f32::task(&mut a, &mut tmp))
+                .unwrap_or_else(|e| panic!("{shape:?} f32 on {:?}: {e}", rt.config()));
+            assert_eq!(a, want, "{shape:?} f32 on {:?}", rt.config());
+        }
+    }
 }
 
 fn fib_equals_serial(rts: &[Runtime]) {

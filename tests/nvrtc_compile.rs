@@ -67,6 +67,7 @@ fn programs() -> Vec<(&'static str, [(DeviceScheduler, String); 2])> {
         ("mm_rounds", assemble::<control::mm_rounds::Task>()),
         ("cilksort", assemble::<sort_workload::cilksort::Task>()),
         ("cilkmerge", assemble::<sort_workload::cilkmerge::Task>()),
+        ("cilksort_f32", assemble::<sort_workload::cilksort_f32::Task>()),
     ]
 }
 

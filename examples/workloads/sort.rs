@@ -8,6 +8,8 @@
 //!   keys): split the longer input in the middle, find its key's place in the other by binary
 //!   search ([`lower_bound`]), spawn both halves; below 64 keys a serial merge ([`seq_merge`]).
 //!
+//! `*_f32` are the same functions for `f32` keys.
+//!
 //! The `&mut` ranges given to the children of one segment are disjoint (quarters of `a` and of
 //! `tmp`, the two halves of `out`): the programmer's obligation (see `docs/dsl.md`).
 
@@ -113,6 +115,107 @@ pub fn cilksort(a: &mut [u32], tmp: &mut [u32]) {
     sync!();
 }
 
+// ---- The same for f32 keys (a generic task function is not in the subset).
+
+/// [`insertion_sort`] for `f32` keys.
+#[gpu_cilk::device]
+pub fn insertion_sort_f32(a: &mut [f32]) {
+    let n: usize = a.len();
+    for i in 1..n {
+        let x: f32 = a[i];
+        let mut j: usize = i;
+        while j > 0 && a[j - 1] > x {
+            a[j] = a[j - 1];
+            j -= 1;
+        }
+        a[j] = x;
+    }
+}
+
+/// [`lower_bound`] for `f32` keys.
+#[gpu_cilk::device]
+pub fn lower_bound_f32(b: &[f32], x: f32) -> usize {
+    let mut lo: usize = 0;
+    let mut hi: usize = b.len();
+    while lo < hi {
+        let mid: usize = lo + (hi - lo) / 2;
+        if b[mid] < x {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+/// [`seq_merge`] for `f32` keys.
+#[gpu_cilk::device]
+pub fn seq_merge_f32(a: &[f32], b: &[f32], out: &mut [f32]) {
+    let mut i: usize = 0;
+    let mut j: usize = 0;
+    let mut k: usize = 0;
+    while i < a.len() && j < b.len() {
+        if a[i] <= b[j] {
+            out[k] = a[i];
+            i += 1;
+        } else {
+            out[k] = b[j];
+            j += 1;
+        }
+        k += 1;
+    }
+    while i < a.len() {
+        out[k] = a[i];
+        i += 1;
+        k += 1;
+    }
+    while j < b.len() {
+        out[k] = b[j];
+        j += 1;
+        k += 1;
+    }
+}
+
+/// [`cilkmerge`] for `f32` keys.
+#[gpu_cilk]
+pub fn cilkmerge_f32(a: &[f32], b: &[f32], out: &mut [f32]) {
+    if a.len() < b.len() {
+        spawn!(cilkmerge_f32(b, a, out));
+        return;
+    }
+    if a.len() + b.len() <= 64 {
+        seq_merge_f32(a, b, out);
+        return;
+    }
+    // `a` is the longer one, so `ma >= 1` and both halves are smaller than the whole.
+    let ma: usize = a.len() / 2;
+    let mb: usize = lower_bound_f32(b, a[ma]);
+    spawn!(cilkmerge_f32(&a[..ma], &b[..mb], &mut out[..ma + mb]));
+    spawn!(cilkmerge_f32(&a[ma..], &b[mb..], &mut out[ma + mb..]));
+    sync!();
+}
+
+/// [`cilksort`] for `f32` keys (no NaNs: they have no place in an order).
+#[gpu_cilk]
+pub fn cilksort_f32(a: &mut [f32], tmp: &mut [f32]) {
+    let n: usize = a.len();
+    if n <= 32 {
+        insertion_sort_f32(a);
+        return;
+    }
+    let q: usize = n / 4;
+    spawn!(cilksort_f32(&mut a[..q], &mut tmp[..q]));
+    spawn!(cilksort_f32(&mut a[q..2 * q], &mut tmp[q..2 * q]));
+    spawn!(cilksort_f32(&mut a[2 * q..3 * q], &mut tmp[2 * q..3 * q]));
+    spawn!(cilksort_f32(&mut a[3 * q..], &mut tmp[3 * q..n]));
+    sync!();
+    spawn!(cilkmerge_f32(&a[..q], &a[q..2 * q], &mut tmp[..2 * q]));
+    spawn!(cilkmerge_f32(&a[2 * q..3 * q], &a[3 * q..], &mut tmp[2 * q..n]));
+    sync!();
+    spawn!(cilkmerge_f32(&tmp[..2 * q], &tmp[2 * q..n], a));
+    sync!();
+}
+
 /// Input shapes the example and the tests sort.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Shape {
@@ -177,5 +280,20 @@ pub fn fingerprint(keys: &[u32]) -> Fingerprint {
 
 /// `keys` is in ascending order.
 pub fn is_sorted(keys: &[u32]) -> bool {
+    keys.windows(2).all(|w| w[0] <= w[1])
+}
+
+/// `n` f32 keys of `shape`: the u32 keys scaled into [-1e6, 1.1e6) (every value exact, no NaN).
+pub fn input_f32(shape: Shape, n: usize, seed: u64) -> Vec<f32> {
+    input(shape, n, seed).into_iter().map(|k| (k >> 8) as f32 / 8.0 - 1.0e6).collect()
+}
+
+/// The [`Fingerprint`] of f32 keys (of their bit patterns).
+pub fn fingerprint_f32(keys: &[f32]) -> Fingerprint {
+    fingerprint(&keys.iter().map(|k| k.to_bits()).collect::<Vec<u32>>())
+}
+
+/// f32 `keys` are in ascending order.
+pub fn is_sorted_f32(keys: &[f32]) -> bool {
     keys.windows(2).all(|w| w[0] <= w[1])
 }

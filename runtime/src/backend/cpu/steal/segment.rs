@@ -105,12 +105,10 @@ impl Seg {
                     let rel = |a: usize| (a as i128 - g.lo as i128) / g.elem.max(1) as i128;
                     return Some(Error::SliceRace {
                         task,
-                        first: g.site,
-                        first_range: format!("0..{}", rel(g.hi)),
-                        first_kind: kind(g.mutable),
-                        second: site,
-                        second_range: format!("{}..{}", rel(lo), rel(hi)),
-                        second_kind: kind(f.mutable),
+                        first_site: g.site,
+                        first: format!("`{}` elements 0..{}", kind(g.mutable), rel(g.hi)),
+                        second_site: site,
+                        second: format!("`{}` elements {}..{}", kind(f.mutable), rel(lo), rel(hi)),
                     });
                 }
             }
