@@ -18,6 +18,9 @@ use gpu_cilk::prelude::*;
 /// Sorts a short slice in place (the base case).
 #[gpu_cilk::device]
 pub fn insertion_sort(a: &mut [u32]) {
+    if a.is_empty() {
+        return;
+    }
     let n: usize = a.len();
     for i in 1..n {
         let x: u32 = a[i];
@@ -120,6 +123,9 @@ pub fn cilksort(a: &mut [u32], tmp: &mut [u32]) {
 /// [`insertion_sort`] for `f32` keys.
 #[gpu_cilk::device]
 pub fn insertion_sort_f32(a: &mut [f32]) {
+    if a.is_empty() {
+        return;
+    }
     let n: usize = a.len();
     for i in 1..n {
         let x: f32 = a[i];

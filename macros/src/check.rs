@@ -215,6 +215,7 @@ pub const METHODS: &[&str] = &[
     "trunc",
     "mul_add",
     "len",
+    "is_empty",
     "split_at",
     "split_at_mut",
 ];

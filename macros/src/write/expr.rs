@@ -260,6 +260,9 @@ impl Writer<'_> {
         if name == "len" && matches!(self.ty_of(recv), Some(Ty::Temp(_)) | Some(Ty::Slice(_))) {
             return format!("{r}.len()");
         }
+        if name == "is_empty" && matches!(self.ty_of(recv), Some(Ty::Temp(_)) | Some(Ty::Slice(_))) {
+            return format!("!{r}.len()");
+        }
         if (name == "split_at" || name == "split_at_mut") && matches!(self.ty_of(recv), Some(Ty::Slice(_))) {
             let m = args.first().map(|a| self.expr(a, Some(&prim("usize")))).unwrap_or_default();
             let s = self.site(span);

@@ -51,7 +51,7 @@ impl Writer<'_> {
                 let name = m.method.to_string();
                 match name.as_str() {
                     "count_ones" | "count_zeros" | "leading_zeros" | "trailing_zeros" => Some(prim("u32")),
-                    "is_power_of_two" | "is_nan" => Some(prim("bool")),
+                    "is_power_of_two" | "is_nan" | "is_empty" => Some(prim("bool")),
                     "len" => Some(prim("usize")),
                     "split_at" | "split_at_mut" => match self.ty_of(&m.receiver) {
                         Some(t @ Ty::Slice(_)) => Some(Ty::Tuple(vec![t.clone(), t])),

@@ -13,6 +13,9 @@ fn total(a: &[u64]) -> u64 {
 
 #[gpu_cilk]
 fn prefix_double(src: &[u64], dst: &mut [u64]) -> u64 {
+    if dst.is_empty() {
+        return 0;
+    }
     if dst.len() <= 2 {
         for i in 0..dst.len() {
             dst[i] = 2 * src[i];
