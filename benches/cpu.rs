@@ -198,7 +198,12 @@ fn measure(args: &Args, expect: u64, mut f: impl FnMut() -> u64) -> Cell {
     Ok(if args.min { times[0] } else { times[times.len() / 2] })
 }
 
-fn measure_cilk<T: CilkTask<Output = u64>>(args: &Args, rt: &Runtime, call: Call<T>, expect: u64) -> Cell {
+fn measure_cilk<T: CilkTask<Output = u64, Args: gpu_cilk::runtime::OwnedArgs>>(
+    args: &Args,
+    rt: &Runtime,
+    call: Call<'_, T>,
+    expect: u64,
+) -> Cell {
     let mut err = None;
     let cell = measure(args, expect, || match rt.run(call) {
         Ok(v) => v,

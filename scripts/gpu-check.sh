@@ -44,10 +44,16 @@ for n in 10 20 25 30 32 35; do step "fib-$n-cuda" "$here/fib" "$n" --backend cud
 for n in 10000 1000000; do step "chain-$n-cuda" "$here/chain" "$n" --backend cuda --reps 3; done
 for n in 8 10 12 14 15; do step "queens-$n-cuda" "$here/queens" "$n" --backend cuda --reps 3; done
 for n in 10 12 14 15; do step "queens-bits-$n-cuda" "$here/queens" "$n" --variant bitmask --backend cuda --reps 3; done
+# cilksort: keys in and out through a &mut [u32] (upload, sort, download), every input shape.
+for n in 0 1 1000 1000000; do step "sort-$n-cuda" "$here/sort" "$n" --backend cuda --reps 3; done
+for shape in sorted reverse equal few; do step "sort-1000000-$shape-cuda" "$here/sort" 1000000 --input "$shape" --backend cuda; done
+step "sort-1000000-f32-cuda" "$here/sort" 1000000 --keys f32 --backend cuda --reps 3
+for n in 10000000 100000000; do step "sort-$n-cuda" "$here/sort" "$n" --backend cuda --reps 3 --no-verify; done
 if command -v compute-sanitizer >/dev/null; then
   for tool in memcheck racecheck; do
     step "sanitizer-$tool-fib" compute-sanitizer --tool "$tool" --error-exitcode 1 "$here/fib" 12 --backend cuda
     step "sanitizer-$tool-queens" compute-sanitizer --tool "$tool" --error-exitcode 1 "$here/queens" 6 --backend cuda
+    step "sanitizer-$tool-sort" compute-sanitizer --tool "$tool" --error-exitcode 1 "$here/sort" 5000 --backend cuda
   done
   # A parameterless root task (and parameterless children), on every cuda configuration.
   if [ -x "$here/tests/compile_subset" ]; then

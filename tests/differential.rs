@@ -12,6 +12,8 @@ mod fib_workload;
 mod queens_workload;
 #[path = "support/random_tree.rs"]
 mod random_tree;
+#[path = "../examples/workloads/sort.rs"]
+mod sort_workload;
 
 use fib_workload::fib;
 use gpu_cilk::prelude::*;
@@ -25,6 +27,45 @@ fn host() -> Vec<Runtime> {
 
 fn cuda() -> Vec<Runtime> {
     backends::cuda_all(Config::default())
+}
+
+/// cilksort: slices in and out of the root, sub-slices to children, three syncs, two task
+/// functions. Every shape and size sorts to the serial oracle's result (the plain function on a
+/// copy), which is sorted and a permutation of the input (sums and byte histograms).
+fn cilksort_equals_serial(rts: &[Runtime]) {
+    use sort_workload::{cilksort, fingerprint, input, is_sorted, SHAPES};
+    for shape in SHAPES {
+        for n in [0usize, 1, 2, 31, 33, 100, 257, 1000, 4099] {
+            let orig = input(shape, n, n as u64 + 1);
+            let mut want = orig.clone();
+            cilksort(&mut want, &mut vec![0u32; n]);
+            assert!(is_sorted(&want), "{shape:?} {n}: the serial function does not sort");
+            assert_eq!(fingerprint(&want), fingerprint(&orig), "{shape:?} {n}: not a permutation");
+            for rt in rts {
+                let mut a = orig.clone();
+                let mut tmp = vec![0u32; n];
+                rt.run(cilksort::task(&mut a, &mut tmp))
+                    .unwrap_or_else(|e| panic!("{shape:?} {n} on {:?}: {e}", rt.config()));
+                assert_eq!(a, want, "{shape:?} {n} on {:?}", rt.config());
+            }
+        }
+    }
+    // f32 keys: the same task shape with float comparisons on every backend.
+    use sort_workload::{cilksort_f32, fingerprint_f32, input_f32, is_sorted_f32};
+    for shape in SHAPES {
+        let n = 777;
+        let orig = input_f32(shape, n, 5);
+        let mut want = orig.clone();
+        cilksort_f32(&mut want, &mut vec![0.0; n]);
+        assert!(is_sorted_f32(&want) && fingerprint_f32(&want) == fingerprint_f32(&orig), "{shape:?} f32");
+        for rt in rts {
+            let mut a = orig.clone();
+            let mut tmp = vec![0.0f32; n];
+            rt.run(cilksort_f32::task(&mut a, &mut tmp))
+                .unwrap_or_else(|e| panic!("{shape:?} f32 on {:?}: {e}", rt.config()));
+            assert_eq!(a, want, "{shape:?} f32 on {:?}", rt.config());
+        }
+    }
 }
 
 fn fib_equals_serial(rts: &[Runtime]) {
@@ -92,6 +133,17 @@ fn fib_equals_serial_on_the_host_backends() {
 #[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
 fn fib_equals_serial_on_cuda() {
     fib_equals_serial(&cuda());
+}
+
+#[test]
+fn cilksort_equals_serial_on_the_host_backends() {
+    cilksort_equals_serial(&host());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
+fn cilksort_equals_serial_on_cuda() {
+    cilksort_equals_serial(&cuda());
 }
 
 #[test]

@@ -38,7 +38,7 @@ pub mod fib {
         Args { n }
     }
 
-    pub fn task(n: u32) -> ::gpu_cilk::runtime::Call<Task> {
+    pub fn task(n: u32) -> ::gpu_cilk::runtime::Call<'static, Task> {
         ::gpu_cilk::runtime::Call::new(args(n))
     }
 
@@ -171,7 +171,7 @@ pub mod wide {
         Args { d, k }
     }
 
-    pub fn task(d: u32, k: u32) -> ::gpu_cilk::runtime::Call<Task> {
+    pub fn task(d: u32, k: u32) -> ::gpu_cilk::runtime::Call<'static, Task> {
         ::gpu_cilk::runtime::Call::new(args(d, k))
     }
 

@@ -32,7 +32,7 @@ mod crash {
     pub struct Frame;
     pub struct Task;
 
-    pub fn task(n: u32) -> gpu_cilk::runtime::Call<Task> {
+    pub fn task(n: u32) -> gpu_cilk::runtime::Call<'static, Task> {
         gpu_cilk::runtime::Call::new(Args { n })
     }
 

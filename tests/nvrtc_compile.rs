@@ -17,6 +17,8 @@ use gpu_cilk::runtime::{CilkTask, Registry};
 
 #[path = "../examples/workloads/queens.rs"]
 mod queens_workload;
+#[path = "../examples/workloads/sort.rs"]
+mod sort_workload;
 #[path = "support/temps.rs"]
 mod temps;
 
@@ -67,6 +69,9 @@ fn programs() -> Vec<(&'static str, [(DeviceScheduler, String); 2])> {
         ("hash5", assemble::<control::hash5::Task>()),
         ("range_mm", assemble::<control::range_mm::Task>()),
         ("mm_rounds", assemble::<control::mm_rounds::Task>()),
+        ("cilksort", assemble::<sort_workload::cilksort::Task>()),
+        ("cilkmerge", assemble::<sort_workload::cilkmerge::Task>()),
+        ("cilksort_f32", assemble::<sort_workload::cilksort_f32::Task>()),
     ]
 }
 

@@ -130,13 +130,14 @@ pub(crate) fn run_cilk<T>(
     workload: &str,
     size: u32,
     name: &str,
-    call: gpu_cilk::runtime::Call<T>,
+    call: gpu_cilk::runtime::Call<'_, T>,
     want: T::Output,
     work: f64,
     unit: &'static str,
 ) -> Row
 where
     T: gpu_cilk::runtime::CilkTask,
+    T::Args: gpu_cilk::runtime::OwnedArgs,
     T::Output: PartialEq + std::fmt::Debug,
 {
     let mut row = Row::new(workload, size, name, work, unit);

@@ -2,7 +2,7 @@
 //! with a spinner when it is long, timing the serial oracle, and printing the verdict and stats.
 
 use gpu_cilk::prelude::*;
-use gpu_cilk::runtime::{Call, CilkTask};
+use gpu_cilk::runtime::{Call, CilkTask, OwnedArgs};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::fmt::Debug;
 use std::time::{Duration, Instant};
@@ -48,11 +48,12 @@ pub fn run_and_report<T>(
     rt: &Runtime,
     common: &Common,
     label: &str,
-    call: Call<T>,
+    call: Call<'_, T>,
     known: Option<T::Output>,
 ) -> Result<bool, Error>
 where
     T: CilkTask,
+    T::Args: OwnedArgs,
     T::Output: PartialEq + Debug,
 {
     let spinner = ProgressBar::new_spinner();

@@ -41,6 +41,106 @@ pub fn function(item: &ItemFn, mode: Mode, errors: &mut Errors) {
     c.signature(&item.sig);
     c.stmts(&item.block.stmts, Place::Top, true);
     temp_shadows(item, errors);
+    slice_provenance(item, errors);
+}
+
+/// Every slice a task sees must lie inside a slice it was given (its children's `Args` outlive
+/// the segment, so a slice of a local array would dangle): sub-slices `&x[..]` and
+/// `x.split_at(_mut)(..)` only of *slice names* — the slice parameters and the locals bound to
+/// a slice name, a sub-slice or a split of one — and a slice name is never declared again (so
+/// the name always means that slice). Conservative and by name, in textual order.
+fn slice_provenance(item: &ItemFn, errors: &mut Errors) {
+    use std::collections::HashSet;
+    use syn::visit::Visit;
+    struct Names<'e> {
+        names: HashSet<String>,
+        errors: &'e mut Errors,
+    }
+    impl Names<'_> {
+        fn is_name(&self, e: &Expr) -> bool {
+            match e {
+                Expr::Path(p) => p.path.get_ident().is_some_and(|i| self.names.contains(&i.to_string())),
+                Expr::Paren(p) => self.is_name(&p.expr),
+                Expr::Group(g) => self.is_name(&g.expr),
+                _ => false,
+            }
+        }
+        /// `init` is a slice: a slice name, a sub-slice or a split of one.
+        fn is_slice(&self, init: &Expr) -> bool {
+            match init {
+                Expr::MethodCall(m) if m.method == "split_at" || m.method == "split_at_mut" => true,
+                Expr::Paren(p) => self.is_slice(&p.expr),
+                Expr::Group(g) => self.is_slice(&g.expr),
+                e => self.is_name(e) || syntax::sub_slice(e).is_some(),
+            }
+        }
+        fn declare(&mut self, pat: &Pat, slice: bool) {
+            struct Binders(Vec<syn::Ident>);
+            impl<'ast> Visit<'ast> for Binders {
+                fn visit_pat_ident(&mut self, p: &'ast syn::PatIdent) {
+                    self.0.push(p.ident.clone());
+                }
+            }
+            let mut b = Binders(Vec::new());
+            b.visit_pat(pat);
+            for id in b.0 {
+                if self.names.contains(&id.to_string()) {
+                    self.errors.push(error::slice_shadowed(&id));
+                } else if slice {
+                    self.names.insert(id.to_string());
+                }
+            }
+        }
+    }
+    impl<'ast> Visit<'ast> for Names<'_> {
+        fn visit_local(&mut self, l: &'ast syn::Local) {
+            if let Some(init) = &l.init {
+                self.visit_expr(&init.expr);
+            }
+            let typed_slice = matches!(&l.pat, Pat::Type(t) if syntax::slice_type(&t.ty).is_some());
+            let slice = typed_slice || l.init.as_ref().is_some_and(|i| self.is_slice(&i.expr));
+            self.declare(&l.pat, slice);
+        }
+        fn visit_expr_for_loop(&mut self, f: &'ast syn::ExprForLoop) {
+            self.visit_expr(&f.expr);
+            self.declare(&f.pat, false);
+            self.visit_block(&f.body);
+        }
+        fn visit_expr_reference(&mut self, r: &'ast syn::ExprReference) {
+            let e = Expr::Reference(r.clone());
+            if let Some((_, base, _)) = syntax::sub_slice(&e) {
+                if !self.is_name(base) {
+                    self.errors.push(error::SLICE_BASE.on(base));
+                }
+            }
+            syn::visit::visit_expr_reference(self, r);
+        }
+        fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
+            if (m.method == "split_at" || m.method == "split_at_mut") && !self.is_name(&m.receiver) {
+                self.errors.push(error::SLICE_BASE.on(&m.receiver));
+            }
+            syn::visit::visit_expr_method_call(self, m);
+        }
+        fn visit_macro(&mut self, mac: &'ast syn::Macro) {
+            // The arguments of `spawn!` are where sub-slices go to children.
+            if macro_kind(mac) == Some(MacroKind::Spawn) {
+                if let Ok((_, args)) = syntax::spawn_call(mac) {
+                    for a in &args {
+                        self.visit_expr(a);
+                    }
+                }
+            }
+        }
+    }
+    let mut n = Names { names: HashSet::new(), errors };
+    for arg in &item.sig.inputs {
+        if let FnArg::Typed(pt) = arg {
+            if let (Pat::Ident(pi), Some(_)) = (&*pt.pat, syntax::slice_type(&pt.ty)) {
+                n.names.insert(pi.ident.to_string());
+            }
+        }
+    }
+    n.visit_block(&item.block);
 }
 
 /// A temporary's name may be bound only once in the whole function (the emitters rewrite `t[i]`
@@ -115,6 +215,9 @@ pub const METHODS: &[&str] = &[
     "trunc",
     "mul_add",
     "len",
+    "is_empty",
+    "split_at",
+    "split_at_mut",
 ];
 
 fn method_allowed(name: &str) -> bool {
@@ -149,15 +252,20 @@ pub fn check_type(ty: &Type) -> Result<(), syn::Error> {
             }
             Err(error::TYPE_OTHER.on(ty))
         }
+        Type::Array(a) if syntax::slice_type(&a.elem).is_some() => Err(error::TYPE_SLICE_NESTED.on(ty)),
         Type::Array(a) => check_type(&a.elem),
         Type::Paren(p) => check_type(&p.elem),
         Type::Group(g) => check_type(&g.elem),
+        _ if syntax::slice_type(ty).is_some() => Ok(()),
         Type::Reference(_) | Type::Slice(_) | Type::Ptr(_) => Err(error::TYPE_REFERENCE.on(ty)),
         Type::ImplTrait(_) | Type::TraitObject(_) => Err(error::TYPE_IMPL_TRAIT.on(ty)),
         Type::Tuple(t) if (2..=4).contains(&t.elems.len()) => {
             for e in &t.elems {
                 if matches!(e, Type::Tuple(_)) || syntax::temp_type_elem(e).is_some() {
                     return Err(error::TYPE_TUPLE.on(ty));
+                }
+                if syntax::slice_type(e).is_some() {
+                    return Err(error::TYPE_SLICE_NESTED.on(ty));
                 }
                 check_type(e)?;
             }
@@ -222,6 +330,7 @@ impl Checker<'_> {
             match &**ty {
                 Type::Tuple(t) if t.elems.is_empty() => {}
                 other if syntax::temp_type_elem(other).is_some() => self.err(error::RETURN_TEMP.on(ty)),
+                other if syntax::slice_type(other).is_some() => self.err(error::RETURN_SLICE.on(ty)),
                 other => self.ty(other),
             }
         }
@@ -538,6 +647,14 @@ impl Checker<'_> {
             Expr::Match(m) => self.err(error::MATCH.on(m.match_token)),
             Expr::Try(t) => self.err(error::TRY.on(t.question_token)),
             Expr::Let(l) => self.err(error::IF_LET.on(l)),
+            Expr::Reference(_) if syntax::sub_slice(e).is_some() => {
+                if let Some((_, base, range)) = syntax::sub_slice(e) {
+                    self.expr(base, place);
+                    for b in range.start.iter().chain(range.end.iter()) {
+                        self.expr(b, place);
+                    }
+                }
+            }
             Expr::Reference(r) => self.err(error::REFERENCE.on(r)),
             Expr::RawAddr(r) => self.err(error::REFERENCE.on(r)),
             Expr::Struct(s) => self.err(error::STRUCT_LIT.on(s)),

@@ -153,8 +153,34 @@ pub const PARAM_PATTERN: Msg = Msg {
 
 /// `&T`, `&[T]`, `*const T`.
 pub const TYPE_REFERENCE: Msg = Msg {
-    text: "references, slices and pointers are not supported in the gpu-cilk subset",
-    hint: "pass a fixed-size array `[T; N]` by value; device slices come with the sort workload",
+    text: "this reference or pointer type is not supported in the gpu-cilk subset",
+    hint:
+        "slices of scalars are: `&[T]` or `&mut [T]` (no lifetime); otherwise pass a fixed-size array `[T; N]` by value",
+};
+/// A slice inside an array or a tuple type.
+pub const TYPE_SLICE_NESTED: Msg = Msg {
+    text: "a slice cannot be an element of an array or a tuple type",
+    hint: "pass each slice as a parameter of its own",
+};
+/// A slice as a function's result.
+pub const RETURN_SLICE: Msg = Msg {
+    text: "a `#[gpu_cilk]` task or helper cannot return a slice",
+    hint: "take a `&mut [T]` parameter and write the result into it",
+};
+/// A slice parameter of a task whose body is a state machine.
+pub const SLICE_MACHINE: Msg = Msg {
+    text: "slice parameters are not supported yet in a task with a `sync!()` inside a branch, loop or block",
+    hint: "keep the `sync!()`s at the top level of the body, or move the loop into the caller",
+};
+/// A sub-slice or split of something that is not a slice parameter or slice local.
+pub const SLICE_BASE: Msg = Msg {
+    text: "sub-slices can only be taken of a slice parameter or of a local bound to a slice of one",
+    hint: "a slice of a local array would dangle once this task's children run: pass the array by value, or slice a `&[T]`/`&mut [T]` parameter",
+};
+/// A slice-typed local that lives across a `sync!()`.
+pub const SLICE_FRAME: Msg = Msg {
+    text: "a slice local cannot live across a `sync!()`: only slice parameters are kept in the task frame",
+    hint: "slice the parameter again after the `sync!()` (`let l = &mut a[..mid];`)",
 };
 /// `impl Trait` / `dyn Trait`.
 pub const TYPE_IMPL_TRAIT: Msg = Msg {
@@ -290,7 +316,7 @@ pub const LABEL: Msg = Msg {
 /// `&x`, `*x`, `&raw`.
 pub const REFERENCE: Msg = Msg {
     text: "references and dereferences are not supported in the gpu-cilk subset",
-    hint: "use values: scalars and fixed-size arrays are copied",
+    hint: "use values (scalars and fixed-size arrays are copied); of references only sub-slices `&a[lo..hi]` / `&mut a[lo..hi]` of a slice are supported",
 };
 /// `S { a, b }`.
 pub const STRUCT_LIT: Msg = Msg {
@@ -434,6 +460,15 @@ pub fn frame_shadowed(name: &syn::Ident) -> syn::Error {
         name,
         &format!("`{name}` is declared twice at the top level of the function body, and one of them lives across a `sync!()` (in the task frame)"),
         &format!("rename one of them: frame fields are named after their locals (e.g. `{name}2`)"),
+    )
+}
+
+/// A slice name declared again.
+pub fn slice_shadowed(name: &syn::Ident) -> syn::Error {
+    custom(
+        name,
+        &format!("`{name}` names a slice (a slice parameter, or a local bound to a slice of one) and cannot be declared again"),
+        "rename the new binding, so that the name keeps meaning a slice the task was given",
     )
 }
 

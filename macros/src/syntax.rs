@@ -123,6 +123,37 @@ pub fn temp_type_elem(ty: &Type) -> Option<&Type> {
     }
 }
 
+/// For `&[T]` / `&mut [T]` with `T` a [`TEMP_SCALARS`] type (no lifetime written): `Some((mutable,
+/// T))`. The slice parameters of the subset.
+pub fn slice_type(ty: &Type) -> Option<(bool, &Type)> {
+    match ty {
+        Type::Reference(r) if r.lifetime.is_none() => match &*r.elem {
+            Type::Slice(s) if temp_elem_name(&s.elem).is_some() => Some((r.mutability.is_some(), &*s.elem)),
+            _ => None,
+        },
+        Type::Paren(p) => slice_type(&p.elem),
+        Type::Group(g) => slice_type(&g.elem),
+        _ => None,
+    }
+}
+
+/// `&a[lo..hi]`, `&mut a[lo..]`, `&a[..]`, ...: a sub-slice expression; `Some((mutable, base,
+/// range))`.
+pub fn sub_slice(e: &Expr) -> Option<(bool, &Expr, &syn::ExprRange)> {
+    match e {
+        Expr::Reference(r) => match &*r.expr {
+            Expr::Index(ix) => match &*ix.index {
+                Expr::Range(range) => Some((r.mutability.is_some(), &ix.expr, range)),
+                _ => None,
+            },
+            _ => None,
+        },
+        Expr::Paren(p) => sub_slice(&p.expr),
+        Expr::Group(g) => sub_slice(&g.expr),
+        _ => None,
+    }
+}
+
 /// The names of an item's temporaries: `Temp<T>` parameters and `let t = alloc!(..)` bindings.
 pub fn temp_names(item: &ItemFn) -> Vec<syn::Ident> {
     let mut out = Vec::new();

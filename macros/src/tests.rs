@@ -171,7 +171,7 @@ fn errors_come_with_the_serial_function() {
 #[test]
 fn every_problem_is_reported_at_once() {
     let func: syn::ItemFn = syn::parse2(quote! {
-        async fn f<T>(x: &[u32]) -> String {
+        async fn f<T>(x: &[String]) -> String {
             let c = |a: u32| a + 1;
             let v = { sync!(); 1 };
             println!("hi");
@@ -183,7 +183,7 @@ fn every_problem_is_reported_at_once() {
     .expect("parses");
     let mut errors = crate::error::Errors::new();
     crate::check::function(&func, crate::check::Mode::Task, &mut errors);
-    // async, generics, slice param, String return, closure, sync in a value, println!, let
+    // async, generics, slice of a non-scalar, String return, closure, sync in a value, println!, let
     // pattern, 5-tuple, spawn of a method call.
     assert_eq!(errors.len(), 10, "{errors:#?}");
 }
@@ -726,4 +726,161 @@ fn a_unit_task_may_end_in_an_if() {
     });
     assert!(!c.contains("static_assert"), "{c}");
     assert!(c.contains("} else {"), "{c}");
+}
+
+/// cilksort (`examples/workloads/sort.rs`): slice parameters kept in the frame across three
+/// sequential syncs, sub-slices passed to spawns of itself and of another task (`cilkmerge`).
+fn cilksort() -> TokenStream {
+    quote! {
+        pub fn cilksort(a: &mut [u32], tmp: &mut [u32]) {
+            let n: usize = a.len();
+            if n <= 32 {
+                insertion_sort(a);
+                return;
+            }
+            let q: usize = n / 4;
+            spawn!(cilksort(&mut a[..q], &mut tmp[..q]));
+            spawn!(cilksort(&mut a[q..2 * q], &mut tmp[q..2 * q]));
+            spawn!(cilksort(&mut a[2 * q..3 * q], &mut tmp[2 * q..3 * q]));
+            spawn!(cilksort(&mut a[3 * q..], &mut tmp[3 * q..n]));
+            sync!();
+            spawn!(cilkmerge(&a[..q], &a[q..2 * q], &mut tmp[..2 * q]));
+            spawn!(cilkmerge(&a[2 * q..3 * q], &a[3 * q..], &mut tmp[2 * q..n]));
+            sync!();
+            spawn!(cilkmerge(&tmp[..2 * q], &tmp[2 * q..n], a));
+            sync!();
+        }
+    }
+}
+
+/// A shared and a mutable slice, `split_at_mut`, `..=` and `lo..` ranges, reading an element.
+fn slice_split() -> TokenStream {
+    quote! {
+        pub fn halves(a: &[u32], out: &mut [u32]) -> u32 {
+            if out.is_empty() {
+                return 0;
+            }
+            if out.len() < 2 {
+                return a[0];
+            }
+            let m = out.len() / 2;
+            let (lo, hi) = out.split_at_mut(m);
+            let x = spawn!(halves(&a[..=m], lo));
+            let y = spawn!(halves(&a[m..], hi));
+            sync!();
+            x.max(y)
+        }
+    }
+}
+
+#[test]
+fn cilksort_ir() {
+    insta::assert_snapshot!(dump(&lowered(cilksort())));
+}
+
+#[test]
+fn cilksort_expansion() {
+    insta::assert_snapshot!(expand(quote!(), cilksort()));
+}
+
+#[test]
+fn cilksort_cuda() {
+    insta::assert_snapshot!(cuda(cilksort()));
+}
+
+#[test]
+fn slice_split_expansion() {
+    insta::assert_snapshot!(expand(quote!(), slice_split()));
+}
+
+#[test]
+fn slice_split_cuda() {
+    insta::assert_snapshot!(cuda(slice_split()));
+}
+
+#[test]
+fn slice_helper_cuda() {
+    insta::assert_snapshot!(device(quote! {
+        pub fn lower_bound(b: &[u32], x: u32) -> usize {
+            let mut lo: usize = 0;
+            let mut hi: usize = b.len();
+            while lo < hi {
+                let mid: usize = lo + (hi - lo) / 2;
+                if b[mid] < x {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            lo
+        }
+    }));
+}
+
+#[test]
+fn slice_misuse_is_reported() {
+    let cases = [
+        (
+            quote!(
+                fn f(a: &mut [u32]) -> &[u32] {
+                    a
+                }
+            ),
+            "cannot return a slice",
+        ),
+        (
+            quote!(
+                fn f(a: [&[u32]; 2]) {}
+            ),
+            "element of an array",
+        ),
+        (
+            quote!(
+                fn f(a: &Vec<u32>) {}
+            ),
+            "reference or pointer type",
+        ),
+        (
+            quote!(
+                fn f(a: &'static [u32]) {}
+            ),
+            "reference or pointer type",
+        ),
+        (
+            quote!(
+                fn f(a: &[u32]) -> u32 {
+                    let b = &a;
+                    0
+                }
+            ),
+            "references and dereferences",
+        ),
+    ];
+    for (item, want) in cases {
+        let func: syn::ItemFn = syn::parse2(item).expect("parses");
+        let mut errors = crate::error::Errors::new();
+        crate::check::function(&func, crate::check::Mode::Task, &mut errors);
+        let text = format!("{errors:?}");
+        assert!(text.contains(want), "{want}: {text}");
+    }
+    let frame = quote! {
+        fn f(a: &mut [u32]) {
+            let l: &mut [u32] = &mut a[..1];
+            spawn!(f(&mut a[1..]));
+            sync!();
+            l[0] = 1;
+        }
+    };
+    let e = crate::compile_task(&syn::parse2(frame).expect("parses")).expect_err("slice local in the frame");
+    assert!(e.to_string().contains("cannot live across"), "{e}");
+    let machine = quote! {
+        fn f(a: &mut [u32]) {
+            if a.len() > 1 {
+                spawn!(f(&mut a[1..]));
+                sync!();
+            }
+        }
+    };
+    let e = crate::compile_task(&syn::parse2(machine).expect("parses")).expect_err("slices in a machine");
+    assert!(e.to_string().contains("not supported yet"), "{e}");
 }

@@ -197,6 +197,11 @@ pub struct Config {
     pub temp_heap_bytes: usize,
     /// Longest a run may take; `None` = no limit (`GPU_CILK_TIMEOUT_MS`).
     pub timeout: Option<Duration>,
+    /// cpu stealing scheduler: check that the slice ranges a segment hands to its children do
+    /// not overlap where one of them is `&mut` (a determinacy race), and fail the run with
+    /// `Error::SliceRace` naming both spawn sites (`GPU_CILK_CHECK_RACES=1`, default off). See
+    /// "Slices" in `docs/dsl.md` for what it covers.
+    pub check_races: bool,
 }
 
 impl Default for Config {
@@ -224,6 +229,7 @@ impl Default for Config {
             device_frame_pool_bytes: 1 << 30,
             temp_heap_bytes: 1 << 26,
             timeout: None,
+            check_races: false,
         }
     }
 }
@@ -280,6 +286,13 @@ impl Config {
         }
         if let Some(v) = num("GPU_CILK_MAX_DEPTH")? {
             c.max_depth = v;
+        }
+        if let Ok(v) = std::env::var("GPU_CILK_CHECK_RACES") {
+            c.check_races = match v.trim().to_ascii_lowercase().as_str() {
+                "1" | "true" | "yes" | "on" => true,
+                "0" | "false" | "no" | "off" => false,
+                _ => return Err(Error::Config(format!("GPU_CILK_CHECK_RACES={v:?} is not 0 or 1"))),
+            };
         }
         if let Ok(v) = std::env::var("GPU_CILK_DEVICE_INLINE") {
             c.device_inline = match v.trim().to_ascii_lowercase().as_str() {
@@ -386,6 +399,13 @@ impl Config {
     /// Sets the device spill pool size in bytes (cuda backend).
     pub fn device_spill_capacity(mut self, bytes: usize) -> Self {
         self.device_spill_capacity = bytes;
+        self
+    }
+
+    /// Sets whether the cpu stealing scheduler checks the slice ranges given to parallel children
+    /// for overlaps ([`Config::check_races`]).
+    pub fn check_races(mut self, on: bool) -> Self {
+        self.check_races = on;
         self
     }
 

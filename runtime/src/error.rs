@@ -77,6 +77,23 @@ pub enum Error {
         capacity: u64,
     },
 
+    /// Two children of one segment were given overlapping ranges of a slice, at least one of them
+    /// `&mut` (a determinacy race; found by `Config::check_races` on the cpu stealing scheduler).
+    #[error(
+        "determinacy race in task `{task}`: the spawn at {second_site} gets {second} of a slice of which the spawn at {first_site}, which may still be running, got {first} (counted from the start of the earlier range); give parallel children disjoint ranges"
+    )]
+    SliceRace {
+        /// The task whose segment spawned both.
+        task: &'static str,
+        /// The earlier spawn site (`file:line:col`).
+        first_site: &'static str,
+        /// What it got: "`&mut` elements 0..len" (or `&`).
+        first: String,
+        /// The later spawn site.
+        second_site: &'static str,
+        /// What it gets, in elements counted from the start of the earlier range.
+        second: String,
+    },
     /// The recursion went deeper than the configured limit.
     #[error("task `{task}` recursed deeper than the limit of {limit} levels (Config::max_depth)")]
     DepthExceeded {

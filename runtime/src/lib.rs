@@ -8,6 +8,7 @@
 //! - [`task`]: the contract with generated code ([`CilkTask`], [`Step`], [`Place`], [`Spawn`]).
 //! - [`channel`]: the array channel of Orr et al. (Rust twin of `kernels/channel.cuh`).
 //! - [`backend`]: `serial`, `cpu` (channel stacks + levelized scheduler on rayon), `cuda`.
+//! - [`slice`]: `&[T]`/`&mut [T]` parameters across the task boundary ([`RawSlice`]).
 //! - [`temp`]: task-scoped temporaries (`alloc!`): [`Temp`] and its host storage.
 //! - [`heap`]: the generalized batched heap of Chen et al. (Rust twin of `kernels/heap.cuh`).
 //! - [`runtime`], [`config`], [`stats`], [`error`]: the public face.
@@ -21,6 +22,7 @@ pub mod config;
 pub mod error;
 pub mod heap;
 pub mod runtime;
+pub mod slice;
 pub mod stats;
 pub mod task;
 pub mod temp;
@@ -29,9 +31,10 @@ pub mod ticket_queue;
 pub use config::{BackendKind, Config, SchedulerKind};
 pub use error::{Error, Result};
 pub use runtime::Runtime;
+pub use slice::{RawSlice, SliceField};
 pub use stats::{DeviceProfile, Report, Stats, TaskStats};
 pub use task::{
-    ArgsLayout, Call, CilkTask, CudaFragment, DeviceFn, DeviceFunction, FieldLayout, Place, Registrar, Registry, Spawn,
-    Step, TaskFunction,
+    ArgsLayout, Call, CilkTask, CudaFragment, DeviceFn, DeviceFunction, FieldLayout, OwnedArgs, Place, Registrar,
+    Registry, Spawn, Step, TaskFunction,
 };
 pub use temp::{Scalar, Temp, TempScope};

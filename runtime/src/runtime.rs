@@ -109,12 +109,12 @@ impl Runtime {
     }
 
     /// Runs a root call and returns its value.
-    pub fn run<T: CilkTask>(&self, call: Call<T>) -> Result<T::Output> {
+    pub fn run<T: CilkTask>(&self, call: Call<'_, T>) -> Result<T::Output> {
         self.run_with_stats(call).map(|r| r.value)
     }
 
     /// Runs a root call and returns its value with the run's statistics.
-    pub fn run_with_stats<T: CilkTask>(&self, call: Call<T>) -> Result<Report<T::Output>> {
+    pub fn run_with_stats<T: CilkTask>(&self, call: Call<'_, T>) -> Result<Report<T::Output>> {
         let mut report = match &self.backend {
             Backend::Serial => serial::run(call)?,
             Backend::Cpu(b) => b.run(call)?,

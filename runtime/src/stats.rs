@@ -73,6 +73,10 @@ pub struct Stats {
     /// Persistent device scheduler: spawns that ran inline only because both the warp's stack
     /// and the global pool were full.
     pub pool_full_inlined: u64,
+    /// cuda backends: time spent copying the root's slice arguments to the device before the run
+    /// and the mutable ones back after it (zero without slices, and on host backends, which
+    /// use the caller's memory in place). Not part of [`Stats::wall`].
+    pub transfer: Duration,
     /// Persistent device scheduler: where the warps' time went (from `clock64`, summed over
     /// warps), for tuning and for the benchmark tables.
     pub device_profile: Option<DeviceProfile>,
@@ -147,6 +151,13 @@ impl fmt::Display for Stats {
         let backend = self.backend.map(|b| b.name()).unwrap_or("?");
         writeln!(f, "backend            {backend}")?;
         writeln!(f, "wall time          {:.3} ms", self.wall.as_secs_f64() * 1e3)?;
+        if !self.transfer.is_zero() {
+            writeln!(
+                f,
+                "slice transfers    {:.3} ms (host <-> device, not in the wall time)",
+                self.transfer.as_secs_f64() * 1e3
+            )?;
+        }
         if self.tasks.is_empty() {
             return Ok(());
         }

@@ -82,6 +82,10 @@ pub trait CilkTask: Sized + Send + Sync + 'static {
     /// checks against the device's (a root's result travels as bytes). [`ArgsLayout::UNCHECKED`]
     /// for hand-written tasks.
     const OUTPUT_LAYOUT: ArgsLayout = ArgsLayout::UNCHECKED;
+
+    /// The slice parameters (`&[T]`, `&mut [T]`) in [`CilkTask::Args`]: the cuda backend uploads
+    /// a root's slices before the run and downloads the mutable ones after it.
+    const SLICES: &'static [crate::slice::SliceField] = &[];
 }
 
 /// The segment to run after `segment` of `T` ended at a sync: `segment + 1`, or, after the last
@@ -227,6 +231,14 @@ pub trait Spawn<T: CilkTask> {
     /// will leave behind (the frame given to [`Step::Sync`], or the implicit one of a `return`).
     fn spawn<C: CilkTask>(&mut self, args: C::Args, place: Place<T::Frame, C::Output>);
 
+    /// [`Spawn::spawn`] from the `spawn!` at `site` (`file:line:col`): what a task with slice
+    /// parameters emits, so a scheduler that checks the slice ranges of parallel children
+    /// (`Config::check_races`) can name both spawns. The default ignores the site.
+    fn spawn_at<C: CilkTask>(&mut self, args: C::Args, place: Place<T::Frame, C::Output>, site: &'static str) {
+        let _ = site;
+        self.spawn::<C>(args, place)
+    }
+
     /// `alloc!(E, len)`: `len` zeroed elements that live until the task ends, or `None` when the
     /// backend's temporary heap cannot hold them (the scheduler then fails the run with an error
     /// naming the task and the size; the segment returns at once). The default draws from the
@@ -301,32 +313,44 @@ impl<F, O> Place<F, O> {
     }
 }
 
-/// A root invocation of a task function: `fib::task(30)`.
-pub struct Call<T: CilkTask> {
+/// A root invocation of a task function: `fib::task(30)`, or `sort::task(&mut v)` for a task
+/// with slice parameters, whose call borrows the caller's slices for `'a` (see
+/// [`crate::slice`]). `Copy` only when the arguments borrow nothing ([`OwnedArgs`]): one borrow,
+/// one run.
+pub struct Call<'a, T: CilkTask> {
     /// The root channel element.
-    pub args: T::Args,
+    pub(crate) args: T::Args,
+    _borrow: PhantomData<&'a mut ()>,
 }
 
-impl<T: CilkTask> Call<T> {
-    /// Wraps root arguments.
+impl<'a, T: CilkTask> Call<'a, T> {
+    /// Wraps root arguments. `Args` that hold slices come only from the `unsafe fn args` of a task
+    /// with slice parameters; `f::task(..)` ties them to the borrow.
     pub fn new(args: T::Args) -> Self {
-        Call { args }
+        Call { args, _borrow: PhantomData }
     }
 
     /// Runs the plain serial function: the oracle.
-    pub fn serial(&self) -> T::Output {
+    pub fn serial(self) -> T::Output {
         T::serial(self.args)
     }
 }
 
-impl<T: CilkTask> Clone for Call<T> {
+/// `Args` that borrow nothing (no slice parameters): a [`Call`] of them may be copied and run any
+/// number of times. `#[gpu_cilk]` implements it for every task without slice parameters.
+pub trait OwnedArgs: Copy {}
+
+impl<T: CilkTask> Clone for Call<'_, T>
+where
+    T::Args: OwnedArgs,
+{
     fn clone(&self) -> Self {
         *self
     }
 }
-impl<T: CilkTask> Copy for Call<T> {}
+impl<T: CilkTask> Copy for Call<'_, T> where T::Args: OwnedArgs {}
 
-impl<T: CilkTask> fmt::Debug for Call<T>
+impl<T: CilkTask> fmt::Debug for Call<'_, T>
 where
     T::Args: fmt::Debug,
 {

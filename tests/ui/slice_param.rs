@@ -1,7 +1,7 @@
 use gpu_cilk::prelude::*;
 
 #[gpu_cilk]
-fn sum(xs: &[u32], n: u32) -> u64 {
+fn sum(xs: &[String], n: u32) -> u64 {
     n as u64
 }
 

@@ -37,7 +37,7 @@ pub fn cuda_const(fragment: &Fragment) -> TokenStream {
 /// with the C name of each field, which the cuda backend checks against `<name>_args`.
 pub fn args_layout_const(params: &[crate::ir::Param], fragment: &Fragment) -> TokenStream {
     let fields = params.iter().zip(&fragment.arg_cnames).map(|(p, cname)| {
-        let (name, ty) = (&p.name, &p.ty);
+        let (name, ty) = (&p.name, super::stored_type(&p.ty));
         quote! {
             ::gpu_cilk::runtime::FieldLayout {
                 name: #cname,

@@ -98,6 +98,50 @@ struct Emitter<'t> {
     live: std::cell::RefCell<Vec<syn::Ident>>,
 }
 
+/// The type a parameter or frame field has in `Args`/`Frame`: a slice `&[T]`/`&mut [T]` is stored
+/// as its `RawSlice<T>` (see the runtime's `slice` module for the lifetime story).
+pub(super) fn stored_type(ty: &Type) -> TokenStream {
+    match syntax::slice_type(ty) {
+        Some((_, elem)) => quote!(::gpu_cilk::runtime::RawSlice<#elem>),
+        None => quote!(#ty),
+    }
+}
+
+/// `name` as stored in `Args`/`Frame`: `RawSlice::from_mut(name)` for a slice, else `name`.
+/// SAFETY (of the emitted block): in `args` the caller of that `unsafe fn` vouches for the slice;
+/// at a sync the slice is this task's own, valid until the task ends, and the frame goes only to
+/// this task's continuation (runtime `slice` module, rule 2).
+fn to_stored(name: &syn::Ident, ty: &Type) -> TokenStream {
+    match syntax::slice_type(ty) {
+        Some((true, _)) => quote!(#name: unsafe { ::gpu_cilk::runtime::RawSlice::from_mut(#name) }),
+        Some((false, _)) => quote!(#name: unsafe { ::gpu_cilk::runtime::RawSlice::from_ref(#name) }),
+        None => quote!(#name),
+    }
+}
+
+/// The reference again from a stored slice `name` (an `unsafe` expression; the caller states why
+/// it holds), or `None` when `ty` is not a slice.
+fn from_stored(name: &syn::Ident, ty: &Type) -> Option<TokenStream> {
+    match syntax::slice_type(ty) {
+        Some((true, _)) => Some(quote!(unsafe { #name.as_mut() })),
+        Some((false, _)) => Some(quote!(unsafe { #name.as_ref() })),
+        None => None,
+    }
+}
+
+/// `let [mut] name: &[mut] [T] = unsafe { name.as_..() };` for a slice parameter at the start of
+/// a segment. SAFETY (of the emitted block): the pair came from the root call's borrow or from a
+/// parent's sub-slice, both valid until this task ends (runtime `slice` module, rules 1 and 2).
+fn rebind_slice(name: &syn::Ident, mutable: bool, ty: &Type) -> TokenStream {
+    match from_stored(name, ty) {
+        Some(e) => {
+            let m = mutable.then(|| quote!(mut));
+            quote!(let #m #name: #ty = #e;)
+        }
+        None => quote!(),
+    }
+}
+
 impl<'t> Emitter<'t> {
     /// A user expression with temporaries' indexing rewritten and `return`s made task returns.
     fn user_expr(&self, e: &Expr) -> Expr {
@@ -157,7 +201,7 @@ impl<'t> Emitter<'t> {
     /// the callee is not a task (see `callees`), so the frame itself never fails to compile.
     fn field_type(&self, ty: &FieldType) -> TokenStream {
         match ty {
-            FieldType::Declared(t) => quote!(#t),
+            FieldType::Declared(t) => stored_type(t),
             FieldType::OutputOf(c) => match self.callee_path(*c) {
                 Some(p) => output_of(p),
                 None => quote!(::core::compile_error!("gpu-cilk internal error: unknown callee")),
@@ -195,6 +239,78 @@ impl<'t> Emitter<'t> {
             (&self.args, &self.frame, &self.segment, &self.cx, &self.registry, &self.spawner);
         let param_names: Vec<_> = t.params.iter().map(|p| &p.name).collect();
         let param_types: Vec<_> = t.params.iter().map(|p| &p.ty).collect();
+        let stored_types: Vec<_> = t.params.iter().map(|p| stored_type(&p.ty)).collect();
+        let slices: Vec<_> = t.params.iter().filter_map(|p| syntax::slice_type(&p.ty).map(|s| (p, s))).collect();
+        let stored_inits: Vec<_> = t.params.iter().map(|p| to_stored(&p.name, &p.ty)).collect();
+        let serial_args: Vec<_> = t
+            .params
+            .iter()
+            .map(|p| {
+                let n = &p.name;
+                from_stored(n, &p.ty).unwrap_or_else(|| quote!(#n))
+            })
+            .collect();
+        // `args`/`task`: a task with slice parameters makes `Args` only under the borrow of a
+        // `Call<'a, _>` (runtime `slice` module, rule 1); any other task's `Args` borrow nothing.
+        let constructors = if slices.is_empty() {
+            quote! {
+                /// The channel element for a call with these arguments.
+                pub fn args(#(#param_names: #param_types),*) -> Args {
+                    Args { #(#param_names),* }
+                }
+
+                /// A root invocation: `runtime.run(task(..))`.
+                pub fn task(#(#param_names: #param_types),*) -> ::gpu_cilk::runtime::Call<'static, Task> {
+                    ::gpu_cilk::runtime::Call::new(args(#(#param_names),*))
+                }
+
+                impl ::gpu_cilk::runtime::OwnedArgs for Args {}
+            }
+        } else {
+            let lt = syn::Lifetime::new("'__gc_borrow", Span::mixed_site());
+            let borrowed = t.params.iter().map(|p| match syntax::slice_type(&p.ty) {
+                Some((true, e)) => quote!(&#lt mut [#e]),
+                Some((false, e)) => quote!(&#lt [#e]),
+                None => {
+                    let ty = &p.ty;
+                    quote!(#ty)
+                }
+            });
+            quote! {
+                /// The channel element for a call with these arguments.
+                ///
+                /// # Safety
+                /// The slices must stay valid, and the `&mut` ones unaliased, for as long as any
+                /// task may run with these `Args` (use `task(..)`, which ties them to its borrow).
+                pub unsafe fn args(#(#param_names: #param_types),*) -> Args {
+                    Args { #(#stored_inits),* }
+                }
+
+                /// A root invocation: `runtime.run(task(..))`. The call borrows the slices until
+                /// the run that consumes it has ended.
+                pub fn task<#lt>(#(#param_names: #borrowed),*) -> ::gpu_cilk::runtime::Call<#lt, Task> {
+                    // SAFETY: the returned `Call` borrows every slice for `'__gc_borrow`, and a
+                    // run consumes the call and ends before that borrow does.
+                    ::gpu_cilk::runtime::Call::new(unsafe { args(#(#param_names),*) })
+                }
+            }
+        };
+        let slices_const = if slices.is_empty() {
+            quote!()
+        } else {
+            let fields = slices.iter().map(|(p, (m, e))| {
+                let (n, ns) = (&p.name, p.name.to_string());
+                quote! {
+                    ::gpu_cilk::runtime::SliceField {
+                        name: #ns,
+                        offset: ::core::mem::offset_of!(Args, #n),
+                        elem_size: ::core::mem::size_of::<#e>(),
+                        mutable: #m,
+                    }
+                }
+            });
+            quote!(const SLICES: &'static [::gpu_cilk::runtime::SliceField] = &[#(#fields),*];)
+        };
         let field_names: Vec<_> = t.frame.iter().map(|f| &f.name).collect();
         let field_types: Vec<_> = t.frame.iter().map(|f| self.field_type(&f.ty)).collect();
         let syncs = t.syncs();
@@ -296,7 +412,7 @@ impl<'t> Emitter<'t> {
                 #[repr(C)]
                 #[derive(Clone, Copy, Debug)]
                 pub struct Args {
-                    #(pub #param_names: #param_types,)*
+                    #(pub #param_names: #stored_types,)*
                 }
 
                 /// The continuation frame: locals that live across a `sync!()` and spawn destinations.
@@ -309,15 +425,7 @@ impl<'t> Emitter<'t> {
                 /// The marker type that implements `CilkTask`.
                 pub struct Task;
 
-                /// The channel element for a call with these arguments.
-                pub fn args(#(#param_names: #param_types),*) -> Args {
-                    Args { #(#param_names),* }
-                }
-
-                /// A root invocation: `runtime.run(task(..))`.
-                pub fn task(#(#param_names: #param_types),*) -> ::gpu_cilk::runtime::Call<Task> {
-                    ::gpu_cilk::runtime::Call::new(args(#(#param_names),*))
-                }
+                #constructors
 
                 /// The function's return type: how a spawning parent's frame stores the result.
                 pub type Output = #output;
@@ -336,10 +444,12 @@ impl<'t> Emitter<'t> {
                     #cuda
                     #args_layout
                     #output_layout
+                    #slices_const
 
                     fn serial(#args_id: Args) -> #output {
                         let Args { #(#param_names),* } = #args_id;
-                        super::#name(#(#param_names),*)
+                        // SAFETY (slices): as for a segment's parameters (`rebind_slice`).
+                        super::#name(#(#serial_args),*)
                     }
 
                     fn prespawn<#spawner_id: ::gpu_cilk::runtime::Spawn<Self>>(
@@ -380,7 +490,8 @@ impl<'t> Emitter<'t> {
                     quote!(#n)
                 }
             });
-            quote!(let Args { #(#binds),* } = #args_id;)
+            let rebinds = t.params.iter().map(|p| rebind_slice(&p.name, p.mutable, &p.ty));
+            quote!(let Args { #(#binds),* } = #args_id; #(#rebinds)*)
         } else {
             let restored: Vec<_> = seg.restores.iter().filter_map(|&i| t.frame.get(i)).collect();
             let binds = restored.iter().map(|f| {
@@ -406,9 +517,14 @@ impl<'t> Emitter<'t> {
                 FieldType::Declared(_) => None,
             });
             let rest = if seg.restores.len() < t.frame.len() { quote!(..) } else { quote!() };
+            let rebinds = restored.iter().map(|f| match &f.ty {
+                FieldType::Declared(ty) => rebind_slice(&f.name, f.mutable, ty),
+                FieldType::OutputOf(_) => quote!(),
+            });
             quote! {
                 let Frame { #(#binds,)* #rest } = #frame_id;
                 #(#outputs)*
+                #(#rebinds)*
             }
         };
         *self.live.borrow_mut() =
@@ -419,7 +535,10 @@ impl<'t> Emitter<'t> {
                 let inits = t.frame.iter().map(|f| {
                     let n = &f.name;
                     if f.segment <= seg.index {
-                        quote!(#n)
+                        match &f.ty {
+                            FieldType::Declared(ty) => to_stored(n, ty),
+                            FieldType::OutputOf(_) => quote!(#n),
+                        }
                     } else {
                         let d = Self::default_of(&f.ty);
                         quote!(#n: #d)
@@ -650,10 +769,24 @@ impl<'t> Emitter<'t> {
             }
         };
         let span = site.span;
-        let spawn = format_ident!("spawn", span = span);
+        // A task with slice parameters names the site, for the race check of the cpu scheduler
+        // (`Spawn::spawn_at`); only such a task can hand slices to its children.
+        let has_slices = self.task.params.iter().any(|p| syntax::slice_type(&p.ty).is_some());
+        let spawn = format_ident!("{}", if has_slices { "spawn_at" } else { "spawn" }, span = span);
+        let at = if has_slices {
+            let start = span.start();
+            let loc = format!("{}:{}:{}", span.file(), start.line, start.column + 1);
+            quote!(, #loc)
+        } else {
+            quote!()
+        };
         quote! {
             #decl
-            #cx.#spawn::<#callee_task>(#callee::args(#(#args),*), #place);
+            // SAFETY (of the `unsafe` block, which only a callee with slice parameters needs):
+            // the arguments are the user's expressions, which also compile outside any `unsafe`
+            // in the serial function; the child's slices are sub-slices of this task's, valid
+            // until it ends, and it ends after its children (runtime `slice` module, rule 2).
+            #cx.#spawn::<#callee_task>(unsafe { #callee::args(#(#args),*) }, #place #at);
         }
     }
 }

@@ -70,6 +70,12 @@ pub fn task(f: Function) -> Result<Task, syn::Error> {
             errors.push(error::frame_type_unknown(&d.name));
             continue;
         };
+        if d.origin == FieldOrigin::Local
+            && matches!(&ty, crate::ir::FieldType::Declared(t) if crate::syntax::slice_type(t).is_some())
+        {
+            errors.push(error::SLICE_FRAME.on(&d.name));
+            continue;
+        }
         if !d.init {
             errors.push(error::frame_uninit(&d.name));
         }
@@ -141,6 +147,9 @@ pub fn task(f: Function) -> Result<Task, syn::Error> {
 /// with the whole structured body kept as segment 0 for the serial device form.
 fn machine_task(f: Function) -> Result<Task, syn::Error> {
     let mut errors = Errors::new();
+    for p in f.params.iter().filter(|p| crate::syntax::slice_type(&p.ty).is_some()) {
+        errors.push(error::SLICE_MACHINE.on(&p.ty));
+    }
     let mut body = f.body;
     let mut callees: Vec<Callee> = Vec::new();
     let mut next_site = 0;

@@ -155,6 +155,10 @@ impl Writer<'_> {
                 }
                 syn::Member::Named(n) => self.unsupported("a named field", n.span()),
             },
+            Expr::Reference(r) => match crate::syntax::sub_slice(e) {
+                Some((_, base, range)) => self.sub_slice(base, range),
+                None => self.unsupported("a reference", r.span()),
+            },
             Expr::Return(r) => self.unsupported("`return` inside an expression", r.span()),
             other => self.unsupported("this expression", other.span()),
         }
@@ -229,6 +233,24 @@ impl Writer<'_> {
         format!("{base}.at(cx, (gc_u64)({idx}), {s})")
     }
 
+    /// `&a[lo..hi]` (any of `lo..`, `..hi`, `..`, `lo..=hi`): `a.sub(cx, lo, hi, site)`, checked
+    /// as Rust checks a range index (a fault at the range's location).
+    fn sub_slice(&mut self, base: &Expr, range: &syn::ExprRange) -> String {
+        let b = self.expr(base, None);
+        let u = prim("usize");
+        let lo = match &range.start {
+            Some(x) => strip_usize_cast(&self.expr(x, Some(&u))),
+            None => "0".to_string(),
+        };
+        let hi = match (&range.end, &range.limits) {
+            (Some(x), syn::RangeLimits::HalfOpen(_)) => strip_usize_cast(&self.expr(x, Some(&u))),
+            (Some(x), syn::RangeLimits::Closed(_)) => format!("{} + 1", strip_usize_cast(&self.expr(x, Some(&u)))),
+            (None, _) => format!("({b}).len()"),
+        };
+        let s = self.site(range.span());
+        format!("{b}.sub(cx, (gc_u64)({lo}), (gc_u64)({hi}), {s})")
+    }
+
     fn method(&mut self, m: &Ident, recv: &Expr, args: &[&Expr], span: Span) -> String {
         let name = m.to_string();
         let mut t = self.ty_of(recv).or_else(|| args.first().and_then(|a| self.ty_of(a)));
@@ -241,8 +263,16 @@ impl Writer<'_> {
         // A receiver of a type the writer cannot name (a child's result `g_ret`): its C++ type.
         let t = t.or_else(|| self.ty_or_decltype(recv, &r));
         if name == "len" {
-            // `Temp<T>` and arrays (`gc_array<T, N>::len()`).
+            // `Temp<T>`, slices (`gc_slice<T>::len()`) and arrays (`gc_array<T, N>::len()`).
             return format!("{r}.len()");
+        }
+        if name == "is_empty" && matches!(self.ty_of(recv), Some(Ty::Temp(_)) | Some(Ty::Slice(_))) {
+            return format!("!{r}.len()");
+        }
+        if (name == "split_at" || name == "split_at_mut") && matches!(self.ty_of(recv), Some(Ty::Slice(_))) {
+            let m = args.first().map(|a| self.expr(a, Some(&prim("usize")))).unwrap_or_default();
+            let s = self.site(span);
+            return format!("{r}.split_at(cx, (gc_u64)({}), {s})", strip_usize_cast(&m));
         }
         let arg = |w: &mut Self, i: usize, t: Option<&Ty>| args.get(i).map(|a| w.expr(a, t)).unwrap_or_default();
         let same = |w: &mut Self, f: &str| {

@@ -44,15 +44,19 @@ impl Writer<'_> {
                 _ => self.ty_of(&b.left).or_else(|| self.ty_of(&b.right)),
             },
             Expr::Index(i) => match self.ty_of(&i.expr) {
-                Some(Ty::Array(e, _)) | Some(Ty::Temp(e)) => Some(*e),
+                Some(Ty::Array(e, _)) | Some(Ty::Temp(e)) | Some(Ty::Slice(e)) => Some(*e),
                 _ => None,
             },
             Expr::MethodCall(m) => {
                 let name = m.method.to_string();
                 match name.as_str() {
                     "count_ones" | "count_zeros" | "leading_zeros" | "trailing_zeros" => Some(prim("u32")),
-                    "is_power_of_two" | "is_nan" => Some(prim("bool")),
+                    "is_power_of_two" | "is_nan" | "is_empty" => Some(prim("bool")),
                     "len" => Some(prim("usize")),
+                    "split_at" | "split_at_mut" => match self.ty_of(&m.receiver) {
+                        Some(t @ Ty::Slice(_)) => Some(Ty::Tuple(vec![t.clone(), t])),
+                        _ => None,
+                    },
                     _ => self.ty_of(&m.receiver).or_else(|| m.args.first().and_then(|a| self.ty_of(a))),
                 }
             }
@@ -69,6 +73,7 @@ impl Writer<'_> {
             Expr::Tuple(t) if !t.elems.is_empty() => {
                 t.elems.iter().map(|x| self.ty_of(x)).collect::<Option<Vec<Ty>>>().map(Ty::Tuple)
             }
+            Expr::Reference(_) => crate::syntax::sub_slice(e).and_then(|(_, base, _)| self.ty_of(base)),
             Expr::Field(f) => match (&f.member, self.ty_of(&f.base)) {
                 (syn::Member::Unnamed(i), Some(Ty::Tuple(es))) => es.get(i.index as usize).cloned(),
                 _ => None,

@@ -65,4 +65,31 @@ __device__ inline gc_u64 gc_elem_offset(const gc_cx& cx, const gc_array<T, N>&, 
   if (i >= (gc_u64)N) { gc_raise_cx(cx, GC_FAULT_INDEX, site, i); return ~0ull; }
   return base + i * (gc_u64)sizeof(T);
 }
+// Rust slices `&[T]` / `&mut [T]`: the Rust `RawSlice<T>` (`#[repr(C)] { ptr, len: u64 }`, 16
+// bytes). Indexing and sub-slicing are checked as in Rust: a failure records a fault at the Rust
+// location (the run then fails with it) and the access goes to a sink instead of out of bounds.
+__device__ gc_u64 gc_slice_sink[2];
+template <typename T> struct gc_slice {
+  T* ptr;
+  gc_u64 n;
+  __device__ gc_u64 len() const { return n; }
+  __device__ T& at(const gc_cx& cx, gc_u64 i, gc_u32 site) const {
+    if (i >= n) { gc_raise_cx(cx, GC_FAULT_INDEX, site, i); return *reinterpret_cast<T*>(gc_slice_sink); }
+    return ptr[i];
+  }
+  __device__ gc_slice sub(const gc_cx& cx, gc_u64 lo, gc_u64 hi, gc_u32 site) const {
+    if (lo > hi || hi > n) {
+      gc_raise_cx(cx, GC_FAULT_INDEX, site, hi > n ? hi : lo);
+      return gc_slice{ptr, 0};
+    }
+    return gc_slice{ptr + lo, hi - lo};
+  }
+  __device__ gc_tuple2<gc_slice, gc_slice> split_at(const gc_cx& cx, gc_u64 m, gc_u32 site) const {
+    if (m > n) {
+      gc_raise_cx(cx, GC_FAULT_INDEX, site, m);
+      return gc_tuple2<gc_slice, gc_slice>{gc_slice{ptr, 0}, gc_slice{ptr, 0}};
+    }
+    return gc_tuple2<gc_slice, gc_slice>{gc_slice{ptr, m}, gc_slice{ptr + m, n - m}};
+  }
+};
 #endif

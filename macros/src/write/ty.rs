@@ -16,6 +16,8 @@ pub(super) enum Ty {
     Array(Box<Ty>, String),
     /// A task-scoped temporary `Temp<T>` (`gc_temp<T>`).
     Temp(Box<Ty>),
+    /// A slice `&[T]` / `&mut [T]` (`gc_slice<T>`, the device form of `RawSlice<T>`).
+    Slice(Box<Ty>),
     /// A tuple of 2 to 4 elements (`gc_tuple<n><..>`).
     Tuple(Vec<Ty>),
     /// A C++ type spelled out (`fib_ret`, `decltype(x)`).
@@ -34,6 +36,7 @@ impl Ty {
             Ty::Unit => "gc_unit".into(),
             Ty::Array(e, n) => format!("gc_array<{}, {n}>", e.cxx()),
             Ty::Temp(e) => format!("gc_temp<{}>", e.cxx()),
+            Ty::Slice(e) => format!("gc_slice<{}>", e.cxx()),
             Ty::Tuple(es) => {
                 let es: Vec<String> = es.iter().map(Ty::cxx).collect();
                 format!("gc_tuple{}<{}>", es.len(), es.join(", "))
@@ -61,6 +64,9 @@ pub(super) fn prim(s: &str) -> Ty {
 pub(super) fn ty_of_type(t: &Type) -> Ty {
     if let Some(elem) = crate::syntax::temp_type_elem(t) {
         return Ty::Temp(Box::new(ty_of_type(elem)));
+    }
+    if let Some((_, elem)) = crate::syntax::slice_type(t) {
+        return Ty::Slice(Box::new(ty_of_type(elem)));
     }
     match t {
         Type::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => {

@@ -10,7 +10,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
 
 /// Runs `call` serially.
-pub fn run<T: CilkTask>(call: Call<T>) -> Result<Report<T::Output>> {
+pub fn run<T: CilkTask>(call: Call<'_, T>) -> Result<Report<T::Output>> {
     let start = Instant::now();
     let value = catch_unwind(AssertUnwindSafe(|| T::serial(call.args))).map_err(|p| Error::TaskPanicked {
         task: T::NAME,

@@ -29,7 +29,11 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
 
 /// Runs `call` to completion on `pool` with the levelized scheduler.
-pub(super) fn run<T: CilkTask>(pool: &rayon::ThreadPool, config: &Config, call: Call<T>) -> Result<Report<T::Output>> {
+pub(super) fn run<T: CilkTask>(
+    pool: &rayon::ThreadPool,
+    config: &Config,
+    call: Call<'_, T>,
+) -> Result<Report<T::Output>> {
     let (mut stores, ids) = StoreBuilder::of::<T>(config.segment_capacity);
     let elements = Pool::new(config.pool_capacity);
     let temps = crate::temp::RunHeap::new(config.temp_heap_bytes);
@@ -48,7 +52,7 @@ pub(super) fn run<T: CilkTask>(pool: &rayon::ThreadPool, config: &Config, call: 
 fn schedule<T: CilkTask>(
     cfg: &Config,
     threads: usize,
-    call: Call<T>,
+    call: Call<'_, T>,
     stores: &mut [Box<dyn ErasedStore>],
     ids: &[std::any::TypeId],
     pool: &Pool,

@@ -119,7 +119,7 @@ impl CpuBackend {
     }
 
     /// Runs `call` to completion.
-    pub fn run<T: CilkTask>(&self, call: Call<T>) -> Result<Report<T::Output>> {
+    pub fn run<T: CilkTask>(&self, call: Call<'_, T>) -> Result<Report<T::Output>> {
         match self.scheduler {
             SchedulerKind::Levels => match crate::task::Registry::of::<T>().levels_refusal() {
                 Some(e) => Err(e),

@@ -73,6 +73,7 @@ pub mod program;
 pub mod sim;
 #[cfg(target_os = "linux")]
 pub mod sim_backend;
+mod slices;
 mod target;
 mod temps;
 
@@ -239,7 +240,7 @@ impl CudaBackend {
     /// context ([`Error::KernelFailed`]), the error names the kernel and its task, and the backend
     /// discards the context with everything in it; after that (in this process, whichever
     /// runtime's kernel failed) every run fails at once with [`Error::BackendUnavailable`].
-    pub fn run<T: CilkTask>(&self, call: Call<T>) -> Result<Report<T::Output>> {
+    pub fn run<T: CilkTask>(&self, call: Call<'_, T>) -> Result<Report<T::Output>> {
         if let Some(cause) = context::lost() {
             return Err(context::lost_error(&cause));
         }
@@ -253,7 +254,7 @@ impl CudaBackend {
         result
     }
 
-    fn run_in<T: CilkTask>(&self, session: &Session, call: Call<T>) -> Result<Report<T::Output>> {
+    fn run_in<T: CilkTask>(&self, session: &Session, call: Call<'_, T>) -> Result<Report<T::Output>> {
         let scheduler = device_scheduler(&self.config)?;
         if scheduler == abi::DeviceScheduler::Levels {
             if let Some(e) = crate::task::Registry::of::<T>().levels_refusal() {
@@ -287,21 +288,22 @@ impl CudaBackend {
                     other => other?,
                 });
             }
-            match state.as_mut() {
+            slices::with_device_slices(dev, call.args, T::SLICES, |args| match state.as_mut() {
                 Some(SchedulerState::Levels(st)) => {
-                    levels::LevelsRun::new(dev, program, asm, st).run::<T::Args, T::Output>(call.args, config)
+                    levels::LevelsRun::new(dev, program, asm, st).run::<T::Args, T::Output>(args, config)
                 }
                 Some(SchedulerState::Persistent(st)) => {
-                    persistent::PersistentRun::new(dev, asm, st).run::<T::Args, T::Output>(call.args, config)
+                    persistent::PersistentRun::new(dev, asm, st).run::<T::Args, T::Output>(args, config)
                 }
                 None => Err(Error::Internal("device state missing".into())),
-            }
+            })
         })();
         if result.is_err() {
             // A failed run may leave elements in channels; start the next one from fresh state.
             *state = None;
         }
-        let (value, mut stats) = result.map_err(|e| name_tasks(e, &loaded.asm))?;
+        let ((value, mut stats), transfer) = result.map_err(|e| name_tasks(e, &loaded.asm))?;
+        stats.transfer = transfer;
         stats.scheduler = Some(match scheduler {
             abi::DeviceScheduler::Levels => SchedulerKind::Levels,
             abi::DeviceScheduler::Persistent => SchedulerKind::Persistent,

@@ -59,7 +59,7 @@ impl SimBackend {
     }
 
     /// Runs a root call through the persistent scheduler on the simulation.
-    pub fn run<T: CilkTask>(&self, call: Call<T>) -> Result<Report<T::Output>> {
+    pub fn run<T: CilkTask>(&self, call: Call<'_, T>) -> Result<Report<T::Output>> {
         let loaded = self.program_for::<T>()?;
         let mut state = loaded
             .state
@@ -70,12 +70,15 @@ impl SimBackend {
                 *state = Some(PersistentState::new(&self.device, &loaded.program, &loaded.asm, &self.config)?);
             }
             let st = state.as_mut().ok_or_else(|| Error::Internal("simulation state missing".into()))?;
-            PersistentRun::new(&self.device, &loaded.asm, st).run::<T::Args, T::Output>(call.args, &self.config)
+            super::slices::with_device_slices(&self.device, call.args, T::SLICES, |args| {
+                PersistentRun::new(&self.device, &loaded.asm, st).run::<T::Args, T::Output>(args, &self.config)
+            })
         })();
         if result.is_err() {
             *state = None;
         }
-        let (value, mut stats) = result?;
+        let ((value, mut stats), transfer) = result?;
+        stats.transfer = transfer;
         stats.scheduler = Some(SchedulerKind::Persistent);
         Ok(Report { value, stats })
     }

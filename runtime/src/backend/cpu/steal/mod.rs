@@ -45,7 +45,11 @@ use std::time::Instant;
 use worker::{Shared, Worker, WorkerStats};
 
 /// Runs `call` to completion on every thread of `pool`.
-pub(super) fn run<T: CilkTask>(pool: &rayon::ThreadPool, config: &Config, call: Call<T>) -> Result<Report<T::Output>> {
+pub(super) fn run<T: CilkTask>(
+    pool: &rayon::ThreadPool,
+    config: &Config,
+    call: Call<'_, T>,
+) -> Result<Report<T::Output>> {
     run_with(pool, config, call, |_| {})
 }
 
@@ -53,7 +57,7 @@ pub(super) fn run<T: CilkTask>(pool: &rayon::ThreadPool, config: &Config, call: 
 fn run_with<T: CilkTask>(
     pool: &rayon::ThreadPool,
     config: &Config,
-    call: Call<T>,
+    call: Call<'_, T>,
     adjust: impl FnOnce(&mut Shared<'_>),
 ) -> Result<Report<T::Output>> {
     let start = Instant::now();

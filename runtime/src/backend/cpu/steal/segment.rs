@@ -61,6 +61,18 @@ pub(super) struct Seg {
     /// Real children spawned (and inline children that became real) in this segment.
     real: usize,
     depth: usize,
+    /// With `Config::check_races`: the slice ranges given to this segment's children so far.
+    given: Vec<Given>,
+}
+
+/// A slice range a segment gave to a child (`Config::check_races`).
+struct Given {
+    /// Byte addresses `[lo, hi)`.
+    lo: usize,
+    hi: usize,
+    elem: usize,
+    mutable: bool,
+    site: &'static str,
 }
 
 impl Seg {
@@ -72,7 +84,37 @@ impl Seg {
             cell_bytes: Cell::<T>::BYTES,
             real: 0,
             depth,
+            given: Vec::new(),
         }
+    }
+
+    /// Records the slice ranges in `args` (of a child `C` spawned at `site`) and returns the race
+    /// with an earlier child of this segment, if two of them overlap and one is `&mut`.
+    fn give<C: CilkTask>(&mut self, task: &'static str, args: &C::Args, site: &'static str) -> Option<Error> {
+        let start = self.given.len();
+        for f in C::SLICES {
+            let Some((ptr, len)) = crate::slice::read_field(args, f) else { continue };
+            let (lo, hi) = (ptr, ptr.saturating_add(len.saturating_mul(f.elem_size)));
+            if lo == hi {
+                continue;
+            }
+            // Ranges given by this same spawn cannot race each other (borrowck checked the call).
+            for g in &self.given[..start] {
+                if lo < g.hi && g.lo < hi && (f.mutable || g.mutable) {
+                    let kind = |m: bool| if m { "&mut" } else { "&" };
+                    let rel = |a: usize| (a as i128 - g.lo as i128) / g.elem.max(1) as i128;
+                    return Some(Error::SliceRace {
+                        task,
+                        first_site: g.site,
+                        first: format!("`{}` elements 0..{}", kind(g.mutable), rel(g.hi)),
+                        second_site: site,
+                        second: format!("`{}` elements {}..{}", kind(f.mutable), rel(lo), rel(hi)),
+                    });
+                }
+            }
+            self.given.push(Given { lo, hi, elem: f.elem_size, mutable: f.mutable, site });
+        }
+        None
     }
 
     /// The frame storage of this segment's cell, allocating the cell if needed.
@@ -111,6 +153,16 @@ pub(super) struct Cx<'a, 'r, T> {
 }
 
 impl<T: CilkTask> Spawn<T> for Cx<'_, '_, T> {
+    fn spawn_at<C: CilkTask>(&mut self, args: C::Args, place: Place<T::Frame, C::Output>, site: &'static str) {
+        if self.w.check_races && !C::SLICES.is_empty() {
+            if let Some(e) = self.seg.give::<C>(T::NAME, &args, site) {
+                self.w.fail(e);
+                return;
+            }
+        }
+        self.spawn::<C>(args, place)
+    }
+
     #[inline]
     fn spawn<C: CilkTask>(&mut self, args: C::Args, place: Place<T::Frame, C::Output>) {
         let w = &mut *self.w;

@@ -48,6 +48,7 @@ pub(super) struct Shared<'a> {
     /// Workers looking for work (`Relaxed`: a hint for the policy only).
     idle: AtomicUsize,
     max_depth: usize,
+    check_races: bool,
     deadline: Option<(Instant, Duration)>,
     live: AtomicIsize,
     live_bytes: AtomicIsize,
@@ -78,6 +79,7 @@ impl<'a> Shared<'a> {
             // spawns of a run already see idle workers and keep their subtrees splittable.
             idle: AtomicUsize::new(workers),
             max_depth: config.max_depth,
+            check_races: config.check_races,
             deadline: config.timeout.map(|t| (start + t, t)),
             live: AtomicIsize::new(1),
             live_bytes: AtomicIsize::new(root_bytes as isize),
@@ -167,6 +169,8 @@ pub(super) struct Worker<'r> {
     pub(super) local: crossbeam_deque::Worker<Job>,
     pub(super) policy: Policy,
     pub(super) max_depth: usize,
+    /// `Config::check_races`.
+    pub(super) check_races: bool,
     /// Inline sub-kernel calls nested on this worker's stack below the task it started last.
     pub(super) nest: usize,
     /// Byte ranges of the running segments' real children in their frames (a stack: each
@@ -205,6 +209,7 @@ impl<'r> Worker<'r> {
             local,
             policy: sh.policy,
             max_depth: sh.max_depth,
+            check_races: sh.check_races,
             nest: 0,
             ranges: Vec::with_capacity(64),
             stash_bytes: Vec::with_capacity(256),

@@ -1,0 +1,305 @@
+//! cilksort (Cilk-5's `cilksort.cilk`) as annotated Rust: sort four quarters in parallel, merge
+//! the pairs with a parallel merge, merge the halves. Shared by `examples/sort.rs`, the
+//! differential tests and the benchmarks.
+//!
+//! - [`cilksort`]`(a, tmp)`: sorts `a` (u32 keys) using `tmp` (at least as long) as scratch;
+//!   below 32 keys an insertion sort ([`insertion_sort`]).
+//! - [`cilkmerge`]`(a, b, out)`: merges the sorted `a` and `b` into `out` (`a.len() + b.len()`
+//!   keys): split the longer input in the middle, find its key's place in the other by binary
+//!   search ([`lower_bound`]), spawn both halves; below 64 keys a serial merge ([`seq_merge`]).
+//!
+//! `*_f32` are the same functions for `f32` keys.
+//!
+//! The `&mut` ranges given to the children of one segment are disjoint (quarters of `a` and of
+//! `tmp`, the two halves of `out`): the programmer's obligation (see `docs/dsl.md`).
+
+use gpu_cilk::prelude::*;
+
+/// Sorts a short slice in place (the base case).
+#[gpu_cilk::device]
+pub fn insertion_sort(a: &mut [u32]) {
+    if a.is_empty() {
+        return;
+    }
+    let n: usize = a.len();
+    for i in 1..n {
+        let x: u32 = a[i];
+        let mut j: usize = i;
+        while j > 0 && a[j - 1] > x {
+            a[j] = a[j - 1];
+            j -= 1;
+        }
+        a[j] = x;
+    }
+}
+
+/// The number of keys of the sorted `b` that are less than `x`.
+#[gpu_cilk::device]
+pub fn lower_bound(b: &[u32], x: u32) -> usize {
+    let mut lo: usize = 0;
+    let mut hi: usize = b.len();
+    while lo < hi {
+        let mid: usize = lo + (hi - lo) / 2;
+        if b[mid] < x {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+/// Merges the sorted `a` and `b` into `out` serially.
+#[gpu_cilk::device]
+pub fn seq_merge(a: &[u32], b: &[u32], out: &mut [u32]) {
+    let mut i: usize = 0;
+    let mut j: usize = 0;
+    let mut k: usize = 0;
+    while i < a.len() && j < b.len() {
+        if a[i] <= b[j] {
+            out[k] = a[i];
+            i += 1;
+        } else {
+            out[k] = b[j];
+            j += 1;
+        }
+        k += 1;
+    }
+    while i < a.len() {
+        out[k] = a[i];
+        i += 1;
+        k += 1;
+    }
+    while j < b.len() {
+        out[k] = b[j];
+        j += 1;
+        k += 1;
+    }
+}
+
+/// Merges the sorted `a` and `b` into `out` (`a.len() + b.len()` keys) in parallel.
+#[gpu_cilk]
+pub fn cilkmerge(a: &[u32], b: &[u32], out: &mut [u32]) {
+    if a.len() < b.len() {
+        spawn!(cilkmerge(b, a, out));
+        return;
+    }
+    if a.len() + b.len() <= 64 {
+        seq_merge(a, b, out);
+        return;
+    }
+    // `a` is the longer one, so `ma >= 1` and both halves are smaller than the whole.
+    let ma: usize = a.len() / 2;
+    let mb: usize = lower_bound(b, a[ma]);
+    spawn!(cilkmerge(&a[..ma], &b[..mb], &mut out[..ma + mb]));
+    spawn!(cilkmerge(&a[ma..], &b[mb..], &mut out[ma + mb..]));
+    sync!();
+}
+
+/// Sorts `a`, with `tmp` (at least `a.len()` keys) as scratch: three phases, two task functions,
+/// three syncs.
+#[gpu_cilk]
+pub fn cilksort(a: &mut [u32], tmp: &mut [u32]) {
+    let n: usize = a.len();
+    if n <= 32 {
+        insertion_sort(a);
+        return;
+    }
+    let q: usize = n / 4;
+    spawn!(cilksort(&mut a[..q], &mut tmp[..q]));
+    spawn!(cilksort(&mut a[q..2 * q], &mut tmp[q..2 * q]));
+    spawn!(cilksort(&mut a[2 * q..3 * q], &mut tmp[2 * q..3 * q]));
+    spawn!(cilksort(&mut a[3 * q..], &mut tmp[3 * q..n]));
+    sync!();
+    spawn!(cilkmerge(&a[..q], &a[q..2 * q], &mut tmp[..2 * q]));
+    spawn!(cilkmerge(&a[2 * q..3 * q], &a[3 * q..], &mut tmp[2 * q..n]));
+    sync!();
+    spawn!(cilkmerge(&tmp[..2 * q], &tmp[2 * q..n], a));
+    sync!();
+}
+
+// ---- The same for f32 keys (a generic task function is not in the subset).
+
+/// [`insertion_sort`] for `f32` keys.
+#[gpu_cilk::device]
+pub fn insertion_sort_f32(a: &mut [f32]) {
+    if a.is_empty() {
+        return;
+    }
+    let n: usize = a.len();
+    for i in 1..n {
+        let x: f32 = a[i];
+        let mut j: usize = i;
+        while j > 0 && a[j - 1] > x {
+            a[j] = a[j - 1];
+            j -= 1;
+        }
+        a[j] = x;
+    }
+}
+
+/// [`lower_bound`] for `f32` keys.
+#[gpu_cilk::device]
+pub fn lower_bound_f32(b: &[f32], x: f32) -> usize {
+    let mut lo: usize = 0;
+    let mut hi: usize = b.len();
+    while lo < hi {
+        let mid: usize = lo + (hi - lo) / 2;
+        if b[mid] < x {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+/// [`seq_merge`] for `f32` keys.
+#[gpu_cilk::device]
+pub fn seq_merge_f32(a: &[f32], b: &[f32], out: &mut [f32]) {
+    let mut i: usize = 0;
+    let mut j: usize = 0;
+    let mut k: usize = 0;
+    while i < a.len() && j < b.len() {
+        if a[i] <= b[j] {
+            out[k] = a[i];
+            i += 1;
+        } else {
+            out[k] = b[j];
+            j += 1;
+        }
+        k += 1;
+    }
+    while i < a.len() {
+        out[k] = a[i];
+        i += 1;
+        k += 1;
+    }
+    while j < b.len() {
+        out[k] = b[j];
+        j += 1;
+        k += 1;
+    }
+}
+
+/// [`cilkmerge`] for `f32` keys.
+#[gpu_cilk]
+pub fn cilkmerge_f32(a: &[f32], b: &[f32], out: &mut [f32]) {
+    if a.len() < b.len() {
+        spawn!(cilkmerge_f32(b, a, out));
+        return;
+    }
+    if a.len() + b.len() <= 64 {
+        seq_merge_f32(a, b, out);
+        return;
+    }
+    // `a` is the longer one, so `ma >= 1` and both halves are smaller than the whole.
+    let ma: usize = a.len() / 2;
+    let mb: usize = lower_bound_f32(b, a[ma]);
+    spawn!(cilkmerge_f32(&a[..ma], &b[..mb], &mut out[..ma + mb]));
+    spawn!(cilkmerge_f32(&a[ma..], &b[mb..], &mut out[ma + mb..]));
+    sync!();
+}
+
+/// [`cilksort`] for `f32` keys (no NaNs: they have no place in an order).
+#[gpu_cilk]
+pub fn cilksort_f32(a: &mut [f32], tmp: &mut [f32]) {
+    let n: usize = a.len();
+    if n <= 32 {
+        insertion_sort_f32(a);
+        return;
+    }
+    let q: usize = n / 4;
+    spawn!(cilksort_f32(&mut a[..q], &mut tmp[..q]));
+    spawn!(cilksort_f32(&mut a[q..2 * q], &mut tmp[q..2 * q]));
+    spawn!(cilksort_f32(&mut a[2 * q..3 * q], &mut tmp[2 * q..3 * q]));
+    spawn!(cilksort_f32(&mut a[3 * q..], &mut tmp[3 * q..n]));
+    sync!();
+    spawn!(cilkmerge_f32(&a[..q], &a[q..2 * q], &mut tmp[..2 * q]));
+    spawn!(cilkmerge_f32(&a[2 * q..3 * q], &a[3 * q..], &mut tmp[2 * q..n]));
+    sync!();
+    spawn!(cilkmerge_f32(&tmp[..2 * q], &tmp[2 * q..n], a));
+    sync!();
+}
+
+/// Input shapes the example and the tests sort.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// Pseudo-random keys (splitmix64 of the index and a seed).
+    Random,
+    /// Already sorted.
+    Sorted,
+    /// Sorted descending.
+    Reverse,
+    /// Every key the same.
+    Equal,
+    /// Few distinct keys (key % 16).
+    Few,
+}
+
+/// All shapes.
+pub const SHAPES: [Shape; 5] = [Shape::Random, Shape::Sorted, Shape::Reverse, Shape::Equal, Shape::Few];
+
+fn splitmix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// `n` keys of `shape`.
+pub fn input(shape: Shape, n: usize, seed: u64) -> Vec<u32> {
+    (0..n)
+        .map(|i| match shape {
+            Shape::Random => splitmix(seed ^ i as u64) as u32,
+            Shape::Sorted => i as u32,
+            Shape::Reverse => (n - i) as u32,
+            Shape::Equal => 7,
+            Shape::Few => (splitmix(seed ^ i as u64) % 16) as u32,
+        })
+        .collect()
+}
+
+/// What a permutation keeps: the length, a wrapping sum, a wrapping sum of squares and a
+/// 256-bucket histogram of the top byte and of the low byte. Equal for any two permutations of
+/// one input; any lost, duplicated or changed key changes it with high probability.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fingerprint {
+    len: usize,
+    sum: u64,
+    squares: u64,
+    high: Vec<u64>,
+    low: Vec<u64>,
+}
+
+/// The [`Fingerprint`] of `keys`.
+pub fn fingerprint(keys: &[u32]) -> Fingerprint {
+    let mut f = Fingerprint { len: keys.len(), sum: 0, squares: 0, high: vec![0; 256], low: vec![0; 256] };
+    for &k in keys {
+        f.sum = f.sum.wrapping_add(u64::from(k));
+        f.squares = f.squares.wrapping_add(u64::from(k).wrapping_mul(u64::from(k)));
+        f.high[(k >> 24) as usize] += 1;
+        f.low[(k & 0xff) as usize] += 1;
+    }
+    f
+}
+
+/// `keys` is in ascending order.
+pub fn is_sorted(keys: &[u32]) -> bool {
+    keys.windows(2).all(|w| w[0] <= w[1])
+}
+
+/// `n` f32 keys of `shape`: the u32 keys scaled into [-1e6, 1.1e6) (every value exact, no NaN).
+pub fn input_f32(shape: Shape, n: usize, seed: u64) -> Vec<f32> {
+    input(shape, n, seed).into_iter().map(|k| (k >> 8) as f32 / 8.0 - 1.0e6).collect()
+}
+
+/// The [`Fingerprint`] of f32 keys (of their bit patterns).
+pub fn fingerprint_f32(keys: &[f32]) -> Fingerprint {
+    fingerprint(&keys.iter().map(|k| k.to_bits()).collect::<Vec<u32>>())
+}
+
+/// f32 `keys` are in ascending order.
+pub fn is_sorted_f32(keys: &[f32]) -> bool {
+    keys.windows(2).all(|w| w[0] <= w[1])
+}
