@@ -82,7 +82,7 @@ struct Check<'a> {
 }
 
 impl programs::Roots for Check<'_> {
-    fn root<T: CilkTask>(&mut self, program: &'static str, serial: fn() -> T::Output, task: fn() -> Call<T>)
+    fn root<T: CilkTask>(&mut self, program: &'static str, serial: fn() -> T::Output, task: fn() -> Call<'static, T>)
     where
         T::Output: PartialEq + std::fmt::Debug,
     {
@@ -127,7 +127,7 @@ struct Nvrtc {
 }
 
 impl programs::Roots for Nvrtc {
-    fn root<T: CilkTask>(&mut self, program: &'static str, _: fn() -> T::Output, _: fn() -> Call<T>)
+    fn root<T: CilkTask>(&mut self, program: &'static str, _: fn() -> T::Output, _: fn() -> Call<'static, T>)
     where
         T::Output: PartialEq + std::fmt::Debug,
     {

@@ -7,7 +7,7 @@ use gpu_cilk::runtime::{Call, CilkTask};
 /// Visits every program's root task.
 pub trait Roots {
     /// `serial` is the plain Rust root (the oracle), `task` its root call.
-    fn root<T: CilkTask>(&mut self, program: &'static str, serial: fn() -> T::Output, task: fn() -> Call<T>)
+    fn root<T: CilkTask>(&mut self, program: &'static str, serial: fn() -> T::Output, task: fn() -> Call<'static, T>)
     where
         T::Output: PartialEq + std::fmt::Debug;
 }

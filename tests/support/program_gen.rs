@@ -192,7 +192,7 @@ pub fn generate(seed: u64, count: usize) -> (String, Coverage) {
          /// Visits every program's root task.\n\
          pub trait Roots {\n    \
              /// `serial` is the plain Rust root (the oracle), `task` its root call.\n    \
-             fn root<T: CilkTask>(&mut self, program: &'static str, serial: fn() -> T::Output, task: fn() -> Call<T>)\n    \
+             fn root<T: CilkTask>(&mut self, program: &'static str, serial: fn() -> T::Output, task: fn() -> Call<'static, T>)\n    \
              where\n        T::Output: PartialEq + std::fmt::Debug;\n}\n\n",
     );
     let mut rng = Rng::new(seed);
