@@ -29,7 +29,8 @@ Ignored: test modules (`#[cfg(test)] mod tests { .. }`, `#[cfg(..test..)] mod x;
 below them), which may use `super::` freely.
 
 Exit status 1 and a listing of every cycle (strongly connected component, with the lines that
-make each edge) when there is one; 0 otherwise. `--edges` prints the whole graph.
+make each edge) when there is one; 0 otherwise. `--edges` prints the whole graph, `--layers` the
+modules by layer (0: imports nothing of its crate).
 """
 
 from __future__ import annotations
@@ -316,11 +317,13 @@ def node(crate: str, path: tuple[str, ...], fine: bool) -> str:
     return f"{crate}::" + ("::".join(keep) if keep else "(lib.rs)")
 
 
-def graph(fine: bool) -> dict[tuple[str, str], list[str]]:
+def graph(fine: bool) -> tuple[dict[tuple[str, str], list[str]], set[str]]:
     edges: dict[tuple[str, str], list[str]] = defaultdict(list)
+    nodes: set[str] = set()
     for crate, src in CRATES.items():
         mods = load(crate, src)
         for path, mod in mods.items():
+            nodes.add(node(crate, path, fine))
             for segs, line, file in mod.refs:
                 target = absolute(mods, path, segs)
                 if target is None:
@@ -331,7 +334,7 @@ def graph(fine: bool) -> dict[tuple[str, str], list[str]]:
                 a, b = node(crate, path, fine), node(crate, owner, fine)
                 if a != b:
                     edges[(a, b)].append(f"{file.relative_to(ROOT)}:{line}: {'::'.join(segs)}")
-    return edges
+    return edges, nodes
 
 
 def cycles(edges) -> list[list[str]]:
@@ -376,11 +379,28 @@ def cycles(edges) -> list[list[str]]:
 
 def main() -> int:
     fine = "--fine" in sys.argv
-    edges = graph(fine)
+    edges, nodes = graph(fine)
     if "--edges" in sys.argv:
         for (a, b), where in sorted(edges.items()):
             print(f"{a} -> {b}   ({len(where)}x, e.g. {where[0]})")
     found = cycles(edges)
+    if "--layers" in sys.argv and not found:
+        succ = defaultdict(set)
+        for a, b in edges:
+            succ[a].add(b)
+        height: dict[str, int] = {}
+
+        def h(v: str) -> int:
+            if v not in height:
+                height[v] = 1 + max((h(w) for w in succ[v]), default=-1)
+            return height[v]
+
+        every = nodes
+        for crate in CRATES:
+            print(f"{crate} (layer 0 imports nothing of its crate; each module only imports lower layers):")
+            mine = sorted((h(v), v) for v in every if v.startswith(crate + "::"))
+            for level in sorted({lv for lv, _ in mine}):
+                print(f"  {level}: " + ", ".join(v.split("::", 1)[1] for lv, v in mine if lv == level))
     for comp in found:
         print("cycle among: " + ", ".join(comp))
         members = set(comp)
@@ -391,7 +411,6 @@ def main() -> int:
                     print(f"      {w}")
                 if len(where) > 5:
                     print(f"      ... and {len(where) - 5} more")
-    nodes = {a for a, _ in edges} | {b for _, b in edges}
     if found:
         print(f"check-layers: {len(found)} cycle(s) among {len(nodes)} modules")
         return 1
