@@ -144,7 +144,7 @@ static constexpr unsigned long long GC_SIM_MAX_COOPERATIVE = 4096;  // host thre
 static constexpr unsigned long long GC_SIM_MAX_SMEM = 227ull << 10; // an H100's opt-in maximum
 static constexpr unsigned GC_SIM_ABI = 1;       // bumped when gc_sim_launch_args changes
 
-// Mirrored by `LaunchArgs` in runtime/src/backend/cuda/sim.rs (repr(C), same field order).
+// Mirrored by `LaunchArgs` in runtime/src/backend/cuda/sim/load.rs (repr(C), same field order).
 struct gc_sim_launch_args {
     void (*entry)(const void*);
     const void* params;

@@ -17,8 +17,7 @@
 //! loop only; it must not touch the stealing scheduler (`steal/`).
 
 use super::queue::Pool;
-use super::store::{Dest, PreElem, Shared, TaskStore};
-use super::{ErasedStore, StoreBuilder};
+use super::store::{Dest, ErasedStore, PreElem, Shared, StoreBuilder, TaskStore};
 use crate::config::{Config, SchedulerKind};
 use crate::error::panic_message;
 use crate::error::{Error, Result};

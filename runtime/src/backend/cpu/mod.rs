@@ -18,64 +18,7 @@ mod store;
 use crate::config::{Config, SchedulerKind};
 use crate::error::{Error, Result};
 use crate::stats::Report;
-use crate::task::{Call, CilkTask, Registrar};
-use queue::Pool;
-use std::any::Any;
-use store::{Shared, Tally, TaskStore};
-
-/// Builds the channel stacks of every task reachable from a root, as [`CilkTask::register`]
-/// visits them (root first): the one place this backend meets the task types by name.
-struct StoreBuilder {
-    segment_capacity: usize,
-    stores: Vec<Box<dyn ErasedStore>>,
-    ids: Vec<std::any::TypeId>,
-}
-
-impl StoreBuilder {
-    /// The channel stacks of every task reachable from `T`, root first, and their type ids.
-    fn of<T: CilkTask>(segment_capacity: usize) -> (Vec<Box<dyn ErasedStore>>, Vec<std::any::TypeId>) {
-        let mut built = StoreBuilder { segment_capacity, stores: Vec::new(), ids: Vec::new() };
-        T::register(&mut built);
-        (built.stores, built.ids)
-    }
-}
-
-impl Registrar for StoreBuilder {
-    fn add<T: CilkTask>(&mut self) -> bool {
-        let id = std::any::TypeId::of::<T>();
-        if self.ids.contains(&id) {
-            return false;
-        }
-        self.ids.push(id);
-        self.stores.push(Box::new(TaskStore::<T>::new(self.segment_capacity)));
-        true
-    }
-}
-
-/// A task's channel stacks with the task type erased, as the scheduler loop sees them.
-/// Queue index 0 is the pre-spawn channel; index `k >= 1` is continuation channel `k - 1`.
-pub(crate) trait ErasedStore: Send + Sync {
-    /// For typed access by spawns.
-    fn as_any(&self) -> &dyn Any;
-    /// The task's name.
-    fn name(&self) -> &'static str;
-    /// Children per task to plan for (static bound or largest seen).
-    fn fanout(&self) -> usize;
-    /// Allocates channel stacks down to `level`.
-    fn ensure_level(&mut self, level: usize);
-    /// Number of queues per level.
-    fn queues(&self) -> usize;
-    /// Elements waiting in one queue.
-    fn pending(&self, level: usize, queue: usize) -> usize;
-    /// Slots in use in one queue.
-    fn occupancy(&self, level: usize, queue: usize) -> usize;
-    /// Runs up to `n` elements of one queue in parallel.
-    fn dispatch(&self, sh: &Shared<'_>, level: usize, queue: usize, n: usize, chunk: usize) -> Tally;
-    /// Returns drained segments of `level` to the pool.
-    fn recycle(&mut self, level: usize, pool: &Pool);
-    /// Returns every segment to the pool.
-    fn release(&mut self, pool: &Pool);
-}
+use crate::task::{Call, CilkTask};
 
 /// The cpu backend: a worker pool and the scheduler configuration.
 pub struct CpuBackend {

@@ -18,14 +18,67 @@
 //! the continuation's read.
 
 use super::queue::{Exhausted, Pool, Queue};
-use super::ErasedStore;
 use crate::channel::{Channel, Claim};
 use crate::error::Error;
-use crate::task::{CilkTask, Place, Spawn, Step};
+use crate::task::{CilkTask, Place, Registrar, Spawn, Step};
 use rayon::prelude::*;
 use std::any::{Any, TypeId};
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Builds the channel stacks of every task reachable from a root, as [`CilkTask::register`]
+/// visits them (root first): the one place this backend meets the task types by name.
+pub(crate) struct StoreBuilder {
+    segment_capacity: usize,
+    stores: Vec<Box<dyn ErasedStore>>,
+    ids: Vec<TypeId>,
+}
+
+impl StoreBuilder {
+    /// The channel stacks of every task reachable from `T`, root first, and their type ids.
+    pub(crate) fn of<T: CilkTask>(segment_capacity: usize) -> (Vec<Box<dyn ErasedStore>>, Vec<TypeId>) {
+        let mut built = StoreBuilder { segment_capacity, stores: Vec::new(), ids: Vec::new() };
+        T::register(&mut built);
+        (built.stores, built.ids)
+    }
+}
+
+impl Registrar for StoreBuilder {
+    fn add<T: CilkTask>(&mut self) -> bool {
+        let id = TypeId::of::<T>();
+        if self.ids.contains(&id) {
+            return false;
+        }
+        self.ids.push(id);
+        self.stores.push(Box::new(TaskStore::<T>::new(self.segment_capacity)));
+        true
+    }
+}
+
+/// A task's channel stacks with the task type erased, as the scheduler loop sees them.
+/// Queue index 0 is the pre-spawn channel; index `k >= 1` is continuation channel `k - 1`.
+pub(crate) trait ErasedStore: Send + Sync {
+    /// For typed access by spawns.
+    fn as_any(&self) -> &dyn Any;
+    /// The task's name.
+    fn name(&self) -> &'static str;
+    /// Children per task to plan for (static bound or largest seen).
+    fn fanout(&self) -> usize;
+    /// Allocates channel stacks down to `level`.
+    fn ensure_level(&mut self, level: usize);
+    /// Number of queues per level.
+    fn queues(&self) -> usize;
+    /// Elements waiting in one queue.
+    fn pending(&self, level: usize, queue: usize) -> usize;
+    /// Slots in use in one queue.
+    fn occupancy(&self, level: usize, queue: usize) -> usize;
+    /// Runs up to `n` elements of one queue in parallel.
+    fn dispatch(&self, sh: &Shared<'_>, level: usize, queue: usize, n: usize, chunk: usize) -> Tally;
+    /// Returns drained segments of `level` to the pool.
+    fn recycle(&mut self, level: usize, pool: &Pool);
+    /// Returns every segment to the pool.
+    fn release(&mut self, pool: &Pool);
+}
 
 /// Where a task's result goes: a pointer to an `Output` inside a parent's frame (or the run's
 /// root cell), or null for a discarded result.

@@ -1,7 +1,7 @@
 //! The stealing scheduler (`GPU_CILK_SCHEDULER=stealing`, the cpu backend's default): Cilk- and
-//! rayon-style work stealing over the generated sub-kernels (design brief, "Schedulers":
-//! `stealing`; Blumofe and Leiserson's work-stealing scheduler with Cilk-5's "work-first"
-//! frames; lazy task creation after Mohr, Kranz and Halstead).
+//! rayon-style work stealing over the generated sub-kernels (Blumofe and Leiserson's
+//! work-stealing scheduler with Cilk-5's "work-first" frames; lazy task creation after Mohr,
+//! Kranz and Halstead).
 //!
 //! - [`worker`]: one worker per pool thread with its own deque (crossbeam-deque); it runs its
 //!   newest task first (depth-first, like the serial order) and steals the oldest task of a
