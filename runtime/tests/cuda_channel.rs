@@ -26,10 +26,13 @@
 //! needs only NVRTC. Run on a GPU machine with `LD_LIBRARY_PATH=/usr/local/cuda/lib64 cargo test
 //! -p gpu-cilk-runtime --test cuda_channel -- --include-ignored` (a few seconds).
 
+#[path = "support/splitmix.rs"]
+mod splitmix;
 use gpu_cilk_runtime::backend::cuda::{
     compile, Arch, CudaDevice, DeviceBuffer, DeviceCopy, DevicePtr, Kernel, LaunchDims, Program, ProgramSource,
 };
 use gpu_cilk_runtime::Error;
+use splitmix::Rng;
 
 #[path = "support/gpu.rs"]
 mod gpu;
@@ -145,21 +148,6 @@ unsafe impl DeviceCopy for TwoChannelsParams {}
 /// `gc_test_hash`.
 fn elem_hash(id: u64, ticket: u64) -> u64 {
     (id ^ 0xA5A5_5A5A_DEAD_BEEF).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ ticket.rotate_left(17)
-}
-
-/// Deterministic choices (splitmix64), so a failure reproduces.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
 }
 
 // ---- fixture --------------------------------------------------------------------------------------

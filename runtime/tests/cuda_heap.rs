@@ -21,6 +21,8 @@ mod gpu;
 mod history;
 #[path = "support/heap_mirror.rs"]
 mod mirror;
+#[path = "support/splitmix.rs"]
+mod splitmix;
 #[path = "support/heap_stress.rs"]
 mod stress;
 

@@ -14,8 +14,11 @@
 #[path = "support/heap_history.rs"]
 mod history;
 
+#[path = "support/splitmix.rs"]
+mod splitmix;
 use gpu_cilk_runtime::heap::{Heap, HeapKey};
 use history::{check, Op, OpKind};
+use splitmix::Rng;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 
@@ -51,21 +54,6 @@ struct Workload {
     dist: Dist,
     /// Every thread inserts `ops` batches, a barrier, then deletes until the heap is empty.
     phased: bool,
-}
-
-/// splitmix64.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
 }
 
 fn run(w: Workload, seed: u64) -> history::Summary {

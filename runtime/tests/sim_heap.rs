@@ -17,6 +17,8 @@ mod history;
 mod mirror;
 #[path = "support/sim.rs"]
 mod sim;
+#[path = "support/splitmix.rs"]
+mod splitmix;
 #[path = "support/heap_stress.rs"]
 mod stress;
 

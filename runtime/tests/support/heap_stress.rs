@@ -15,6 +15,7 @@
 
 use super::history::{check, Op, OpKind};
 use super::mirror::{smem_bytes, DevKey32, DevKey64, GcHeap};
+use super::splitmix::Rng;
 use super::{open_kernel, Buf, Dev, Kern};
 use gpu_cilk_runtime::backend::cuda::{DeviceCopy, DevicePtr, LaunchDims, ProgramSource};
 use gpu_cilk_runtime::Error;
@@ -107,21 +108,6 @@ pub struct Cfg {
     pub phases: &'static [u32],
     pub batches: Batches,
     pub dist: Dist,
-}
-
-/// splitmix64.
-pub struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
 }
 
 pub struct Script<Kt> {

@@ -1,0 +1,23 @@
+//! Deterministic choices for the runtime's stress tests (splitmix64), so a failure reproduces from
+//! its seed. Shared through `#[path]` by the channel, heap and history tests.
+
+#![allow(dead_code)]
+
+/// splitmix64 (Steele, Lea and Flood, 2014): a well-mixed 64-bit sequence from any seed.
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// The next value.
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A value in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
