@@ -56,3 +56,11 @@ fn the_check_rejects_a_wrong_product() {
     }
     assert!(!accuracy(&a, &b, &d, n, &rows).ok());
 }
+
+#[test]
+fn the_literals_in_the_task_bodies_match_the_constants() {
+    // The task bodies spell BASE and COMB_GRAIN as literals (a user `const` is not emitted into CUDA).
+    let src = include_str!("../examples/workloads/strassen.rs");
+    assert!(src.contains(&format!("if n <= {} ||", strassen_workload::BASE)));
+    assert_eq!(src.matches(&format!("> {} && rows > 1", strassen_workload::COMB_GRAIN)).count(), 3);
+}

@@ -25,10 +25,13 @@
 
 use gpu_cilk::prelude::*;
 
-/// Largest size multiplied by the dense base case.
+/// Largest size multiplied by the dense base case. The task bodies spell it (and
+/// [`COMB_GRAIN`]) as a literal: a path to a user `const` compiles on the host but is not emitted
+/// into the CUDA program (the device compiler then finds it undeclared).
 pub const BASE: usize = 64;
 
-/// Rectangles of at most this many elements are combined by one task.
+/// Rectangles (and row blocks of the copies) of at most this many elements are handled by one
+/// task; larger ones are split by rows.
 pub const COMB_GRAIN: usize = 4096;
 
 /// `C = A · B` for `n × n` strided views (the base case): the classic triple loop, one dot
@@ -80,7 +83,8 @@ pub fn comb(
     o0: usize,
     ldo: usize,
 ) {
-    if rows * cols > COMB_GRAIN && rows > 1 {
+    if rows * cols > 4096 && rows > 1 {
+        // 4096 = COMB_GRAIN, 64 = BASE: literals, see BASE
         let h: usize = rows / 2;
         spawn!(comb(h, cols, x, ldx, terms, o1, s1, o2, s2, o3, s3, o4, s4, out, o0, ldo));
         spawn!(comb(
@@ -130,7 +134,7 @@ pub fn strassen(
     c0: usize,
     ldc: usize,
 ) {
-    if n <= BASE || n % 2 == 1 {
+    if n <= 64 || n % 2 == 1 {
         spawn!(base_mul(n, a, a0, lda, b, b0, ldb, c, c0, ldc));
         return; // the implicit sync of a return waits for it
     }
@@ -185,7 +189,7 @@ pub fn strassen(
 #[gpu_cilk]
 pub fn pad_in(src: &[f32], n: usize, r0: usize, t: Temp<f32>, m: usize) {
     let rows: usize = src.len() / n;
-    if rows * n > COMB_GRAIN && rows > 1 {
+    if rows * n > 4096 && rows > 1 {
         let h: usize = rows / 2;
         spawn!(pad_in(&src[..h * n], n, r0, t, m));
         spawn!(pad_in(&src[h * n..], n, r0 + h, t, m));
@@ -203,7 +207,7 @@ pub fn pad_in(src: &[f32], n: usize, r0: usize, t: Temp<f32>, m: usize) {
 #[gpu_cilk]
 pub fn copy_out(t: Temp<f32>, m: usize, dst: &mut [f32], n: usize, r0: usize) {
     let rows: usize = dst.len() / n;
-    if rows * n > COMB_GRAIN && rows > 1 {
+    if rows * n > 4096 && rows > 1 {
         let h: usize = rows / 2;
         spawn!(copy_out(t, m, &mut dst[..h * n], n, r0));
         spawn!(copy_out(t, m, &mut dst[h * n..], n, r0 + h));
