@@ -49,11 +49,19 @@ for n in 0 1 1000 1000000; do step "sort-$n-cuda" "$here/sort" "$n" --backend cu
 for shape in sorted reverse equal few; do step "sort-1000000-$shape-cuda" "$here/sort" 1000000 --input "$shape" --backend cuda; done
 step "sort-1000000-f32-cuda" "$here/sort" 1000000 --keys f32 --backend cuda --reps 3
 for n in 10000000 100000000; do step "sort-$n-cuda" "$here/sort" "$n" --backend cuda --reps 3 --no-verify; done
+# Strassen: two matrices in, the product out, temporaries (alloc!) for the sums and the seven
+# products; checked against an f64 reference (Higham's bound and the relative Frobenius error).
+# 1, 17, 100 and 1000 are not powers of two (1000 is padded to 1008 = 63 * 2^4).
+for n in 1 17 100 512 1000; do step "strassen-$n-cuda" "$here/strassen" "$n" --backend cuda --reps 3; done
+STEP_TIMEOUT=300 step "strassen-2048-cuda" "$here/strassen" 2048 --backend cuda --reps 3
+# 4096: the serial function would take minutes on the host; 128 rows are still checked.
+STEP_TIMEOUT=300 step "strassen-4096-cuda" "$here/strassen" 4096 --backend cuda --reps 3 --no-verify
 if command -v compute-sanitizer >/dev/null; then
   for tool in memcheck racecheck; do
     step "sanitizer-$tool-fib" compute-sanitizer --tool "$tool" --error-exitcode 1 "$here/fib" 12 --backend cuda
     step "sanitizer-$tool-queens" compute-sanitizer --tool "$tool" --error-exitcode 1 "$here/queens" 6 --backend cuda
     step "sanitizer-$tool-sort" compute-sanitizer --tool "$tool" --error-exitcode 1 "$here/sort" 5000 --backend cuda
+    step "sanitizer-$tool-strassen" compute-sanitizer --tool "$tool" --error-exitcode 1 "$here/strassen" 130 --backend cuda
   done
   # A parameterless root task (and parameterless children), on every cuda configuration.
   if [ -x "$here/tests/compile_subset" ]; then

@@ -14,6 +14,9 @@ mod queens_workload;
 mod random_tree;
 #[path = "../examples/workloads/sort.rs"]
 mod sort_workload;
+#[allow(dead_code)] // the example's host-side helpers
+#[path = "../examples/workloads/strassen.rs"]
+mod strassen_workload;
 
 use fib_workload::fib;
 use gpu_cilk::prelude::*;
@@ -133,6 +136,47 @@ fn fib_equals_serial_on_the_host_backends() {
 #[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
 fn fib_equals_serial_on_cuda() {
     fib_equals_serial(&cuda());
+}
+
+/// Strassen: two slices in, one out, temporaries with strided views for the sums and the seven
+/// products, padding for sizes that do not halve to the base case. On the serial and cpu
+/// backends the product equals the serial function's bit for bit (same operations in the same
+/// order); on cuda-sim and cuda the compiler may contract `a * b + c` into an FMA, so there the
+/// product must be within Higham's bound of the serial one (and of the f64 reference).
+fn strassen_equals_serial(rts: &[Runtime]) {
+    use strassen_workload::{accuracy, matrix, padded_size, strassen_root};
+    for n in [1usize, 2, 17, 64, 100, 130] {
+        let (a, b) = (matrix(n, 11), matrix(n, 12));
+        let m = padded_size(n);
+        let mut want = vec![0f32; n * n];
+        strassen_root(&a, &b, &mut want, n, m);
+        let rows: Vec<usize> = (0..n).collect();
+        let acc = accuracy(&a, &b, &want, n, &rows);
+        assert!(acc.ok(), "n {n}: the serial function is off: {acc:?}");
+        for rt in rts {
+            let mut c = vec![f32::NAN; n * n];
+            rt.run(strassen_root::task(&a, &b, &mut c, n, m)).unwrap_or_else(|e| panic!("{} n {n}: {e}", rt.backend()));
+            if matches!(rt.backend(), BackendKind::Serial | BackendKind::Cpu) {
+                assert!(c == want, "{} n {n}: differs from the serial function", rt.backend());
+            } else {
+                let got = accuracy(&a, &b, &c, n, &rows);
+                assert!(got.ok(), "{} n {n}: {got:?}", rt.backend());
+                let apart = c.iter().zip(&want).fold(0f64, |x, (p, q)| x.max(f64::from((p - q).abs())));
+                assert!(apart <= 2.0 * acc.bound_max_abs, "{} n {n}: {apart} from the serial product", rt.backend());
+            }
+        }
+    }
+}
+
+#[test]
+fn strassen_equals_serial_on_the_host_backends() {
+    strassen_equals_serial(&host());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
+fn strassen_equals_serial_on_cuda() {
+    strassen_equals_serial(&cuda());
 }
 
 #[test]

@@ -19,6 +19,9 @@ use gpu_cilk::runtime::{CilkTask, Registry};
 mod queens_workload;
 #[path = "../examples/workloads/sort.rs"]
 mod sort_workload;
+#[allow(dead_code)] // the host-side helpers are for the example and the tests
+#[path = "../examples/workloads/strassen.rs"]
+mod strassen_workload;
 #[path = "support/temps.rs"]
 mod temps;
 
@@ -72,6 +75,7 @@ fn programs() -> Vec<(&'static str, [(DeviceScheduler, String); 2])> {
         ("cilksort", assemble::<sort_workload::cilksort::Task>()),
         ("cilkmerge", assemble::<sort_workload::cilkmerge::Task>()),
         ("cilksort_f32", assemble::<sort_workload::cilksort_f32::Task>()),
+        ("strassen_root", assemble::<strassen_workload::strassen_root::Task>()),
     ]
 }
 

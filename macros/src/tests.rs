@@ -753,6 +753,74 @@ fn cilksort() -> TokenStream {
     }
 }
 
+/// Strassen's recursive step (`examples/workloads/strassen.rs`): `Temp<f32>` parameters with
+/// offsets and strides, two `alloc!`s, three segments (sums, the seven products, `C`).
+fn strassen() -> TokenStream {
+    quote! {
+        pub fn strassen(
+            n: usize,
+            a: Temp<f32>,
+            a0: usize,
+            lda: usize,
+            b: Temp<f32>,
+            b0: usize,
+            ldb: usize,
+            c: Temp<f32>,
+            c0: usize,
+            ldc: usize,
+        ) {
+            if n <= 64 || n % 2 == 1 {
+                spawn!(base_mul(n, a, a0, lda, b, b0, ldb, c, c0, ldc));
+                return;
+            }
+            let h: usize = n / 2;
+            let hh: usize = h * h;
+
+            let a12: usize = a0 + h;
+            let a21: usize = a0 + h * lda;
+            let a22: usize = a21 + h;
+            let b12: usize = b0 + h;
+            let b21: usize = b0 + h * ldb;
+            let b22: usize = b21 + h;
+
+            let s = alloc!(f32, 10 * hh);
+
+            let m = alloc!(f32, 7 * hh);
+            spawn!(comb(h, h, a, lda, 2, a0, 1.0, a22, 1.0, 0, 0.0, 0, 0.0, s, 0, h));
+            spawn!(comb(h, h, b, ldb, 2, b0, 1.0, b22, 1.0, 0, 0.0, 0, 0.0, s, hh, h));
+            spawn!(comb(h, h, a, lda, 2, a21, 1.0, a22, 1.0, 0, 0.0, 0, 0.0, s, 2 * hh, h));
+            spawn!(comb(h, h, b, ldb, 2, b12, 1.0, b22, -1.0, 0, 0.0, 0, 0.0, s, 3 * hh, h));
+            spawn!(comb(h, h, b, ldb, 2, b21, 1.0, b0, -1.0, 0, 0.0, 0, 0.0, s, 4 * hh, h));
+            spawn!(comb(h, h, a, lda, 2, a0, 1.0, a12, 1.0, 0, 0.0, 0, 0.0, s, 5 * hh, h));
+            spawn!(comb(h, h, a, lda, 2, a21, 1.0, a0, -1.0, 0, 0.0, 0, 0.0, s, 6 * hh, h));
+            spawn!(comb(h, h, b, ldb, 2, b0, 1.0, b12, 1.0, 0, 0.0, 0, 0.0, s, 7 * hh, h));
+            spawn!(comb(h, h, a, lda, 2, a12, 1.0, a22, -1.0, 0, 0.0, 0, 0.0, s, 8 * hh, h));
+            spawn!(comb(h, h, b, ldb, 2, b21, 1.0, b22, 1.0, 0, 0.0, 0, 0.0, s, 9 * hh, h));
+            sync!();
+            spawn!(strassen(h, s, 0, h, s, hh, h, m, 0, h));
+            spawn!(strassen(h, s, 2 * hh, h, b, b0, ldb, m, hh, h));
+            spawn!(strassen(h, a, a0, lda, s, 3 * hh, h, m, 2 * hh, h));
+            spawn!(strassen(h, a, a22, lda, s, 4 * hh, h, m, 3 * hh, h));
+            spawn!(strassen(h, s, 5 * hh, h, b, b22, ldb, m, 4 * hh, h));
+            spawn!(strassen(h, s, 6 * hh, h, s, 7 * hh, h, m, 5 * hh, h));
+            spawn!(strassen(h, s, 8 * hh, h, s, 9 * hh, h, m, 6 * hh, h));
+            sync!();
+            let c12: usize = c0 + h;
+            let c21: usize = c0 + h * ldc;
+            let c22: usize = c21 + h;
+
+            spawn!(comb(h, h, m, h, 4, 0, 1.0, 3 * hh, 1.0, 4 * hh, -1.0, 6 * hh, 1.0, c, c0, ldc));
+
+            spawn!(comb(h, h, m, h, 2, 2 * hh, 1.0, 4 * hh, 1.0, 0, 0.0, 0, 0.0, c, c12, ldc));
+
+            spawn!(comb(h, h, m, h, 2, hh, 1.0, 3 * hh, 1.0, 0, 0.0, 0, 0.0, c, c21, ldc));
+
+            spawn!(comb(h, h, m, h, 4, 0, 1.0, hh, -1.0, 2 * hh, 1.0, 5 * hh, 1.0, c, c22, ldc));
+            sync!();
+        }
+    }
+}
+
 /// A shared and a mutable slice, `split_at_mut`, `..=` and `lo..` ranges, reading an element.
 fn slice_split() -> TokenStream {
     quote! {
@@ -786,6 +854,11 @@ fn cilksort_expansion() {
 #[test]
 fn cilksort_cuda() {
     insta::assert_snapshot!(cuda(cilksort()));
+}
+
+#[test]
+fn strassen_cuda() {
+    insta::assert_snapshot!(cuda(strassen()));
 }
 
 #[test]
