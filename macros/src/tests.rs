@@ -957,3 +957,18 @@ fn slice_misuse_is_reported() {
     let e = crate::compile_task(&syn::parse2(machine).expect("parses")).expect_err("slices in a machine");
     assert!(e.to_string().contains("not supported yet"), "{e}");
 }
+
+#[test]
+fn a_module_constant_in_device_code_is_a_clear_static_assert() {
+    let d = device(quote! {
+        pub fn below(n: u32) -> u32 {
+            if n < LIMIT {
+                return n;
+            }
+            n - 1
+        }
+    });
+    // The CUDA program fails to compile with this message (the host backends see the constant).
+    assert!(d.contains("static_assert(false, \"gpu-cilk: the name `LIMIT` (device code sees only locals"), "{d}");
+    assert!(!d.contains("n < LIMIT"), "{d}");
+}

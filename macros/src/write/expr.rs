@@ -6,7 +6,7 @@
 //! `static_assert` through [`Writer::unsupported`]. Statements are `stmt`'s.
 
 use super::infer::{block_tail, block_tail_only, is_float_lit, is_poly_literal};
-use super::ty::{arith_fn, callee_cname, mangle, prim, prim_assoc, tok, ty_of_type, Ty};
+use super::ty::{arith_fn, callee_cname, prim, prim_assoc, tok, ty_of_type, Ty};
 use super::writer::Writer;
 use proc_macro2::Span;
 use syn::spanned::Spanned;
@@ -55,7 +55,12 @@ impl Writer<'_> {
                 if let Some(id) = p.path.get_ident() {
                     return match self.lookup(&id.to_string()) {
                         Some(b) => b.cxx.clone(),
-                        None => mangle(&id.to_string()),
+                        // Not a local, a parameter or a frame field: a module `const` or `static`
+                        // (compiles on the host, but device code cannot see it).
+                        None => self.unsupported(
+                            &format!("the name `{id}` (device code sees only locals, parameters and literals; use a literal or a `#[gpu_cilk::device]` function returning the value)"),
+                            id.span(),
+                        ),
                     };
                 }
                 match prim_assoc(&p.path) {
