@@ -34,12 +34,5 @@ fn main() -> ExitCode {
         let rt = common::runtime(&cli.common)?;
         common::run_and_report(&rt, &cli.common, &format!("chain({})", cli.n), chain::task(cli.n), Some(cli.n as u64))
     };
-    match run() {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    common::exit_code(run())
 }

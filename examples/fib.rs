@@ -34,12 +34,5 @@ fn main() -> ExitCode {
         let rt = common::runtime(&cli.common)?;
         common::run_and_report(&rt, &cli.common, &format!("fib({})", cli.n), fib::task(cli.n), None)
     };
-    match run() {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    common::exit_code(run())
 }

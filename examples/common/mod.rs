@@ -31,6 +31,19 @@ fn parse_backend(s: &str) -> Result<BackendKind, String> {
     s.parse().map_err(|e: Error| e.to_string())
 }
 
+/// The process exit code of an example's run: success only for a verified result; an error is
+/// printed first.
+pub fn exit_code(result: Result<bool, Error>) -> std::process::ExitCode {
+    match result {
+        Ok(true) => std::process::ExitCode::SUCCESS,
+        Ok(false) => std::process::ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
 /// Builds the runtime the flags ask for and says which device it runs on.
 pub fn runtime(common: &Common) -> Result<Runtime, Error> {
     let rt = match common.backend {
