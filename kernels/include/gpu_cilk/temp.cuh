@@ -22,7 +22,8 @@ template <typename T> struct gc_temp {
   __device__ gc_usize len() const { return n; }
 };
 
-template <typename T> __device__ inline gc_temp<T> gc_alloc_temp(const gc_cx& cx, gc_u64 n, gc_u32 site) {
+// Out of line: one copy per element type, not one per `alloc!` site (code size, JIT time).
+template <typename T> __device__ __noinline__ gc_temp<T> gc_alloc_temp(const gc_cx& cx, gc_u64 n, gc_u32 site) {
   gc_temp<T> t;
   t.ptr = nullptr;
   t.n = 0;
