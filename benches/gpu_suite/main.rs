@@ -22,11 +22,15 @@
 mod alloc;
 mod channel;
 mod common;
+mod data;
 mod fib;
 mod heap;
 mod loopsync;
+mod nvcc;
 mod queens;
 mod queue;
+mod sort;
+mod strassen;
 
 // The `#[gpu_cilk]` workloads of `examples/workloads/`, measured on the runtime's backends.
 #[path = "../../examples/workloads/fib.rs"]
@@ -62,7 +66,8 @@ pub(crate) struct Args {
     /// Output directory for results.csv and results.json.
     #[arg(long, default_value = "target/gpu-bench")]
     pub(crate) out: PathBuf,
-    /// Workloads to run (comma-separated): fib, queens, channel, loopsync, alloc, queue, heap.
+    /// Workloads to run (comma-separated): fib, queens, channel, loopsync, alloc, queue, heap,
+    /// sort, strassen.
     #[arg(long, default_value = "fib,queens,channel,loopsync", value_delimiter = ',')]
     pub(crate) only: Vec<String>,
     /// Loop-sync benchmark: chains run at once.
@@ -148,6 +153,9 @@ pub(crate) struct Args {
     /// the CUB columns say why they are missing.
     #[arg(long, default_value = "/usr/local/cuda/bin/nvcc")]
     nvcc: PathBuf,
+    /// Options of the sort and strassen benchmarks (`--sort-n`, `--strassen-n`, ...).
+    #[command(flatten)]
+    pub(crate) data: data::DataArgs,
     /// Skip the serial and rayon columns.
     #[arg(long)]
     pub(crate) gpu_only: bool,
@@ -236,6 +244,21 @@ fn main() {
     if wants("heap") {
         let rows = heap::bench_heap(&args, device.as_ref());
         print_rows("heap (insert N keys, delete them all; (inserts + deletes)/s; CUB: keys sorted/s)", &rows);
+        report.rows.extend(rows);
+    }
+
+    if wants("sort") {
+        let rows = sort::bench_sort(&args, device.as_ref());
+        print_rows(
+            "sort (random keys; gpu-cilk cuda: resident keys, transfers in the note or the +transfers row)",
+            &rows,
+        );
+        report.rows.extend(rows);
+    }
+
+    if wants("strassen") {
+        let rows = strassen::bench_strassen(&args, device.as_ref());
+        print_rows("strassen (n x n f32 product; FLOP/s as 2n^3; gpu-cilk cuda: resident matrices)", &rows);
         report.rows.extend(rows);
     }
 
