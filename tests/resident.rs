@@ -123,10 +123,6 @@ fn a_buffer_of_another_runtime_is_an_error() {
     let e = sims[1].run(add_all::task(buf.arg_mut(), 1)).unwrap_err();
     assert!(e.to_string().contains("resident buffer of another runtime"), "{e}");
     assert_eq!(buf.to_vec().unwrap(), [1, 2, 3], "the failed run did not touch it");
-    // A dropped buffer's placeholder no longer names device memory.
-    let n = buf.len();
-    drop(buf);
-    assert_eq!(n, 3);
 }
 
 #[test]

@@ -15,8 +15,10 @@
 //!
 //! Layout: this file holds the command line and the driver; [`common`] the rows, measurement,
 //! gpu-cilk runtime columns, NVRTC compile times and the output files; one module per benchmark
-//! ([`fib`], [`queens`], [`channel`], [`loopsync`], [`alloc`], [`queue`]) holds its peers, kernels' parameter
-//! mirrors and verification. Device headers come from the `gpu-cilk-kernels` crate; device
+//! ([`fib`], [`queens`], [`channel`], [`loopsync`], [`alloc`], [`queue`], [`heap`], [`sort`],
+//! [`strassen`]) holds its peers, kernels' parameter mirrors and verification; [`data`] holds what
+//! sort and strassen share (options, runtimes, the time plot), [`nvcc`] builds the peers that need
+//! nvcc (CUB, cuBLAS). Device headers come from the `gpu-cilk-kernels` crate; device
 //! structs shared with the runtime's GPU tests are mirrored once under `runtime/tests/support/`.
 
 mod alloc;
