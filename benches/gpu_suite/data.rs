@@ -39,15 +39,16 @@ pub(crate) struct DataArgs {
     pub(crate) strassen_rayon_max: usize,
 }
 
-/// The gpu-cilk configurations these workloads run on: the cpu backend (its default scheduler)
-/// and the cuda backend's persistent and levels device schedulers, each with `tweak` applied
-/// (strassen sizes its temporary heap) and the other `GPU_CILK_*` settings from the environment.
-/// A backend that cannot be used gives `Err(n/a: why)`.
-pub(crate) fn cilk_runtimes(
+/// The gpu-cilk configurations these workloads run on: the cpu backend (its default scheduler,
+/// left out unless `cpu`) and the cuda backend's persistent and levels device schedulers, each
+/// with `tweak` applied (strassen sizes its temporary heap) and the other `GPU_CILK_*` settings
+/// from the environment. Make each runtime with [`runtime`] when it is needed: a cuda runtime
+/// keeps its device state (temporary heap included) until dropped.
+pub(crate) fn cilk_configs(
     args: &Args,
     cpu: bool,
     tweak: impl Fn(Config) -> Config,
-) -> Vec<(&'static str, Result<Runtime, String>)> {
+) -> Vec<(&'static str, Result<Config, String>)> {
     let configs: [(&str, BackendKind, SchedulerKind); 3] = [
         ("gpu-cilk cpu", BackendKind::Cpu, SchedulerKind::Auto),
         ("gpu-cilk cuda persistent", BackendKind::Cuda, SchedulerKind::Persistent),
@@ -57,13 +58,18 @@ pub(crate) fn cilk_runtimes(
         .into_iter()
         .filter(|c| cpu || c.1 != BackendKind::Cpu)
         .map(|(name, kind, sched)| {
-            let rt = Config::from_env()
+            let config = Config::from_env()
                 .map(|c| tweak(c.backend(kind).scheduler(sched).timeout(Some(Duration::from_secs(args.timeout_s)))))
-                .and_then(Runtime::with_config)
                 .map_err(|e| format!("n/a: {e}"));
-            (name, rt)
+            (name, config)
         })
         .collect()
+}
+
+/// The runtime for a configuration of [`cilk_configs`], or `n/a: why`.
+pub(crate) fn runtime(config: &Result<Config, String>) -> Result<Runtime, String> {
+    let config = config.clone()?;
+    Runtime::with_config(config).map_err(|e| format!("n/a: {e}"))
 }
 
 /// The median of `v` in milliseconds (0 when empty).

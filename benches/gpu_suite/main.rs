@@ -251,10 +251,12 @@ fn main() {
 
     if wants("sort") {
         let rows = sort::bench_sort(&args, device.as_ref());
-        print_rows(
-            "sort (random keys; gpu-cilk cuda: resident keys, transfers in the note or the +transfers row)",
-            &rows,
-        );
+        for keys in ["sort", "sort f32"] {
+            let part: Vec<_> = rows.iter().filter(|r| r.workload == keys).cloned().collect();
+            if !part.is_empty() {
+                print_rows(&format!("{keys} (random keys; gpu-cilk cuda: resident keys, see the notes)"), &part);
+            }
+        }
         report.rows.extend(rows);
     }
 

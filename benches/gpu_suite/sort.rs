@@ -14,7 +14,7 @@
 //! histograms: `fingerprint`). Writes `sort.svg` (and `sort_f32.svg`): time against size.
 
 use crate::common::{measure, timed, Device, Row};
-use crate::data::{cilk_runtimes, median_ms, plot_times};
+use crate::data::{cilk_configs, median_ms, plot_times, runtime};
 use crate::heap::CubSort;
 use crate::Args;
 use gpu_cilk::runtime::backend::cuda::DeviceCopy;
@@ -48,7 +48,8 @@ pub(crate) fn bench_sort(args: &Args, device: Device) -> Vec<Row> {
         Ok(_) => CubSort::build(&args.nvcc, &args.out),
         Err(e) => Err(format!("n/a: {e}")),
     };
-    let runtimes = cilk_runtimes(args, true, |c| c);
+    // One runtime per configuration for every size (each compiles its program once).
+    let runtimes: Vec<_> = cilk_configs(args, true, |c| c).into_iter().map(|(name, c)| (name, runtime(&c))).collect();
     let u32_keys = Keys {
         workload: "sort",
         input: sort_workload::input,

@@ -17,7 +17,7 @@
 //! `strassen.svg`: time against n. GFLOP/s counts 2n³ for every column.
 
 use crate::common::{measure, timed, Device, Row};
-use crate::data::{cilk_runtimes, median_ms, plot_times};
+use crate::data::{cilk_configs, median_ms, plot_times, runtime};
 use crate::nvcc::NvccProgram;
 use crate::sort::run_note;
 use crate::Args;
@@ -97,8 +97,9 @@ pub(crate) fn bench_strassen(args: &Args, device: Device) -> Vec<Row> {
         }
         let cpu = n <= args.data.strassen_cpu_max && !args.gpu_only;
         let heap = heap_bytes(m);
-        for (name, rt) in cilk_runtimes(args, cpu, |c| c.temp_heap_bytes(heap)) {
-            let rt = match rt {
+        // One runtime at a time: each holds its temporary heap (GBs at n = 4096) until dropped.
+        for (name, config) in cilk_configs(args, cpu, |c| c.temp_heap_bytes(heap)) {
+            let rt = match runtime(&config) {
                 Ok(rt) => rt,
                 Err(e) => {
                     rows.push(row(name).na(e));
