@@ -22,6 +22,7 @@ mod cuda;
 mod serial;
 
 pub use cuda::helper_module;
+mod race_witness;
 pub use serial::serial_fn;
 
 use crate::ir::{Dest, DeviceText, End, FieldType, For, Fragment, If, Machine, Segment, SpawnSite, Stmt, Task, Term};
@@ -37,7 +38,8 @@ use syn::{Expr, ItemFn, Path, Type};
 /// The serial function and the task module for a lowered `task` whose source is `item`;
 /// `fragment` and `device` are the task's CUDA text (written by `write`).
 pub fn expand_task(task: &Task, item: &ItemFn, fragment: &Fragment, device: &DeviceText) -> TokenStream {
-    let mut serial = serial_fn(item);
+    // Spawns given one slice at once must borrow-check as simultaneous borrows (race_witness).
+    let mut serial = serial_fn(&race_witness::with_witnesses(item));
     // The subset has range loops but no iterators, so clippy's advice to iterate cannot be taken.
     serial.attrs.push(syn::parse_quote!(#[allow(clippy::needless_range_loop)]));
     let module = Emitter::new(task).module(fragment, device);
