@@ -52,16 +52,17 @@ pub fn uts_roots(seed: u64, lo: u32, hi: u32, m: u32, q: u32) -> u64 {
     if hi <= lo {
         return 0;
     }
+    // One sync at the top level (not in a branch), so the levels scheduler runs it too.
+    let mut r: [u64; 2] = [0; 2];
     if hi - lo == 1 {
-        let x = spawn!(uts_node(uts_child(uts_mix(seed), lo), m, q));
-        sync!();
-        return x;
+        r[0] = spawn!(uts_node(uts_child(uts_mix(seed), lo), m, q));
+    } else {
+        let mid = lo + (hi - lo) / 2;
+        r[0] = spawn!(uts_roots(seed, lo, mid, m, q));
+        r[1] = spawn!(uts_roots(seed, mid, hi, m, q));
     }
-    let mid = lo + (hi - lo) / 2;
-    let a = spawn!(uts_roots(seed, lo, mid, m, q));
-    let b = spawn!(uts_roots(seed, mid, hi, m, q));
     sync!();
-    a + b
+    r[0] + r[1]
 }
 
 /// The whole tree: `roots` roots, then `m` children with probability `q / 1_000_000` per node.
