@@ -4,6 +4,9 @@
 #   scripts/gpu-bench.sh --build DIR          # anywhere (no CUDA needed): release build -> DIR/gpu_suite
 #   scripts/gpu-bench.sh DIR [ARGS...]        # GPU machine: runs DIR/gpu_suite (or DIR if it is the binary)
 #
+# Issue 9's columns (deep chain, unbalanced tree, fib(40), the work-stack microbenchmark):
+#   scripts/gpu-bench.sh DIR --only chain,unbalanced,fib40,deque --reps 3
+#
 # ARGS go to gpu_suite (see `gpu_suite --help`); default `--fib 35 --queens 15 --reps 5`, and
 # `--out DIR/results` unless ARGS give --out. libcuda comes from the driver (ld cache); NVRTC from
 # /usr/local/cuda/lib64 (libnvrtc.so.13), put first on LD_LIBRARY_PATH. Exit status: 0, or 1 if a

@@ -3,8 +3,10 @@
 //! (`examples/workloads/unbalanced.rs`, a UTS-style binomial tree from a seeded hash), each on
 //! serial Rust, rayon (with a cutoff) and gpu-cilk's columns ([`crate::common::gpu_cilk_rows`]:
 //! cpu, cuda persistent, persistent with every spawn a task, and levels). Every result is checked
-//! against the serial function (the chain against `n`). A scheduler that cannot run a size (the
-//! levels scheduler beyond its `max_depth`) shows `n/a` with the runtime's error as the reason;
+//! against the serial function (the chain against `n`). A scheduler that cannot run a size shows
+//! `n/a` with the runtime's error as the reason (the persistent scheduler's inline recursion
+//! limit on a tree deeper than 128 levels, for one), and the levels scheduler is skipped on chains
+//! deeper than `--chain-levels-max` (one launch per level: minutes for 10^6), saying so;
 //! the gpu-cilk rows' notes carry the peak live frames and their bytes (`Stats`).
 //!
 //! Owns the chain's and the tree's serial and rayon peers; shares the row and output code of
@@ -69,6 +71,13 @@ pub(crate) fn bench_chain(args: &Args) -> Vec<Row> {
             rows.push(row);
         }
         rows.extend(gpu_cilk_rows(args, |rt, backend| {
+            if backend == "cuda levels" && n > args.chain_levels_max {
+                // It could run (max_depth allows it), at one launch and read-back per level.
+                return vec![Row::new("chain", n, &format!("gpu-cilk {backend}"), n as f64, "levels/s").na(format!(
+                    "n/a: skipped: the levels scheduler launches once per level (about 0.5 ms each), minutes \
+                     for {n} levels; --chain-levels-max {n} runs it"
+                ))];
+            }
             vec![run_cilk(
                 rt,
                 args,

@@ -75,6 +75,9 @@ pub(crate) struct Args {
     /// Deep chain (`--only chain`): depths to run (one spawn per level).
     #[arg(long, default_value = "10000,1000000", value_delimiter = ',')]
     pub(crate) chain: Vec<u32>,
+    /// Deep chain: run the levels scheduler only up to this depth (one launch per level).
+    #[arg(long, default_value_t = 20_000)]
+    pub(crate) chain_levels_max: u32,
     /// Deep chain: the rayon peer joins at every level above this depth, serially below.
     #[arg(long, default_value_t = 0)]
     pub(crate) chain_cutoff: u32,
