@@ -125,8 +125,12 @@
 //   - next_owner: atomicAdd (uniqueness only). error: atomicCAS(0 -> code) (first fault wins).
 //
 // PROGRESS. Waits spin with __nanosleep back-off. Lock holders never wait for a smaller index; a
-// bottom-up insert waits only for the batch above it or a top-down insert's target; a delete
-// waits for bottom-up inserts, which need no delete. Every block that uses a heap concurrently
+// bottom-up insert waits only for the batch above it or a top-down insert's target, and it waits
+// by looking at the parent's state word, holding no lock (it locks the parent and its own node
+// only once the parent looks AVAIL and unlocked, and checks again under the locks): a waiter that
+// held locks while it waited would block the very insert it waits for; a delete waits for
+// bottom-up inserts, which need no delete, and a full insert that sees a delete announced goes
+// top-down without touching `mode`, so a stream of inserts cannot keep the delete waiting. Every block that uses a heap concurrently
 // must be resident (launch at most the occupancy limit), or a waiter can spin forever behind a
 // block that never gets scheduled.
 
@@ -693,6 +697,22 @@ __device__ int gc_heap_insert_bottom_up(gc_heap<Key>* h, const gc_heap_ws<K, Key
     while (cn > 1ull) {
         const unsigned long long p = cn >> 1;
         if (threadIdx.x == 0) {
+            // PROGRESS: wait for the parent to be AVAIL by looking (volatile loads), not by
+            // locking. Locking p to look at it, and holding it while locking our own node, made
+            // waiting inserts into a convoy on the GPU: every waiter held its parent while it
+            // spun for its own node, which its own children's waiters held the same way, so the
+            // insert that owned a contended INSHOLD node rarely found it unlocked (and at K = 1024
+            // on 264 blocks the insert phase could run for minutes). The look decides nothing:
+            // under the two locks below the state is checked again.
+            volatile unsigned long long* tr = gc_heap_tr(h);
+            unsigned look = 32u;
+            gc_heap_trace_at(tr, GC_HEAP_AT_WAIT_PARENT, cn);
+            for (;;) {
+                const unsigned long long s = gc_heap_ld(&h->states[p]);
+                if (gc_heap_kind(s) == GC_HEAP_AVAIL && !(s & GC_HEAP_LOCKED)) break;
+                gc_heap_trace_wait(tr, s);
+                gc_heap_backoff(&look);
+            }
             c->w[3] = gc_heap_lock_node(h, p);
             c->w[4] = gc_heap_lock_node(h, cn);
             if (c->w[4] != gc_heap_inshold(me)) gc_heap_fault(h, GC_HEAP_FAULT_BAD_STATE);
