@@ -9,15 +9,13 @@
 //!
 //! Owns the benchmark kernels' parameter mirrors (`gc_psched` as `DqSched`; the kernel
 //! static_asserts both sizes); `gc_tq` is mirrored once, in
-//! `runtime/tests/support/ticket_queue_mirror.rs`.
+//! `runtime/tests/support/ticket_queue_mirror.rs` (loaded by [`crate::queue`]).
 
 use crate::common::{timed, Device, Row};
 use crate::Args;
 use gpu_cilk::runtime::backend::cuda::{CudaDevice, DeviceCopy, Kernel, LaunchDims, ProgramSource};
 
-#[path = "../../runtime/tests/support/ticket_queue_mirror.rs"]
-mod ticket_queue_mirror;
-use ticket_queue_mirror::GcTq;
+use crate::queue::ticket_queue_mirror::GcTq;
 
 const DEQUE_CU: &str = include_str!("../cuda/deque_bench.cu");
 
