@@ -19,6 +19,9 @@ export PATH="/usr/local/cuda/bin:$PATH"
 # GPU tests are #[ignore]d (see runtime/tests/support/gate.rs): --include-ignored runs them, and
 # there a missing GPU is a failure. NVRTC is required too.
 export GPU_CILK_REQUIRE_NVRTC=1 GPU_CILK_CACHE_DIR="${GPU_CILK_CACHE_DIR:-/tmp/gpu-cilk-ptx-cache}"
+# The heap stress test (cuda_heap) reports a launch still running after this many seconds (every
+# block's trace words: where it waits, on what) and aborts, well inside the step's timeout.
+export GPU_CILK_HEAP_WATCHDOG_S="${GPU_CILK_HEAP_WATCHDOG_S:-30}"
 summary=()
 step() { # name, command...
   local name="$1"; shift
@@ -41,6 +44,12 @@ for t in "$here"/tests/*; do
   skipped=$(grep -c '^SKIPPED' "$steps/$name.log")
   tests+=("$(printf '%-34s %s; %s skipped' "$name" "${counts:-no result line}" "$skipped")")
 done
+# Issue 12: the heap at K = 1024 on every resident block (known to hang; the watchdog's dump of
+# each block's trace words is the point of this step: read it in steps/heap-k1024-full.log).
+if [ -x "$here/tests/cuda_heap" ]; then
+  GPU_CILK_HEAP_K1024_FULL=1 STEP_TIMEOUT=300 step heap-k1024-full "$here/tests/cuda_heap" largest_nodes_k1024 \
+    --include-ignored --exact --nocapture --test-threads=1
+fi
 for n in 10 20 25 30 32 35; do step "fib-$n-cuda" "$here/fib" "$n" --backend cuda --reps 5; done
 # Deep, narrow trees: one spawn per level (time per level, and the frames it keeps).
 for n in 10000 1000000; do step "chain-$n-cuda" "$here/chain" "$n" --backend cuda --reps 3; done
@@ -85,6 +94,13 @@ if [ -x "$here/gpu_suite" ] && [ -z "${SKIP_BENCH:-}" ]; then
   [ -n "${GPU_CHECK_LARGE:-}" ] && data_args=(--sort-n 1000000,10000000,100000000 --strassen-n 512,1024,2048,4096 --reps 3)
   STEP_TIMEOUT=${BENCH_DATA_TIMEOUT:-600} step bench-sort-strassen "$here/gpu_suite" --out "$out/bench-data" \
     --only sort,strassen ${data_args[@]+"${data_args[@]}"} ${BENCH_DATA_ARGS:-}
+fi
+# Issue 9's columns: a deep chain (10^4, 10^6), an unbalanced tree, fib(40) (serial, rayon, the
+# hand-written peer, gpu-cilk cpu / persistent / persistent all-tasks / levels) and the work-stack
+# microbenchmark (push/pop/steal, 1 warp to full occupancy).
+if [ -x "$here/gpu_suite" ] && [ -z "${SKIP_BENCH:-}" ]; then
+  STEP_TIMEOUT=${BENCH9_TIMEOUT:-600} step bench-issue9 "$here/gpu_suite" --out "$out/bench-issue9" \
+    --only chain,unbalanced,fib40,deque --reps "${BENCH9_REPS:-3}" ${BENCH9_ARGS:-}
 fi
 # The cpu backend (stealing and levels) against serial and rayon join on this host's cores.
 if [ -x "$here/cpu_bench" ] && [ -z "${SKIP_BENCH:-}" ]; then

@@ -17,6 +17,8 @@ mod sort_workload;
 #[allow(dead_code)] // the example's host-side helpers
 #[path = "../examples/workloads/strassen.rs"]
 mod strassen_workload;
+#[path = "../examples/workloads/unbalanced.rs"]
+mod unbalanced_workload;
 
 use fib_workload::fib;
 use gpu_cilk::prelude::*;
@@ -125,6 +127,45 @@ fn random_trees_equal_serial(rts: &[Runtime]) {
             );
         }
     }
+}
+
+/// The unbalanced (UTS-style binomial) tree: node counts equal the serial function's, on trees
+/// from a single leaf to thousands of nodes of very uneven roots, and with no roots at all.
+fn unbalanced_equals_serial(rts: &[Runtime]) {
+    use unbalanced_workload::uts;
+    // (13, 64, 4, 245_000): 4,864 nodes, 86 levels, one root holding 4,017 of them; (7, 64, 8,
+    // 123_000): 12,968 nodes, 70 levels. Deeper trees (the benchmark's 1,700 levels) exceed the
+    // persistent scheduler's inline recursion limit of 128 (a fault naming it; see
+    // docs/benchmarks.md, "Deep chain and unbalanced tree").
+    let cases: [(u64, u32, u32, u32); 6] = [
+        (1, 0, 8, 120_000),
+        (2, 1, 8, 0),
+        (3, 16, 8, 120_000),
+        (4, 64, 4, 240_000),
+        (13, 64, 4, 245_000),
+        (7, 64, 8, 123_000),
+    ];
+    for (seed, roots, m, q) in cases {
+        let want = uts(seed, roots, m, q);
+        assert!(want >= roots as u64, "uts{:?}: {want} nodes, fewer than its roots", (seed, roots, m, q));
+        for rt in rts {
+            let got = rt.run(uts::task(seed, roots, m, q)).unwrap_or_else(|e| panic!("uts on {:?}: {e}", rt.config()));
+            assert_eq!(got, want, "uts{:?} on {:?}", (seed, roots, m, q), rt.config());
+        }
+    }
+    // The trees are not trivial: the largest case has many more nodes than roots.
+    assert!(uts(13, 64, 4, 245_000) > 64 * 40, "the near-critical case is too small to be unbalanced");
+}
+
+#[test]
+fn unbalanced_trees_equal_serial_on_the_host_backends() {
+    unbalanced_equals_serial(&host());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
+fn unbalanced_trees_equal_serial_on_cuda() {
+    unbalanced_equals_serial(&cuda());
 }
 
 #[test]

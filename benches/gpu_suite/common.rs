@@ -164,6 +164,10 @@ where
         Some(st) => {
             let mut note =
                 format!("{}; {} tasks, {} inline calls", rt.device_description(), st.total_tasks(), st.calls_inlined);
+            if st.peak_live_frames > 0 {
+                // Peak device (or heap) memory of the frames: what a deep chain costs.
+                let _ = write!(note, "; peak {} frames, {} bytes", st.peak_live_frames, st.peak_frame_bytes);
+            }
             if let Some(p) = st.device_profile {
                 let _ = write!(note, "; {p}");
             }

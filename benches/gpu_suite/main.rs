@@ -16,15 +16,17 @@
 //! Layout: this file holds the command line and the driver; [`common`] the rows, measurement,
 //! gpu-cilk runtime columns, NVRTC compile times and the output files; one module per benchmark
 //! ([`fib`], [`queens`], [`channel`], [`loopsync`], [`alloc`], [`queue`], [`heap`], [`sort`],
-//! [`strassen`]) holds its peers, kernels' parameter mirrors and verification; [`data`] holds what
-//! sort and strassen share (options, runtimes, the time plot), [`nvcc`] builds the peers that need
-//! nvcc (CUB, cuBLAS). Device headers come from the `gpu-cilk-kernels` crate; device
+//! [`strassen`], [`deep`], [`deque`]) holds its peers, kernels' parameter mirrors and verification;
+//! [`data`] holds what sort and strassen share (options, runtimes, the time plot), [`nvcc`] builds
+//! the peers that need nvcc (CUB, cuBLAS). Device headers come from the `gpu-cilk-kernels` crate; device
 //! structs shared with the runtime's GPU tests are mirrored once under `runtime/tests/support/`.
 
 mod alloc;
 mod channel;
 mod common;
 mod data;
+mod deep;
+mod deque;
 mod fib;
 mod heap;
 mod loopsync;
@@ -35,8 +37,12 @@ mod sort;
 mod strassen;
 
 // The `#[gpu_cilk]` workloads of `examples/workloads/`, measured on the runtime's backends.
+#[path = "../../examples/workloads/chain.rs"]
+mod chain_workload;
 #[path = "../../examples/workloads/fib.rs"]
 mod fib_workload;
+#[path = "../../examples/workloads/unbalanced.rs"]
+mod unbalanced_workload;
 // The workload is written in the supported subset (index loops), not in idiomatic Rust.
 #[allow(clippy::needless_range_loop)]
 #[path = "../../examples/workloads/queens.rs"]
@@ -69,9 +75,37 @@ pub(crate) struct Args {
     #[arg(long, default_value = "target/gpu-bench")]
     pub(crate) out: PathBuf,
     /// Workloads to run (comma-separated): fib, queens, channel, loopsync, alloc, queue, heap,
-    /// sort, strassen.
+    /// sort, strassen, chain, unbalanced, fib40 (fib at n = 40 whatever --fib says), deque.
     #[arg(long, default_value = "fib,queens,channel,loopsync", value_delimiter = ',')]
     pub(crate) only: Vec<String>,
+    /// Deep chain (`--only chain`): depths to run (one spawn per level).
+    #[arg(long, default_value = "10000,1000000", value_delimiter = ',')]
+    pub(crate) chain: Vec<u32>,
+    /// Deep chain: run the levels scheduler only up to this depth (one launch per level).
+    #[arg(long, default_value_t = 20_000)]
+    pub(crate) chain_levels_max: u32,
+    /// Deep chain: the rayon peer joins at every level above this depth, serially below.
+    #[arg(long, default_value_t = 0)]
+    pub(crate) chain_cutoff: u32,
+    /// Unbalanced tree (`--only unbalanced`): the hash seed.
+    #[arg(long, default_value_t = 42)]
+    pub(crate) uts_seed: u64,
+    /// Unbalanced tree: roots (spread by a binary split).
+    #[arg(long, default_value_t = 1024)]
+    pub(crate) uts_roots: u32,
+    /// Unbalanced tree: children of a node that has children (at most 8).
+    #[arg(long, default_value_t = 2)]
+    pub(crate) uts_m: u32,
+    /// Unbalanced tree: probability, in millionths, that a node has children (m * q just under
+    /// 10^6 makes a deep, very uneven tree: the default is 1,351,846 nodes, 1,700 levels deep).
+    #[arg(long, default_value_t = 499_500)]
+    pub(crate) uts_q: u32,
+    /// Unbalanced tree: the rayon peer joins over children above this depth, serially below.
+    #[arg(long, default_value_t = 64)]
+    pub(crate) uts_cutoff: u32,
+    /// Deque benchmark (`--only deque`): operations per lane per round.
+    #[arg(long, default_value_t = 64)]
+    pub(crate) deque_items: u32,
     /// Loop-sync benchmark: chains run at once.
     #[arg(long, default_value_t = 1024)]
     pub(crate) loop_sync_width: u32,
@@ -202,8 +236,15 @@ fn main() {
         Ok(d) => d.arch(),
         Err(_) => args.arch.parse::<Arch>().unwrap_or(Arch::new(9, 0)),
     };
-    let programs =
-        [fib::program(), queens::program(), channel::program(), alloc::program(), queue::program(), heap::program()];
+    let programs = [
+        fib::program(),
+        queens::program(),
+        channel::program(),
+        alloc::program(),
+        queue::program(),
+        heap::program(),
+        deque::program(),
+    ];
     for program in &programs {
         report.compiles.push(compile_times(&cache_dir, program, arch, device.as_ref().ok()));
     }
@@ -240,6 +281,27 @@ fn main() {
     if wants("queue") || args.queue {
         let rows = queue::bench_queue(&args, device.as_ref());
         print_rows("queues (Scogland & Feng patterns; successful enqueues+dequeues/s)", &rows);
+        report.rows.extend(rows);
+    }
+
+    if wants("chain") {
+        let rows = deep::bench_chain(&args);
+        print_rows("deep chain (one spawn per level; levels/s)", &rows);
+        report.rows.extend(rows);
+    }
+    if wants("unbalanced") {
+        let rows = deep::bench_unbalanced(&args);
+        print_rows("unbalanced tree (UTS-style binomial; nodes/s)", &rows);
+        report.rows.extend(rows);
+    }
+    if wants("fib40") {
+        let rows = fib::bench_fib(&Args { fib: 40, ..args.clone() }, device.as_ref());
+        print_rows("fib(40)", &rows);
+        report.rows.extend(rows);
+    }
+    if wants("deque") {
+        let rows = deque::bench_deque(&args, device.as_ref());
+        print_rows("device scheduler work stack and pool (push/pop/steal items/s)", &rows);
         report.rows.extend(rows);
     }
 

@@ -11,7 +11,7 @@ use crate::Args;
 use gpu_cilk::runtime::backend::cuda::{DeviceCopy, DevicePtr, Kernel, LaunchDims, ProgramSource};
 
 #[path = "../../runtime/tests/support/ticket_queue_mirror.rs"]
-mod ticket_queue_mirror;
+pub(crate) mod ticket_queue_mirror; // also the deque benchmark's (one module per file)
 use ticket_queue_mirror::GcTq;
 
 const QUEUE_CU: &str = include_str!("../cuda/queue_bench.cu");

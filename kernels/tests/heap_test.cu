@@ -7,6 +7,8 @@
 // in_keys[i * K ...], 1 = delete-min into out_keys[i * K ...] (count in out_len[i]). Insert return
 // codes go to op_status[i]. Every operation is stamped from one global counter just before it
 // starts and just after it returns (thread 0: fence, atomicAdd, fence), into stamps[2i], [2i + 1].
+// With a trace buffer in the heap header (gc_heap::trace), thread 0 also writes trace word [3] =
+// kind << 32 | (operation index + 1) as it starts each operation.
 // Launch with gc_heap_smem_bytes<K, Key>() bytes of dynamic shared memory (gc_dynamic_smem()) and at most as many
 // blocks as are resident at once (the heap's waits need every block resident).
 
@@ -50,7 +52,12 @@ __device__ void gc_heap_test_run(const gc_heap_test_params& p) {
     const unsigned first = blockIdx.x * p.ops_per_block;
     for (unsigned i = first; i < first + p.ops_per_block; ++i) {
         const unsigned kind = p.op_kind[i];
-        if (threadIdx.x == 0) p.stamps[2 * i] = gc_heap_test_stamp(p.clock);
+        if (threadIdx.x == 0) {
+            // Trace word [3]: which operation this block is in (the watchdog's dump names it).
+            volatile unsigned long long* tr = gc_heap_tr(h);
+            if (tr) tr[3] = ((unsigned long long)kind << 32) | (unsigned long long)(i + 1u);
+            p.stamps[2 * i] = gc_heap_test_stamp(p.clock);
+        }
         __syncthreads();
         if (kind == 0u) {
             const int r = gc_heap_insert<K>(h, in + (unsigned long long)i * K, p.op_len[i], gc_heap_test_smem);
@@ -60,7 +67,10 @@ __device__ void gc_heap_test_run(const gc_heap_test_params& p) {
             if (threadIdx.x == 0) p.out_len[i] = n;
         }
         __syncthreads();
-        if (threadIdx.x == 0) p.stamps[2 * i + 1] = gc_heap_test_stamp(p.clock);
+        if (threadIdx.x == 0) {
+            gc_heap_trace_at(gc_heap_tr(h), GC_HEAP_AT_OUTSIDE, 0ull);
+            p.stamps[2 * i + 1] = gc_heap_test_stamp(p.clock);
+        }
         __syncthreads();
     }
 }

@@ -13,7 +13,14 @@
 //!
 //! The stress tests need a GPU, so they are `#[ignore]`d (see `support/gate.rs`); the layout test
 //! needs only NVRTC. Run on a GPU machine with `LD_LIBRARY_PATH=/usr/local/cuda/lib64 cargo test -p
-//! gpu-cilk-runtime --test cuda_heap -- --include-ignored --nocapture`.
+//! gpu-cilk-runtime --test cuda_heap -- --include-ignored --nocapture --test-threads=1`.
+//!
+//! WATCHDOG (issue 12: some launches never finished on an H100). Every launch waits at most
+//! `GPU_CILK_HEAP_WATCHDOG_S` seconds (default 60); past that, the test copies the heap header,
+//! every block's trace words (heap.cuh, DIAGNOSTICS: where its thread 0 is, what it last saw,
+//! how often it backed off, which operation) and the locked / INSHOLD / TARGET nodes on a side
+//! stream while the kernel still runs, prints them, and aborts the process (the kernel cannot be
+//! stopped, and later tests would queue behind it).
 
 #[path = "support/gpu.rs"]
 mod gpu;
@@ -29,7 +36,8 @@ mod stress;
 use gpu::{device, gate};
 use gpu_cilk_runtime::backend::cuda::{compile, Arch, CudaDevice, DeviceBuffer, Kernel, Program};
 use gpu_cilk_runtime::Error;
-use stress::{kernel_name, source, stress, Batches, Cfg, Dist, Params, KERNELS, MIXED, PHASED};
+use std::time::Duration;
+use stress::{hang_report, kernel_name, source, stress, Batches, Cfg, Dist, Params, Watch, KERNELS, MIXED, PHASED};
 
 type Dev = CudaDevice;
 type Buf<T> = DeviceBuffer<T>;
@@ -46,6 +54,35 @@ fn open_kernel(dev: &Dev, name: &str, threads: u32, smem: u32) -> (Program, Kern
     let kernel = unsafe { program.kernel::<Params>(name) }.unwrap();
     let per_sm = kernel.max_active_blocks_per_sm(threads, smem as usize).unwrap();
     (program, kernel, dev.info().multiprocessors * per_sm)
+}
+
+/// Seconds a launch may run before the watchdog reports it (`GPU_CILK_HEAP_WATCHDOG_S`, default 60).
+fn watchdog() -> Duration {
+    let s = std::env::var("GPU_CILK_HEAP_WATCHDOG_S").ok().and_then(|v| v.parse::<f64>().ok()).unwrap_or(60.0);
+    Duration::from_secs_f64(s.max(0.1))
+}
+
+/// Waits for a launch; one that is still running after [`watchdog`] is reported (header, trace
+/// words of its blocks, held nodes, copied while it runs) and the process aborts.
+fn finish(dev: &Dev, what: &str, watch: &Watch) -> Result<(), Error> {
+    let limit = watchdog();
+    match dev.synchronize(Some(limit)) {
+        Err(Error::Timeout(_)) => {
+            let report = match (dev.peek_dtoh(watch.heap), dev.peek_dtoh(watch.trace), dev.peek_dtoh(watch.states)) {
+                (Ok(h), Ok(t), Ok(s)) => hang_report(what, &h[0], &t, &s, watch.blocks),
+                (h, t, s) => {
+                    format!("{what}: the launch did not finish; the snapshot failed: {:?}", (h.err(), t.err(), s.err()))
+                }
+            };
+            use std::io::Write as _;
+            let mut err = std::io::stderr();
+            let _ = writeln!(err, "WATCHDOG after {limit:?} (GPU_CILK_HEAP_WATCHDOG_S): {report}");
+            let _ = err.flush();
+            // The kernel cannot be stopped; every later launch would queue behind it.
+            std::process::abort();
+        }
+        r => r,
+    }
 }
 
 // ---- NVRTC (no GPU) ----------------------------------------------------------------------------

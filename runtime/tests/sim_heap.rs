@@ -23,7 +23,8 @@ mod splitmix;
 mod stress;
 
 use gpu_cilk_runtime::backend::cuda::sim::{SimBuffer, SimDevice, SimKernel, SimProgram};
-use stress::{source, stress, Batches, Cfg, Dist, Params, MIXED, PHASED};
+use gpu_cilk_runtime::Error;
+use stress::{source, stress, Batches, Cfg, Dist, Params, Watch, MIXED, PHASED};
 
 type Dev = SimDevice;
 type Buf<T> = SimBuffer<T>;
@@ -38,6 +39,11 @@ fn open_kernel(dev: &Dev, name: &str, _threads: u32, _smem: u32) -> (SimProgram,
     // header whose arrays hold `slots * K` keys, `slots` state words and `K` buffer keys.
     let kernel = unsafe { program.kernel::<Params>(name) }.unwrap().cooperative();
     (program, kernel, u32::MAX)
+}
+
+/// Waits for a launch: the simulation runs a launch to its end before returning (no watchdog).
+fn finish(dev: &Dev, _what: &str, _watch: &Watch) -> Result<(), Error> {
+    dev.sync()
 }
 
 fn small(k: u32, wide: bool, threads: u32) -> Cfg {

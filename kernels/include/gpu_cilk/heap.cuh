@@ -24,10 +24,18 @@
 //
 // LAYOUT. gc_heap<Key> is 256 bytes, 32 8-byte words (mirror it on the host with a #[repr(C)]
 // struct: nodes, states, pbuf, k, capacity, slots, count, pbuf_len, hlock, next_owner, error,
-// 5 pad, mode, 15 pad). The host allocates `slots * K` keys for `nodes` (node i at nodes + i*K;
+// trace, 4 pad, mode, 15 pad). The host allocates `slots * K` keys for `nodes` (node i at nodes + i*K;
 // slot 0 unused), `slots` zeroed state words, K keys for `pbuf`, and sets k = K, capacity (nodes,
 // >= 1) and slots = the power of two above capacity's highest bit (2^(floor(log2 capacity) + 1)).
 // Everything else zero. A zeroed state is EMPTY, so this is an empty heap.
+//
+// DIAGNOSTICS. `trace` (0: off) is the device address of 4 words per block of the launch
+// (GC_HEAP_TRACE_WORDS): [0] where the block's thread 0 is, GC_HEAP_AT_* << 56 | node (the node
+// it locks or last locked; 0 for the heap lock and the mode word), [1] the word it last saw while
+// waiting there (a state word, hlock or mode), [2] how many times it has backed off since it came
+// there, [3] the caller's (the stress kernel writes its operation index + 1 and kind). Thread 0
+// writes them with volatile stores; a host watchdog copies them while the kernel still runs when a
+// launch does not finish (runtime/tests/cuda_heap.rs), so a hang names the blocks' waits.
 //
 // STRUCTURE. Node i has children 2i, 2i+1; the root is node 1. `count` nodes are in use, at tree
 // indices target(1..count): level L = floor(log2 n) is filled in bit-reversed order of n - 2^L,
@@ -117,8 +125,12 @@
 //   - next_owner: atomicAdd (uniqueness only). error: atomicCAS(0 -> code) (first fault wins).
 //
 // PROGRESS. Waits spin with __nanosleep back-off. Lock holders never wait for a smaller index; a
-// bottom-up insert waits only for the batch above it or a top-down insert's target; a delete
-// waits for bottom-up inserts, which need no delete. Every block that uses a heap concurrently
+// bottom-up insert waits only for the batch above it or a top-down insert's target, and it waits
+// by looking at the parent's state word, holding no lock (it locks the parent and its own node
+// only once the parent looks AVAIL and unlocked, and checks again under the locks): a waiter that
+// held locks while it waited would block the very insert it waits for; a delete waits for
+// bottom-up inserts, which need no delete, and a full insert that sees a delete announced goes
+// top-down without touching `mode`, so a stream of inserts cannot keep the delete waiting. Every block that uses a heap concurrently
 // must be resident (launch at most the occupancy limit), or a waiter can spin forever behind a
 // block that never gets scheduled.
 
@@ -141,6 +153,16 @@
 #define GC_HEAP_KIND_MASK 3ull
 #define GC_HEAP_OWNER_SHIFT 3
 #define GC_HEAP_DELETE_UNIT (1ull << 32)
+
+// Where a block's thread 0 is (trace word [0] >> 56; see DIAGNOSTICS).
+#define GC_HEAP_TRACE_WORDS 4
+#define GC_HEAP_AT_OUTSIDE 0ull    // between operations (the caller's code)
+#define GC_HEAP_AT_LOCK_HEAP 1ull  // acquiring hlock
+#define GC_HEAP_AT_LOCK_NODE 2ull  // acquiring the lock of node `node`
+#define GC_HEAP_AT_WAIT_MODE 3ull  // a delete waiting for bottom-up inserts to count out
+#define GC_HEAP_AT_WAIT_LAST 4ull  // a delete waiting for its last node (TARGET) to be written
+#define GC_HEAP_AT_WAIT_PARENT 5ull  // a bottom-up insert at `node` waiting for its parent AVAIL
+#define GC_HEAP_AT_RUN 6ull        // working; `node` is the node it locked last
 #define GC_HEAP_BOTTOM_UP_MASK 0xffffffffull
 
 // ---- keys ---------------------------------------------------------------------------------------
@@ -193,7 +215,8 @@ struct gc_heap {
     unsigned long long hlock;        // 0 free, 1 held
     unsigned long long next_owner;   // bottom-up insert ids
     unsigned long long error;        // first protocol fault (GC_HEAP_FAULT_*), 0 none
-    unsigned long long pad0[5];
+    unsigned long long* trace;       // per-block progress words (DIAGNOSTICS), null: off
+    unsigned long long pad0[4];
     unsigned long long mode;         // deletes << 32 | bottom-up inserts (own 128-byte line)
     unsigned long long pad1[15];
 };
@@ -262,20 +285,62 @@ __device__ __forceinline__ unsigned long long gc_heap_step_toward(unsigned long 
     return t >> up;
 }
 
-// Thread 0: lock node word `w`; returns the unlocked word it held.
-__device__ __forceinline__ unsigned long long gc_heap_lock_word(unsigned long long* w) {
+// Thread 0: this block's trace words (DIAGNOSTICS), or null when tracing is off.
+template <typename Key>
+__device__ __forceinline__ volatile unsigned long long* gc_heap_tr(const gc_heap<Key>* h) {
+    unsigned long long* t = h->trace;  // set by the host before the launch, constant during it
+    return t ? (volatile unsigned long long*)(t + (unsigned long long)GC_HEAP_TRACE_WORDS * blockIdx.x) : 0;
+}
+
+// Thread 0: records that the block is now at `site` (about `node`), its wait count reset.
+__device__ __forceinline__ void gc_heap_trace_at(volatile unsigned long long* tr, unsigned long long site,
+                                                 unsigned long long node) {
+    if (tr) {
+        tr[0] = (site << 56) | (node & ((1ull << 56) - 1ull));
+        tr[2] = 0ull;
+    }
+}
+
+// Thread 0: records one more back-off at the current site, having seen `seen`.
+__device__ __forceinline__ void gc_heap_trace_wait(volatile unsigned long long* tr, unsigned long long seen) {
+    if (tr) {
+        tr[1] = seen;
+        tr[2] = tr[2] + 1ull;
+    }
+}
+
+// Thread 0: lock node word `w` (node `node`, for the trace); returns the unlocked word it held.
+// ORDERING: the CAS reads the word the previous holder's atomicExch wrote after its fence;
+// the fence after the CAS makes every key that holder wrote (st.global.cg or plain stores, all
+// before its block's barrier and fence) visible to this block's loads after its next barrier.
+// The spin re-reads with a volatile load (never a value kept in a register or a stale L1 line).
+__device__ __forceinline__ unsigned long long gc_heap_lock_word(unsigned long long* w, volatile unsigned long long* tr,
+                                                                unsigned long long node) {
     unsigned ns = 32u;
+    gc_heap_trace_at(tr, GC_HEAP_AT_LOCK_NODE, node);
     for (;;) {
         const unsigned long long s = gc_heap_ld(w);
         if (!(s & GC_HEAP_LOCKED) && atomicCAS(w, s, s | GC_HEAP_LOCKED) == s) {
             __threadfence();  // acquire
+            gc_heap_trace_at(tr, GC_HEAP_AT_RUN, node);
             return s;
         }
+        gc_heap_trace_wait(tr, s);
         gc_heap_backoff(&ns);
     }
 }
 
-// Thread 0: unlock node word `w`, leaving `s` (the block's writes were fenced by a barrier).
+// Thread 0: lock node `i` of `h`.
+template <typename Key>
+__device__ __forceinline__ unsigned long long gc_heap_lock_node(gc_heap<Key>* h, unsigned long long i) {
+    return gc_heap_lock_word(&h->states[i], gc_heap_tr(h), i);
+}
+
+// Thread 0: unlock node word `w`, leaving `s`. ORDERING (release): every caller reaches this
+// after a __syncthreads() that follows the block's last key write under the lock (so those
+// writes happen-before thread 0's fence by the barrier's CTA-scope ordering), then fences at GPU
+// scope before the atomicExch that the next holder's CAS reads: the pattern of cooperative
+// groups' grid sync (bar.sync; thread 0 fence; atomic).
 __device__ __forceinline__ void gc_heap_unlock_word(unsigned long long* w, unsigned long long s) {
     __threadfence();  // release
     atomicExch(w, s);
@@ -284,8 +349,16 @@ __device__ __forceinline__ void gc_heap_unlock_word(unsigned long long* w, unsig
 template <typename Key>
 __device__ __forceinline__ void gc_heap_lock_heap(gc_heap<Key>* h) {
     unsigned ns = 32u;
-    while (gc_heap_ld(&h->hlock) != 0ull || atomicCAS(&h->hlock, 0ull, 1ull) != 0ull) gc_heap_backoff(&ns);
+    volatile unsigned long long* tr = gc_heap_tr(h);
+    gc_heap_trace_at(tr, GC_HEAP_AT_LOCK_HEAP, 0ull);
+    for (;;) {
+        const unsigned long long s = gc_heap_ld(&h->hlock);
+        if (s == 0ull && atomicCAS(&h->hlock, 0ull, 1ull) == 0ull) break;
+        gc_heap_trace_wait(tr, s);
+        gc_heap_backoff(&ns);
+    }
     __threadfence();  // acquire
+    gc_heap_trace_at(tr, GC_HEAP_AT_RUN, 0ull);
 }
 
 template <typename Key>
@@ -424,7 +497,7 @@ __device__ void gc_heap_carry_down(gc_heap<Key>* h, const gc_heap_ws<K, Key>& ws
     for (;;) {
         const unsigned long long next = gc_heap_step_toward(cur, t);
         if (threadIdx.x == 0) {
-            ws.ctl->w[0] = gc_heap_lock_word(&h->states[next]);
+            ws.ctl->w[0] = gc_heap_lock_node(h, next);
             gc_heap_unlock_word(&h->states[cur], cur_w);  // cur's keys were written before the last barrier
         }
         __syncthreads();
@@ -470,7 +543,7 @@ __device__ int gc_heap_insert_through_buffer(gc_heap<Key>* h, const gc_heap_ws<K
         if (u >= (unsigned)K) {
             if (threadIdx.x == 0) {
                 *(volatile unsigned long long*)&h->count = 1ull;
-                const unsigned long long w = gc_heap_lock_word(&h->states[1]);
+                const unsigned long long w = gc_heap_lock_node(h, 1);
                 if (gc_heap_kind(w) != GC_HEAP_EMPTY) gc_heap_fault(h, GC_HEAP_FAULT_BAD_STATE);
             }
             __syncthreads();
@@ -502,13 +575,13 @@ __device__ int gc_heap_insert_through_buffer(gc_heap<Key>* h, const gc_heap_ws<K
             } else {
                 *(volatile unsigned long long*)&h->count = nodes + 1ull;
                 const unsigned long long t = gc_heap_target(nodes + 1ull);
-                const unsigned long long w = gc_heap_lock_word(&h->states[t]);
+                const unsigned long long w = gc_heap_lock_node(h, t);
                 if (gc_heap_kind(w) != GC_HEAP_EMPTY) gc_heap_fault(h, GC_HEAP_FAULT_BAD_STATE);
                 gc_heap_unlock_word(&h->states[t], GC_HEAP_TARGET);
                 c->w[2] = t;
             }
         }
-        if (c->w[3] == GC_HEAP_OK) c->w[4] = gc_heap_lock_word(&h->states[1]);
+        if (c->w[3] == GC_HEAP_OK) c->w[4] = gc_heap_lock_node(h, 1);
         else gc_heap_unlock_heap(h);
     }
     __syncthreads();
@@ -561,11 +634,11 @@ __device__ int gc_heap_insert_top_down(gc_heap<Key>* h, const gc_heap_ws<K, Key>
         } else {
             *(volatile unsigned long long*)&h->count = n + 1ull;
             const unsigned long long t = gc_heap_target(n + 1ull);
-            const unsigned long long w = gc_heap_lock_word(&h->states[t]);
+            const unsigned long long w = gc_heap_lock_node(h, t);
             if (gc_heap_kind(w) != GC_HEAP_EMPTY) gc_heap_fault(h, GC_HEAP_FAULT_BAD_STATE);
             gc_heap_unlock_word(&h->states[t], GC_HEAP_TARGET);
             c->w[1] = t;
-            c->w[2] = gc_heap_lock_word(&h->states[1]);
+            c->w[2] = gc_heap_lock_node(h, 1);
             gc_heap_unlock_heap(h);
         }
     }
@@ -604,7 +677,7 @@ __device__ int gc_heap_insert_bottom_up(gc_heap<Key>* h, const gc_heap_ws<K, Key
         } else {
             *(volatile unsigned long long*)&h->count = n + 1ull;
             const unsigned long long cn = gc_heap_target(n + 1ull);
-            const unsigned long long w = gc_heap_lock_word(&h->states[cn]);
+            const unsigned long long w = gc_heap_lock_node(h, cn);
             if (gc_heap_kind(w) != GC_HEAP_EMPTY) gc_heap_fault(h, GC_HEAP_FAULT_BAD_STATE);
             gc_heap_unlock_heap(h);
             c->w[1] = cn;
@@ -624,8 +697,24 @@ __device__ int gc_heap_insert_bottom_up(gc_heap<Key>* h, const gc_heap_ws<K, Key
     while (cn > 1ull) {
         const unsigned long long p = cn >> 1;
         if (threadIdx.x == 0) {
-            c->w[3] = gc_heap_lock_word(&h->states[p]);
-            c->w[4] = gc_heap_lock_word(&h->states[cn]);
+            // PROGRESS: wait for the parent to be AVAIL by looking (volatile loads), not by
+            // locking. Locking p to look at it, and holding it while locking our own node, made
+            // waiting inserts into a convoy on the GPU: every waiter held its parent while it
+            // spun for its own node, which its own children's waiters held the same way, so the
+            // insert that owned a contended INSHOLD node rarely found it unlocked (and at K = 1024
+            // on 264 blocks the insert phase could run for minutes). The look decides nothing:
+            // under the two locks below the state is checked again.
+            volatile unsigned long long* tr = gc_heap_tr(h);
+            unsigned look = 32u;
+            gc_heap_trace_at(tr, GC_HEAP_AT_WAIT_PARENT, cn);
+            for (;;) {
+                const unsigned long long s = gc_heap_ld(&h->states[p]);
+                if (gc_heap_kind(s) == GC_HEAP_AVAIL && !(s & GC_HEAP_LOCKED)) break;
+                gc_heap_trace_wait(tr, s);
+                gc_heap_backoff(&look);
+            }
+            c->w[3] = gc_heap_lock_node(h, p);
+            c->w[4] = gc_heap_lock_node(h, cn);
             if (c->w[4] != gc_heap_inshold(me)) gc_heap_fault(h, GC_HEAP_FAULT_BAD_STATE);
         }
         __syncthreads();
@@ -635,6 +724,9 @@ __device__ int gc_heap_insert_bottom_up(gc_heap<Key>* h, const gc_heap_ws<K, Key
             if (threadIdx.x == 0) {
                 gc_heap_unlock_word(&h->states[cn], wc);
                 gc_heap_unlock_word(&h->states[p], wp);
+                volatile unsigned long long* tr = gc_heap_tr(h);
+                gc_heap_trace_at(tr, GC_HEAP_AT_WAIT_PARENT, cn);
+                gc_heap_trace_wait(tr, wp);
                 gc_heap_backoff(&ns);
             }
             __syncthreads();
@@ -686,9 +778,19 @@ __device__ int gc_heap_insert(gc_heap<Key>* h, const Key* keys, unsigned n, void
     gc_heap_bitonic_sort<K>(ws.a);
     if (n < (unsigned)K) return gc_heap_insert_through_buffer<K>(h, ws, n);
     if (threadIdx.x == 0) {
-        const unsigned long long before = atomicAdd(&h->mode, 1ull);
-        ws.ctl->w[7] = before >= GC_HEAP_DELETE_UNIT;
-        if (ws.ctl->w[7]) atomicAdd(&h->mode, 0ull - 1ull);  // (no 64-bit atomicSub)
+        // PROGRESS: a delete announced in `mode` waits until the bottom-up count reads 0. Were
+        // every full insert to count itself in (and at once out again) while a delete is
+        // announced, many blocks inserting would keep that count above 0 at most of the
+        // delete's polls. So look first, with a plain volatile read: a delete already announced
+        // sends this insert top-down with no write to `mode`. Only the RMW decides (a delete
+        // announced after the look is seen in `before`), so this changes no outcome.
+        if (gc_heap_ld(&h->mode) >= GC_HEAP_DELETE_UNIT) {
+            ws.ctl->w[7] = 1ull;
+        } else {
+            const unsigned long long before = atomicAdd(&h->mode, 1ull);
+            ws.ctl->w[7] = before >= GC_HEAP_DELETE_UNIT;
+            if (ws.ctl->w[7]) atomicAdd(&h->mode, 0ull - 1ull);  // (no 64-bit atomicSub)
+        }
     }
     __syncthreads();
     if (ws.ctl->w[7]) return gc_heap_insert_top_down<K>(h, ws);
@@ -719,8 +821,8 @@ __device__ void gc_heap_sift_down(gc_heap<Key>* h, const gc_heap_ws<K, Key>& ws)
             return;
         }
         if (threadIdx.x == 0) {
-            c->w[0] = gc_heap_lock_word(&h->states[l]);
-            c->w[1] = gc_heap_lock_word(&h->states[r]);
+            c->w[0] = gc_heap_lock_node(h, l);
+            c->w[1] = gc_heap_lock_node(h, r);
             if (gc_heap_kind(c->w[0]) == GC_HEAP_INSHOLD || gc_heap_kind(c->w[1]) == GC_HEAP_INSHOLD)
                 gc_heap_fault(h, GC_HEAP_FAULT_BAD_STATE);
         }
@@ -809,14 +911,21 @@ __device__ unsigned gc_heap_delete_min(gc_heap<Key>* h, Key* out, void* smem) {
     if (threadIdx.x == 0) {
         if (h->k != (unsigned long long)K) gc_heap_fault(h, GC_HEAP_FAULT_K_MISMATCH);
         atomicAdd(&h->mode, GC_HEAP_DELETE_UNIT);
+        volatile unsigned long long* tr = gc_heap_tr(h);
+        gc_heap_trace_at(tr, GC_HEAP_AT_WAIT_MODE, 0ull);
         unsigned ns = 32u;
-        while (gc_heap_ld(&h->mode) & GC_HEAP_BOTTOM_UP_MASK) gc_heap_backoff(&ns);
+        for (;;) {
+            const unsigned long long m = gc_heap_ld(&h->mode);
+            if (!(m & GC_HEAP_BOTTOM_UP_MASK)) break;
+            gc_heap_trace_wait(tr, m);
+            gc_heap_backoff(&ns);
+        }
         __threadfence();  // acquire: the bottom-up inserts we waited for
         gc_heap_lock_heap(h);
         const unsigned long long n = *(volatile unsigned long long*)&h->count;
         c->w[0] = n;
         c->w[1] = *(volatile unsigned long long*)&h->pbuf_len;
-        if (n > 0ull) c->w[2] = gc_heap_lock_word(&h->states[1]);
+        if (n > 0ull) c->w[2] = gc_heap_lock_node(h, 1);
     }
     __syncthreads();
     // Read once, here: on the paths below thread 0 reuses the words (the sift-down's locks)
@@ -847,13 +956,16 @@ __device__ unsigned gc_heap_delete_min(gc_heap<Key>* h, Key* out, void* smem) {
                 *(volatile unsigned long long*)&h->count = n - 1ull;
                 unsigned ns = 32u;
                 for (;;) {
-                    const unsigned long long w = gc_heap_lock_word(&h->states[last]);
+                    const unsigned long long w = gc_heap_lock_node(h, last);
                     if (gc_heap_kind(w) != GC_HEAP_TARGET) {
                         if (gc_heap_kind(w) != GC_HEAP_AVAIL) gc_heap_fault(h, GC_HEAP_FAULT_BAD_STATE);
                         break;
                     }
                     // A top-down insert ahead of us is still carrying this node's keys down.
                     gc_heap_unlock_word(&h->states[last], w);
+                    volatile unsigned long long* tr = gc_heap_tr(h);
+                    gc_heap_trace_at(tr, GC_HEAP_AT_WAIT_LAST, last);
+                    gc_heap_trace_wait(tr, w);
                     gc_heap_backoff(&ns);
                 }
             }

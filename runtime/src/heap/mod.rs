@@ -56,8 +56,9 @@
 //!
 //! *Bottom-up insert* (a full batch, no delete active). Under the heap lock: `c =
 //! target(++count)`, lock `c`, release the heap lock; write the sorted batch, release `c` as
-//! `INSHOLD(me)`. Then until done: lock `p = c / 2` and `c`. If `p` is not `AVAIL` (another
-//! insert's batch, or a top-down insert's target not yet written), unlock and retry. If
+//! `INSHOLD(me)`. Then until done: wait, holding no lock, until `p = c / 2` looks `AVAIL` and
+//! unlocked; lock `p` and `c`. If `p` is not `AVAIL` (another insert's batch, or a top-down
+//! insert's target not yet written), unlock and retry. If
 //! `max(p) <= min(c)`: `c` becomes `AVAIL`, done (early stop, §4.3). Else `p` gets the `k`
 //! smallest of `p ∪ c` (a swap when `max(c) <= min(p)`), `c` the rest and `AVAIL`; `p` becomes
 //! `INSHOLD(me)`, or `AVAIL` at the root (done); continue at `p`. (Only this insert moves its
@@ -389,7 +390,13 @@ impl<T: Ord + Copy + Send> Heap<T> {
         if keys.len() < k {
             return self.insert_through_buffer(&mut s);
         }
-        // A full batch: bottom-up unless a delete is active (module docs, "take turns").
+        // A full batch: bottom-up unless a delete is active (module docs, "take turns"). Look
+        // first: with a delete announced, go top-down without touching the mode word, so that a
+        // stream of inserts counting in and out cannot keep the delete's wait from seeing zero
+        // (heap.cuh, PROGRESS). Only the read-modify-write below decides.
+        if self.mode.load(Ordering::Acquire) >= DELETE_UNIT {
+            return self.insert_top_down(&mut s);
+        }
         let before = self.mode.fetch_add(1, Ordering::SeqCst);
         if before >= DELETE_UNIT {
             self.mode.fetch_sub(1, Ordering::SeqCst);
@@ -436,6 +443,16 @@ impl<T: Ord + Copy + Send> Heap<T> {
         let mut backoff = Backoff::new();
         while c > 1 {
             let p = c / 2;
+            // Wait by looking, holding no lock, until the parent is AVAIL and unlocked; the state
+            // is checked again under the locks (heap.cuh, PROGRESS: waiters that locked the
+            // parent to look formed a convoy on the GPU).
+            loop {
+                let w = self.states[p].load(Ordering::Acquire);
+                if kind(w) == AVAIL && w & LOCKED == 0 {
+                    break;
+                }
+                backoff.snooze();
+            }
             let wp = self.lock_node(p);
             let wc = self.lock_node(c);
             debug_assert!(held_by(wc, me), "node {c} lost insert {me}'s tag: {wc:#x}");

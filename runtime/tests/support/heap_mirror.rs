@@ -22,7 +22,9 @@ pub struct GcHeap {
     pub hlock: u64,
     pub next_owner: u64,
     pub error: u64,
-    pub pad0: [u64; 5],
+    /// Device address of the per-block trace words (`GC_HEAP_TRACE_WORDS` each), 0: off.
+    pub trace: u64,
+    pub pad0: [u64; 4],
     pub mode: u64,
     pub pad1: [u64; 15],
 }
@@ -41,6 +43,49 @@ impl GcHeap {
     /// (`slots` zeroed words) and `pbuf` (`k` keys).
     pub fn empty(nodes: u64, states: u64, pbuf: u64, k: u64, capacity: u64) -> Self {
         GcHeap { nodes, states, pbuf, k, capacity, slots: Self::slots(capacity), next_owner: 1, ..Default::default() }
+    }
+}
+
+/// Words per block of the heap's trace buffer (`GC_HEAP_TRACE_WORDS`).
+pub const TRACE_WORDS: usize = 4;
+
+/// One block's trace words (heap.cuh, DIAGNOSTICS) in words, e.g. `block 3: LOCK_NODE 17 (seen
+/// 0x2a LOCKED INSHOLD owner 5) after 1234 back-offs; op 7 (delete)`.
+pub fn describe_trace(block: usize, w: &[u64]) -> String {
+    let site = match w[0] >> 56 {
+        0 => "OUTSIDE",
+        1 => "LOCK_HEAP",
+        2 => "LOCK_NODE",
+        3 => "WAIT_MODE",
+        4 => "WAIT_LAST",
+        5 => "WAIT_PARENT",
+        6 => "RUN",
+        _ => "?",
+    };
+    let node = w[0] & ((1 << 56) - 1);
+    let seen = match w[0] >> 56 {
+        1 => format!("hlock {}", w[1]),
+        3 => format!("mode {} deletes, {} bottom-up inserts", w[1] >> 32, w[1] & 0xffff_ffff),
+        _ => describe_state(w[1]),
+    };
+    let (kind, op) = (w[3] >> 32, w[3] & 0xffff_ffff);
+    let op = if op == 0 {
+        "no operation started".to_string()
+    } else {
+        format!("op {} ({})", op - 1, if kind == 0 { "insert" } else { "delete" })
+    };
+    format!("block {block:4}: {site} node {node} (last seen: {seen}) after {} back-offs; {op}", w[2])
+}
+
+/// A node state word in words: kind, LOCKED, owner.
+pub fn describe_state(s: u64) -> String {
+    let kind = ["EMPTY", "AVAIL", "INSHOLD", "TARGET"][(s & 3) as usize];
+    let locked = if s & 4 != 0 { " LOCKED" } else { "" };
+    let owner = s >> 3;
+    if owner != 0 {
+        format!("{s:#x} {kind}{locked} owner {owner}")
+    } else {
+        format!("{s:#x} {kind}{locked}")
     }
 }
 

@@ -9,12 +9,14 @@
 //!
 //! The including test file names its device at its crate root: `Dev` (with `alloc_zeroed`,
 //! `htod`, `dtoh`, `sync`), `Buf<T>` (its buffers), `Kern<P>` (a kernel with `launch(dims, &p)`),
-//! and `open_kernel(dev, name, threads, smem) -> (program, kernel, resident blocks)`.
+//! `open_kernel(dev, name, threads, smem) -> (program, kernel, resident blocks)` and
+//! `finish(dev, what, &Watch) -> Result<(), Error>`, which waits for a launch (the GPU test with a
+//! watchdog that dumps the heap's per-block trace words, `Watch`, when it does not finish).
 
 #![allow(dead_code)]
 
 use super::history::{check, Op, OpKind};
-use super::mirror::{smem_bytes, DevKey32, DevKey64, GcHeap};
+use super::mirror::{describe_state, describe_trace, smem_bytes, DevKey32, DevKey64, GcHeap, TRACE_WORDS};
 use super::splitmix::Rng;
 use super::{open_kernel, Buf, Dev, Kern};
 use gpu_cilk_runtime::backend::cuda::{DeviceCopy, DevicePtr, LaunchDims, ProgramSource};
@@ -153,6 +155,46 @@ pub fn make_script<Kt: TestKey>(
     s
 }
 
+/// What a watchdog reads of a launch that does not finish: the heap header, its per-block trace
+/// words (heap.cuh, DIAGNOSTICS; `TRACE_WORDS` per block) and its node state words.
+#[derive(Clone, Copy)]
+pub struct Watch<'a> {
+    pub heap: &'a Buf<GcHeap>,
+    pub trace: &'a Buf<u64>,
+    pub states: &'a Buf<u64>,
+    pub blocks: u32,
+}
+
+/// The watchdog's report from snapshots of a running launch's header, trace words (`blocks`
+/// blocks) and state words: the header, every block's site, and the locked nodes.
+pub fn hang_report(what: &str, h: &GcHeap, trace: &[u64], states: &[u64], blocks: u32) -> String {
+    use std::fmt::Write as _;
+    let mut r = format!(
+        "{what}: the launch did not finish. Header: count {}, pbuf_len {}, hlock {}, mode {} deletes / {} \
+         bottom-up inserts, next_owner {}, error {}\n",
+        h.count,
+        h.pbuf_len,
+        h.hlock,
+        h.mode >> 32,
+        h.mode & 0xffff_ffff,
+        h.next_owner,
+        h.error
+    );
+    for b in 0..blocks as usize {
+        let w = &trace[b * TRACE_WORDS..(b + 1) * TRACE_WORDS];
+        let _ = writeln!(r, "  {}", describe_trace(b, w));
+    }
+    let locked: Vec<String> = states
+        .iter()
+        .enumerate()
+        .filter(|(_, &s)| s & 4 != 0 || s & 3 == 2 || s & 3 == 3)
+        .take(64)
+        .map(|(i, &s)| format!("node {i}: {}", describe_state(s)))
+        .collect();
+    let _ = writeln!(r, "  locked, INSHOLD or TARGET nodes (first 64): {}", locked.join("; "));
+    r
+}
+
 /// One launch of `script` on `blocks` blocks; appends its operations to `ops`.
 #[allow(clippy::too_many_arguments)]
 pub fn launch<Kt: TestKey>(
@@ -160,6 +202,7 @@ pub fn launch<Kt: TestKey>(
     kernel: &Kern<Params>,
     cfg: &Cfg,
     heap: &Buf<GcHeap>,
+    watch: &Watch,
     clock: &Buf<u64>,
     blocks: u32,
     script: &Script<Kt>,
@@ -189,7 +232,11 @@ pub fn launch<Kt: TestKey>(
     };
     let dims = LaunchDims::linear(blocks, cfg.threads).shared_mem(smem_bytes(cfg.k, Kt::BYTES));
     kernel.launch(dims, &p)?;
-    dev.sync()?;
+    super::finish(
+        dev,
+        &format!("{cfg:?}: a launch of {n} operations on {blocks} blocks"),
+        &Watch { blocks, ..*watch },
+    )?;
     let (outs, out_len, status, stamps) =
         (dev.dtoh(&out_keys)?, dev.dtoh(&out_len)?, dev.dtoh(&status)?, dev.dtoh(&stamps)?);
     for i in 0..n {
@@ -221,8 +268,14 @@ pub fn stress_typed<Kt: TestKey>(dev: &Dev, cfg: Cfg, seed: u64) {
     let nodes = dev.alloc_zeroed::<Kt>((slots * k) as usize).unwrap();
     let states = dev.alloc_zeroed::<u64>(slots as usize).unwrap();
     let pbuf = dev.alloc_zeroed::<Kt>(k as usize).unwrap();
-    let heap =
-        dev.htod(&[GcHeap::empty(nodes.ptr().addr(), states.ptr().addr(), pbuf.ptr().addr(), k, capacity)]).unwrap();
+    let trace = dev.alloc_zeroed::<u64>(TRACE_WORDS * blocks as usize).unwrap();
+    let heap = dev
+        .htod(&[GcHeap {
+            trace: trace.ptr().addr(),
+            ..GcHeap::empty(nodes.ptr().addr(), states.ptr().addr(), pbuf.ptr().addr(), k, capacity)
+        }])
+        .unwrap();
+    let watch = Watch { heap: &heap, trace: &trace, states: &states, blocks };
     let clock = dev.htod(&[1u64]).unwrap();
     let mut rng = Rng(seed);
     let mut next_id = 0u64;
@@ -230,7 +283,9 @@ pub fn stress_typed<Kt: TestKey>(dev: &Dev, cfg: Cfg, seed: u64) {
     for &pct in cfg.phases {
         eprintln!("{cfg:?}: a phase of {pct}% inserts on {blocks} blocks");
         let script = make_script::<Kt>(&cfg, blocks, pct, &mut rng, &mut next_id);
-        launch(dev, &kernel, &cfg, &heap, &clock, blocks, &script, &mut ops).unwrap();
+        let t = std::time::Instant::now();
+        launch(dev, &kernel, &cfg, &heap, &watch, &clock, blocks, &script, &mut ops).unwrap();
+        eprintln!("{cfg:?}: the phase took {:?} (launch, wait and read-back)", t.elapsed());
     }
     // Drain with one block, recorded like every other delete, until a delete finds nothing.
     // Every delete of a non-empty heap returns at least one key, so a heap that holds at most
@@ -241,7 +296,7 @@ pub fn stress_typed<Kt: TestKey>(dev: &Dev, cfg: Cfg, seed: u64) {
         assert!(launches <= max_keys / 64 + 1, "{cfg:?}: the drain did not end after {launches} launches");
         let script = Script { kind: vec![1; 64], len: vec![0; 64], keys: vec![Kt::default(); 64 * cfg.k as usize] };
         let before = ops.len();
-        launch(dev, &kernel, &drain_cfg, &heap, &clock, 1, &script, &mut ops).unwrap();
+        launch(dev, &kernel, &drain_cfg, &heap, &watch, &clock, 1, &script, &mut ops).unwrap();
         if ops[before..].iter().any(|o| o.keys.is_empty()) {
             break;
         }
@@ -249,13 +304,21 @@ pub fn stress_typed<Kt: TestKey>(dev: &Dev, cfg: Cfg, seed: u64) {
     let h = dev.dtoh(&heap).unwrap()[0];
     assert_eq!(h.error, 0, "{cfg:?}: the heap recorded protocol fault {}", h.error);
     assert_eq!((h.count, h.pbuf_len, h.hlock, h.mode), (0, 0, 0, 0), "{cfg:?}: not quiescent and empty: {h:?}");
+    // The trace words (the watchdog's source) were kept: every block ended outside the heap,
+    // having recorded an operation.
+    let tr = dev.dtoh(&trace).unwrap();
+    for b in 0..blocks as usize {
+        let w = &tr[b * TRACE_WORDS..(b + 1) * TRACE_WORDS];
+        assert!(w[0] >> 56 == 0 && w[3] != 0, "{cfg:?}: trace of a finished launch: {}", describe_trace(b, w));
+    }
     let words = dev.dtoh(&states).unwrap();
     if let Some(i) = words.iter().position(|&w| w != 0) {
         panic!("{cfg:?}: node {i} has state word {:#x} after the drain", words[i]);
     }
+    let t = std::time::Instant::now();
     let summary = check(&ops, cfg.k as usize).unwrap_or_else(|e| panic!("{cfg:?} (seed {seed:#x}): {e}"));
     println!("{cfg:?} on {blocks} blocks: {summary}");
-    eprintln!("{cfg:?} on {blocks} blocks: {summary}");
+    eprintln!("{cfg:?} on {blocks} blocks: {summary} (history checked in {:?})", t.elapsed());
 }
 
 /// Runs every configuration on `dev` (seeded by its position and K), panicking on the first

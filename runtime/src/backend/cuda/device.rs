@@ -212,6 +212,28 @@ impl CudaDevice {
         })
     }
 
+    /// Copies `buf` to the host on a stream of its own, WITHOUT waiting for the work queued on
+    /// the device's stream: a snapshot of memory that a running kernel may still be writing. For
+    /// diagnostics only (a test's watchdog reads a hung kernel's progress words after
+    /// [`Self::synchronize`] timed out); a word being written may read old or new, and a value of
+    /// several words may be torn.
+    pub fn peek_dtoh<T: DeviceCopy>(&self, buf: &DeviceBuffer<T>) -> Result<Vec<T>> {
+        let mut out: Vec<T> = Vec::with_capacity(buf.len());
+        // SAFETY: `DeviceCopy` types are valid for every bit pattern, zeros included.
+        out.resize(buf.len(), unsafe { std::mem::zeroed() });
+        let bytes = buf.num_bytes();
+        guarded("copying a snapshot from the device", || {
+            let s = &self.shared;
+            // A non-blocking stream: it does not wait for the device's stream (event tracking is
+            // off, see `context`), so the copy runs beside a kernel that has not finished.
+            let side = s.ctx.new_stream().in_ctx(s, || "creating a side stream".to_string())?;
+            side.memcpy_dtoh(&buf.slice, as_pod_mut(&mut out))
+                .in_ctx(s, || format!("copying a {bytes}-byte snapshot from the device"))?;
+            side.synchronize().in_ctx(s, || "waiting for a snapshot copy".to_string())
+        })?;
+        Ok(out)
+    }
+
     /// [`Self::synchronize`] with the default timeout (`Config::timeout`).
     pub fn sync(&self) -> Result<()> {
         self.synchronize(self.timeout)
