@@ -70,8 +70,17 @@ macro_rules! alloc {
     };
 }
 
+/// The cooperative loop of a `#[gpu_cilk(warp)]` task: `for i in lanes(lo, hi) { .. }`, whose
+/// iterations must be independent of each other. On the persistent cuda scheduler the warp that
+/// runs the task spreads them over its lanes (lane `l` runs `lo + l`, `lo + l + 32`, ..) and
+/// waits for all of them (`__syncwarp`) after the loop; everywhere else, and here, it is the
+/// plain range `lo..hi`. See "Warp tasks" in `docs/dsl.md`.
+pub fn lanes<T>(lo: T, hi: T) -> core::ops::Range<T> {
+    lo..hi
+}
+
 /// Everything an annotated program needs: `use gpu_cilk::prelude::*;`.
 pub mod prelude {
-    pub use crate::{alloc, gpu_cilk, spawn, sync};
+    pub use crate::{alloc, gpu_cilk, lanes, spawn, sync};
     pub use gpu_cilk_runtime::{BackendKind, Config, Error, Report, Runtime, SchedulerKind, Stats, Temp};
 }

@@ -184,6 +184,17 @@ fn expr_stmt(e: &Expr, semi: bool) -> syn::Result<Stmt> {
                 }
                 other => return Err(error::FOR_PATTERN.on(other)),
             };
+            if let Some((lo, hi)) = crate::syntax::lanes_call(&f.expr) {
+                return Ok(Stmt::For(For {
+                    var,
+                    mutable,
+                    start: lo.clone(),
+                    end: hi.clone(),
+                    inclusive: false,
+                    lanes: true,
+                    body: stmts(&f.body)?,
+                }));
+            }
             let Expr::Range(r) = &*f.expr else { return Err(error::FOR_ITER.on(&f.expr)) };
             let (Some(start), Some(end)) = (&r.start, &r.end) else { return Err(error::FOR_ITER.on(&f.expr)) };
             Ok(Stmt::For(For {
@@ -192,6 +203,7 @@ fn expr_stmt(e: &Expr, semi: bool) -> syn::Result<Stmt> {
                 start: (**start).clone(),
                 end: (**end).clone(),
                 inclusive: matches!(r.limits, syn::RangeLimits::Closed(_)),
+                lanes: false,
                 body: stmts(&f.body)?,
             }))
         }

@@ -291,3 +291,27 @@ pub fn contains_spawn(e: &Expr) -> bool {
     syn::visit::Visit::visit_expr(&mut f, e);
     f.0
 }
+
+/// `lanes(lo, hi)` / `gpu_cilk::lanes(lo, hi)` (any path whose last segment is `lanes`, two
+/// arguments): the cooperative loop of a `#[gpu_cilk(warp)]` task. `Some((lo, hi))`.
+pub fn lanes_call(e: &Expr) -> Option<(&Expr, &Expr)> {
+    let Expr::Call(c) = e else { return None };
+    let Expr::Path(p) = &*c.func else { return None };
+    if p.qself.is_some() || p.path.segments.last().map(|s| s.ident != "lanes").unwrap_or(true) {
+        return None;
+    }
+    if p.path.segments.iter().any(|s| !s.arguments.is_none()) || c.args.len() != 2 {
+        return None;
+    }
+    Some((&c.args[0], &c.args[1]))
+}
+
+/// The arguments of `#[gpu_cilk(..)]`: `Some(false)` for none, `Some(true)` for `warp`, `None`
+/// for anything else.
+pub fn warp_attr(attr: &proc_macro2::TokenStream) -> Option<bool> {
+    if attr.is_empty() {
+        return Some(false);
+    }
+    let id: syn::Ident = syn::parse2(attr.clone()).ok()?;
+    (id == "warp").then_some(true)
+}

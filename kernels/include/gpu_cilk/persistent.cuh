@@ -378,6 +378,32 @@ template <typename F> __device__ inline void gc_store_masked(F* dst, const F& sr
 }
 
 // ---------------------------------------------------------------------------------------------
+// Warp tasks (`#[gpu_cilk(warp)]`): a task type that declares `static const bool WARP = true` has
+// a cooperative entry `warp` (same signature as `seg0`) that all 32 lanes of a warp run together
+// for one item: its `lanes` loops are spread over the lanes and end with __syncwarp. Warp tasks
+// are leaves (no spawn, no sync, no alloc!), so they need no frame.
+
+template <typename T, typename = void> struct gc_is_warp {
+  static const bool value = false;
+};
+template <typename T> struct gc_is_warp<T, decltype((void)T::WARP)> {
+  static const bool value = T::WARP;
+};
+
+template <bool Warp> struct gc_warp_entry {
+  template <typename Task>
+  static __device__ bool run(gc_cx&, const typename Task::Args&, typename Task::Frame*, typename Task::Ret*) {
+    return false;  // never called: the dispatch asks gc_is_warp first
+  }
+};
+template <> struct gc_warp_entry<true> {
+  template <typename Task>
+  static __device__ bool run(gc_cx& cx, const typename Task::Args& a, typename Task::Frame* out, typename Task::Ret* ret) {
+    return Task::warp(cx, a, out, ret);
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
 // Spawning.
 
 enum gc_spawn_mode { GC_SPAWN_INLINE = 0, GC_SPAWN_LOCAL = 1, GC_SPAWN_POOL = 2 };
@@ -442,6 +468,10 @@ __device__ inline typename Callee::Ret gc_spawn(gc_cx& cx, typename Callee::Args
     mode = GC_SPAWN_INLINE;
   } else if (hungry > 0 && queued > 0 && gc_pool_has_room(P)) {
     mode = GC_SPAWN_POOL;  // keep working on the local stack; feed a hungry warp
+  }
+  if (mode == GC_SPAWN_INLINE && cx.frame != nullptr && gc_is_warp<Callee>::value) {
+    // A warp task run inline would run on this lane alone: queue it for a whole warp.
+    mode = GC_SPAWN_LOCAL;
   }
   if (mode == GC_SPAWN_LOCAL) {
     // Claim stack slots: lanes spawning together share one shared-memory atomic, in the shared
@@ -632,6 +662,43 @@ __device__ gc_frame_hdr* gc_pstart(gc_pwarp* W, const Item& it, gc_frame_hdr* fr
   stats[2 * gc_items<Task>::TASKS] += cx.inline_calls;
   stats[2 * gc_items<Task>::TASKS + 1] += cx.local_joins;
   return next;
+}
+
+// Runs item `it` of the warp task `Task` on the whole warp (every lane calls this, converged, with
+// the same item). The `owner` lane (the one that took the item) then delivers the result and
+// completes the child (join counter); it gets the parent's frame back when that completion was
+// the last one (to resume), the other lanes get null.
+template <typename Task, typename Item>
+__device__ gc_frame_hdr* gc_pwarp_start(gc_pwarp* W, const Item& it, bool owner, gc_u64* stats) {
+  gc_cx cx;
+  cx.W = W;
+  cx.frame = nullptr;
+  cx.mask = nullptr;
+  cx.mask_words = 0u;
+  cx.deferred = 0u;
+  cx.remote = 0u;
+  cx.local_joins = 0u;
+  cx.task = Task::ID;
+  cx.dev_depth = 0u;
+  cx.inline_calls = 0ull;
+  cx.depth = it.h.depth;
+  typename Task::Frame out;
+  typename Task::Ret ret = typename Task::Ret();
+  const typename Task::Args a = *reinterpret_cast<const typename Task::Args*>(it.args);
+  gc_warp_entry<gc_is_warp<Task>::value>::template run<Task>(cx, a, &out, &ret);
+  __syncwarp();
+  if (!owner) return nullptr;
+  stats[2 * Task::ID] += 1ull;
+  stats[2 * gc_items<Task>::TASKS] += cx.inline_calls;
+  gc_pdeliver(it.h.dest, ret);
+  return gc_child_done(W->P, it.h.parent);
+}
+
+// Lane `from`'s item, on every lane (whole warp, converged).
+template <typename Item> __device__ inline void gc_shfl_item(Item* dst, const Item& src, int from) {
+  const gc_u64* s = reinterpret_cast<const gc_u64*>(&src);
+  gc_u64* d = reinterpret_cast<gc_u64*>(dst);
+  for (gc_u32 i = 0; i < (gc_u32)(sizeof(Item) / 8); ++i) d[i] = __shfl_sync(0xffffffffu, s[i], from);
 }
 
 // Resumes the task of frame `h` (its children are all done). Returns the next frame to resume.
@@ -871,8 +938,9 @@ template <typename Prog> __device__ void gc_persistent_loop(const gc_psched& P) 
     __syncwarp();
     const long long t1 = clock64();
     bool used = false;
-    if ((int)W.lane < n) {
-      deepest = mine.h.depth > deepest ? mine.h.depth : deepest;
+    const bool wmine = (int)W.lane < n && Prog::is_warp(mine.h.task);
+    if ((int)W.lane < n) deepest = mine.h.depth > deepest ? mine.h.depth : deepest;
+    if ((int)W.lane < n && !wmine) {
       gc_frame_hdr* next = Prog::start(&W, mine, frame, &used, stats);
       // A continuation chain climbs at most to the root; look for a stop every 64 steps only.
       for (gc_u32 k = 1u; next != nullptr; ++k) {
@@ -881,6 +949,25 @@ template <typename Prog> __device__ void gc_persistent_loop(const gc_psched& P) 
       }
     }
     __syncwarp();
+    // The batch's warp tasks: the whole warp runs each in turn; then each owner lane climbs the
+    // continuation chain its completion started.
+    unsigned wmask = __ballot_sync(0xffffffffu, wmine);
+    if (wmask != 0u) {
+      gc_frame_hdr* wnext = nullptr;
+      while (wmask != 0u) {
+        const int j = __ffs((int)wmask) - 1;
+        wmask &= wmask - 1u;
+        Item it;
+        gc_shfl_item(&it, mine, j);
+        gc_frame_hdr* nx = Prog::start_warp(&W, it, (int)W.lane == j, stats);
+        if ((int)W.lane == j) wnext = nx;
+      }
+      for (gc_u32 k = 1u; wnext != nullptr; ++k) {
+        if ((k & 63u) == 0u && gc_pstopped(&P)) break;
+        wnext = Prog::resume(&W, wnext, stats);
+      }
+      __syncwarp();
+    }
     if (W.lane == 0) {
       wstat[0] += 1ull;
       wstat[1] += (gc_u64)n;

@@ -150,7 +150,15 @@ impl Writer<'_> {
         self.line("{");
         self.depth += 1;
         self.line(&format!("{t} {end} = {hi};"));
-        if f.inclusive {
+        let coop = f.lanes && self.coop && !self.in_lanes;
+        if coop {
+            // A cooperative loop: lane l of the warp runs lo + l, lo + l + 32, ..; all lanes wait
+            // for each other after it (their writes are then visible to the whole warp).
+            self.line(&format!(
+                "for ({t} {it} = ({t})({lo} + ({t})gc_lane()); {it} < {end}; {it} = ({t})({it} + ({t})gc_warp_size())) {{"
+            ));
+            self.in_lanes = true;
+        } else if f.inclusive {
             let go = self.fresh("go");
             self.line(&format!("bool {go} = {lo} <= {end};"));
             self.line(&format!(
@@ -167,6 +175,10 @@ impl Writer<'_> {
         self.pop();
         self.depth -= 1;
         self.line("}");
+        if coop {
+            self.in_lanes = false;
+            self.line("__syncwarp();");
+        }
         self.depth -= 1;
         self.line("}");
     }
