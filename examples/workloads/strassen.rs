@@ -9,10 +9,11 @@
 //!   `n × n` strided view of a temporary (element `(i, j)` of `A` is `a[a0 + i * lda + j]`), so a
 //!   quadrant is an offset and the parent's leading dimension, never a copy. One level: the ten
 //!   sums `S1..S10` into one temporary, the seven products `M1..M7` into another (spawned in
-//!   parallel), then `C` from the `M`s; at `n <= BASE` (or odd `n`) a dense triple loop
-//!   ([`base_mul`]).
+//!   parallel), then `C` from the `M`s; at `n <= BASE` (or odd `n`) a dense product
+//!   ([`base_mul`], a warp task: the 32 lanes of a warp share it on the GPU).
 //! - [`comb`]: `out = s1·X1 + s2·X2 (+ s3·X3 + s4·X4)` over a rectangle of strided views, split
-//!   by rows into parallel children while large; used for the sums and for assembling `C`.
+//!   by rows into parallel children while large, each rectangle then a warp task
+//!   ([`comb_rect`]); used for the sums and for assembling `C`.
 //! - [`pad_in`] / [`copy_out`]: the parallel copies between the caller's slices and the padded
 //!   temporaries, split by rows.
 //!
@@ -34,9 +35,12 @@ pub const BASE: usize = 64;
 /// task; larger ones are split by rows.
 pub const COMB_GRAIN: usize = 4096;
 
-/// `C = A · B` for `n × n` strided views (the base case): the classic triple loop, one dot
-/// product per element of `C`, accumulated in f32.
-#[gpu_cilk]
+/// `C = A · B` for `n × n` strided views (the base case), a warp task (`#[gpu_cilk(warp)]`): on
+/// the persistent cuda scheduler lane `l` of a warp owns the columns `l`, `l + 32`, .. of `C`
+/// (loads of `B` and stores of `C` coalesced, each element of `A` read by all lanes at once) and
+/// accumulates four rows at a time in registers; on the host, the same loops one column after the
+/// other. Every element is one dot product accumulated in f32 in the order `k = 0, 1, ..`.
+#[gpu_cilk(warp)]
 #[allow(clippy::too_many_arguments)]
 pub fn base_mul(
     n: usize,
@@ -50,13 +54,35 @@ pub fn base_mul(
     c0: usize,
     ldc: usize,
 ) {
-    for i in 0..n {
-        for j in 0..n {
+    for j in lanes(0, n) {
+        let mut i: usize = 0;
+        while i + 4 <= n {
+            let mut s0: f32 = 0.0;
+            let mut s1: f32 = 0.0;
+            let mut s2: f32 = 0.0;
+            let mut s3: f32 = 0.0;
+            for k in 0..n {
+                let bk: f32 = b[b0 + k * ldb + j];
+                let r: usize = a0 + i * lda + k;
+                s0 += a[r] * bk;
+                s1 += a[r + lda] * bk;
+                s2 += a[r + 2 * lda] * bk;
+                s3 += a[r + 3 * lda] * bk;
+            }
+            let o: usize = c0 + i * ldc + j;
+            c[o] = s0;
+            c[o + ldc] = s1;
+            c[o + 2 * ldc] = s2;
+            c[o + 3 * ldc] = s3;
+            i += 4;
+        }
+        while i < n {
             let mut s: f32 = 0.0;
             for k in 0..n {
                 s += a[a0 + i * lda + k] * b[b0 + k * ldb + j];
             }
             c[c0 + i * ldc + j] = s;
+            i += 1;
         }
     }
 }
@@ -107,15 +133,45 @@ pub fn comb(
         ));
         return; // the implicit sync of a return
     }
-    for i in 0..rows {
-        for j in 0..cols {
-            let r: usize = i * ldx + j;
-            let mut v: f32 = s1 * x[o1 + r] + s2 * x[o2 + r];
-            if terms > 2 {
-                v += s3 * x[o3 + r] + s4 * x[o4 + r];
-            }
-            out[o0 + i * ldo + j] = v;
+    spawn!(comb_rect(rows, cols, x, ldx, terms, o1, s1, o2, s2, o3, s3, o4, s4, out, o0, ldo));
+    // the implicit sync of the return
+}
+
+/// The rectangle of [`comb`] that one task handles, a warp task: on the persistent cuda scheduler
+/// the lanes of a warp take its elements in row-major order (lane `l` the elements `l`, `l + 32`,
+/// ..: coalesced); on the host, one element after the other.
+#[gpu_cilk(warp)]
+#[allow(clippy::too_many_arguments)]
+pub fn comb_rect(
+    rows: usize,
+    cols: usize,
+    x: Temp<f32>,
+    ldx: usize,
+    terms: usize,
+    o1: usize,
+    s1: f32,
+    o2: usize,
+    s2: f32,
+    o3: usize,
+    s3: f32,
+    o4: usize,
+    s4: f32,
+    out: Temp<f32>,
+    o0: usize,
+    ldo: usize,
+) {
+    if cols == 0 {
+        return;
+    }
+    for e in lanes(0, rows * cols) {
+        let i: usize = e / cols;
+        let j: usize = e % cols;
+        let r: usize = i * ldx + j;
+        let mut v: f32 = s1 * x[o1 + r] + s2 * x[o2 + r];
+        if terms > 2 {
+            v += s3 * x[o3 + r] + s4 * x[o4 + r];
         }
+        out[o0 + i * ldo + j] = v;
     }
 }
 
