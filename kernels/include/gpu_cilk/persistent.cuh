@@ -237,11 +237,16 @@ __device__ inline void gc_raise_cx(const gc_cx& cx, gc_u32 code, gc_u32 site, gc
 __device__ inline gc_xheap* gc_temps_of(const gc_cx& cx) { return cx.W->P->temps; }
 
 // Entered by every serial device form of a task (`<task>_dev`): bounds inline recursion, which
-// uses the thread's stack, and counts inline calls.
+// uses the thread's stack, and counts inline calls. The serial form of a warp task counts as
+// GC_WARP_INLINE_WEIGHT calls (it is the work of a whole warp on one lane), so a subtree run inline
+// that calls a few of them raises the inline floor and its spawns become tasks again.
+#ifndef GC_WARP_INLINE_WEIGHT
+#define GC_WARP_INLINE_WEIGHT 1024u
+#endif
 struct gc_dev_guard {
   const gc_cx& cx;
-  __device__ gc_dev_guard(const gc_cx& c, gc_u32 site) : cx(c) {
-    cx.inline_calls += 1;
+  __device__ gc_dev_guard(const gc_cx& c, gc_u32 site, gc_u32 weight = 1u) : cx(c) {
+    cx.inline_calls += weight;
     if (++cx.dev_depth > cx.W->P->dev_depth_limit) {
       gc_raise_cx(cx, GC_FAULT_DEV_DEPTH, site, cx.W->P->dev_depth_limit);
     }

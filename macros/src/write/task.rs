@@ -343,7 +343,12 @@ fn device_text(
     if task.is_some() {
         // A task run serially recurses on the thread's stack: the scheduler bounds the depth.
         let site = writer.site(name.span());
-        writer.line(&format!("gc_dev_guard gc_guard(cx, {site});"));
+        if task.is_some_and(|t| t.warp) {
+            // A warp task run on one lane: the work of a whole warp (see persistent.cuh).
+            writer.line(&format!("gc_dev_guard gc_guard(cx, {site}, GC_WARP_INLINE_WEIGHT);"));
+        } else {
+            writer.line(&format!("gc_dev_guard gc_guard(cx, {site});"));
+        }
     }
     match body {
         DeviceBody::Function(f) => {
