@@ -113,6 +113,7 @@ pub fn merge_piece(a: &[u32], b: &[u32], out: &mut [u32], k0: usize, k1: usize) 
 /// Merges the sorted `a` and `b` into `out` with a whole warp: the output is cut into pieces of
 /// 32 keys, one lane merges a piece ([`merge_piece`]); serially, the pieces in order.
 #[gpu_cilk(warp)]
+#[allow(clippy::manual_div_ceil)] // `div_ceil` is not in the subset
 pub fn warp_merge(a: &[u32], b: &[u32], out: &mut [u32]) {
     let n: usize = a.len() + b.len();
     for p in lanes(0, (n + 31) / 32) {
@@ -127,6 +128,7 @@ pub fn warp_merge(a: &[u32], b: &[u32], out: &mut [u32]) {
 /// ..), from `a` into `tmp` and back, each round cut into output pieces of 32 keys, one a lane
 /// ([`merge_piece`]); the result is copied back into `a` if the last round wrote `tmp`.
 #[gpu_cilk(warp)]
+#[allow(clippy::manual_div_ceil)] // `div_ceil` is not in the subset
 pub fn warp_sort(a: &mut [u32], tmp: &mut [u32]) {
     let n: usize = a.len();
     let pieces: usize = (n + 31) / 32;
@@ -305,6 +307,7 @@ pub fn merge_piece_f32(a: &[f32], b: &[f32], out: &mut [f32], k0: usize, k1: usi
 /// Merges the sorted `a` and `b` into `out` with a whole warp: the output is cut into pieces of
 /// 32 keys, one lane merges a piece ([`merge_piece_f32`]); serially, the pieces in order.
 #[gpu_cilk(warp)]
+#[allow(clippy::manual_div_ceil)] // `div_ceil` is not in the subset
 pub fn warp_merge_f32(a: &[f32], b: &[f32], out: &mut [f32]) {
     let n: usize = a.len() + b.len();
     for p in lanes(0, (n + 31) / 32) {
@@ -319,6 +322,7 @@ pub fn warp_merge_f32(a: &[f32], b: &[f32], out: &mut [f32]) {
 /// ..), from `a` into `tmp` and back, each round cut into output pieces of 32 keys, one a lane
 /// ([`merge_piece_f32`]); the result is copied back into `a` if the last round wrote `tmp`.
 #[gpu_cilk(warp)]
+#[allow(clippy::manual_div_ceil)] // `div_ceil` is not in the subset
 pub fn warp_sort_f32(a: &mut [f32], tmp: &mut [f32]) {
     let n: usize = a.len();
     let pieces: usize = (n + 31) / 32;
