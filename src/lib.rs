@@ -59,7 +59,9 @@ macro_rules! sync {
 
 /// Allocates a task-scoped temporary inside a `#[gpu_cilk]` function: `let t = alloc!(f32, n);`
 /// gives `n` zeroed elements (a [`Temp<f32>`](runtime::Temp)) that live until the task returns
-/// and that children may receive as an argument. See "Task-scoped temporaries" in `docs/dsl.md`.
+/// and that children may receive as an argument; `alloc!(f32, n, uninit)` skips the zeroing on
+/// the cuda backend (for temporaries written whole before they are read). See "Task-scoped
+/// temporaries" in `docs/dsl.md`.
 ///
 /// Only meaningful inside a `#[gpu_cilk]` function, whose compiler rewrites it; anywhere else it
 /// is a compile error.

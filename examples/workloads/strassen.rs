@@ -203,10 +203,11 @@ pub fn strassen(
     let b12: usize = b0 + h;
     let b21: usize = b0 + h * ldb;
     let b22: usize = b21 + h;
-    // S1..S10, each h × h with leading dimension h, at k * hh.
-    let s = alloc!(f32, 10 * hh);
-    // M1..M7, each h × h with leading dimension h, at k * hh.
-    let m = alloc!(f32, 7 * hh);
+    // S1..S10, each h × h with leading dimension h, at k * hh. `uninit`: every element is
+    // written (by the `comb`s below) before it is read, so the cuda backend need not zero them.
+    let s = alloc!(f32, 10 * hh, uninit);
+    // M1..M7, each h × h with leading dimension h, at k * hh (written whole by the products).
+    let m = alloc!(f32, 7 * hh, uninit);
     spawn!(comb(h, h, a, lda, 2, a0, 1.0, a22, 1.0, 0, 0.0, 0, 0.0, s, 0, h)); // S1 = A11 + A22
     spawn!(comb(h, h, b, ldb, 2, b0, 1.0, b22, 1.0, 0, 0.0, 0, 0.0, s, hh, h)); // S2 = B11 + B22
     spawn!(comb(h, h, a, lda, 2, a21, 1.0, a22, 1.0, 0, 0.0, 0, 0.0, s, 2 * hh, h)); // S3 = A21 + A22

@@ -543,7 +543,7 @@ pub const ALLOC_POSITION: Msg = Msg {
 /// `alloc!` with the wrong number of arguments.
 pub const ALLOC_ARGS: Msg = Msg {
     text: "`alloc!` takes an element type and a length",
-    hint: "write `alloc!(f32, n)` (`n` a `usize` expression)",
+    hint: "write `alloc!(f32, n)` (`n` a `usize` expression), or `alloc!(f32, n, uninit)` to skip zeroing it on cuda",
 };
 
 /// `alloc!(T, n)` with a `T` that is not an integer or float scalar.

@@ -300,6 +300,8 @@ pub struct Alloc {
     pub len: Expr,
     /// The span of the `alloc!` invocation.
     pub span: Span,
+    /// Written `alloc!(T, n, uninit)`: the cuda backend does not zero it (host backends do).
+    pub uninit: bool,
 }
 
 /// `if cond { then } [else ..]`

@@ -145,7 +145,8 @@ fn one_stmt(s: &syn::Stmt) -> syn::Result<Stmt> {
             if let Some(mac) = init.and_then(as_alloc) {
                 let (elem, len) = alloc_args(mac)?;
                 let ty = Some(syn::parse_quote!(::gpu_cilk::runtime::Temp<#elem>));
-                let alloc = Some(Box::new(Alloc { elem, len, span: mac_span(mac) }));
+                let uninit = crate::syntax::alloc_uninit(mac);
+                let alloc = Some(Box::new(Alloc { elem, len, span: mac_span(mac), uninit }));
                 return Ok(Stmt::Let(Let { name, mutable, ty, init: None, frame: false, alloc }));
             }
             Ok(Stmt::Let(Let { name, mutable, ty, init: init.cloned(), frame: false, alloc: None }))

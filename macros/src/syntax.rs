@@ -63,28 +63,49 @@ pub fn as_alloc(expr: &Expr) -> Option<&Macro> {
 pub const TEMP_SCALARS: &[&str] =
     &["u8", "u16", "u32", "u64", "usize", "i8", "i16", "i32", "i64", "isize", "f32", "f64"];
 
-/// `alloc!(T, len)`: the element type (checked against [`TEMP_SCALARS`]) and the length.
+/// `alloc!(T, len)` or `alloc!(T, len, uninit)`: the element type (checked against
+/// [`TEMP_SCALARS`]) and the length. See [`alloc_uninit`] for the third argument.
 pub fn alloc_args(mac: &Macro) -> syn::Result<(Type, Expr)> {
-    struct Args(Type, Expr);
-    impl syn::parse::Parse for Args {
-        fn parse(input: syn::parse::ParseStream<'_>) -> syn::Result<Self> {
-            let ty: Type = input.parse()?;
-            input.parse::<Token![,]>()?;
-            let len: Expr = input.parse()?;
-            if input.peek(Token![,]) {
-                input.parse::<Token![,]>()?;
-            }
-            if !input.is_empty() {
-                return Err(input.error("extra"));
-            }
-            Ok(Args(ty, len))
-        }
-    }
-    let Args(ty, len) = mac.parse_body::<Args>().map_err(|_| error::ALLOC_ARGS.on(mac))?;
+    let AllocArgs(ty, len, _) = mac.parse_body::<AllocArgs>().map_err(|_| error::ALLOC_ARGS.on(mac))?;
     if temp_elem_name(&ty).is_none() {
         return Err(error::ALLOC_ELEM.on(&ty));
     }
     Ok((ty, len))
+}
+
+/// Whether an `alloc!` that parses (see [`alloc_args`]) was written `alloc!(T, len, uninit)`:
+/// the cuda backend then skips zeroing the temporary.
+pub fn alloc_uninit(mac: &Macro) -> bool {
+    mac.parse_body::<AllocArgs>().map(|a| a.2).unwrap_or(false)
+}
+
+/// The arguments of `alloc!`: type, length, `uninit` written.
+struct AllocArgs(Type, Expr, bool);
+
+impl syn::parse::Parse for AllocArgs {
+    fn parse(input: syn::parse::ParseStream<'_>) -> syn::Result<Self> {
+        let ty: Type = input.parse()?;
+        input.parse::<Token![,]>()?;
+        let len: Expr = input.parse()?;
+        let mut uninit = false;
+        if input.peek(Token![,]) {
+            input.parse::<Token![,]>()?;
+            if !input.is_empty() {
+                let id: syn::Ident = input.parse()?;
+                if id != "uninit" {
+                    return Err(syn::Error::new(id.span(), "not `uninit`"));
+                }
+                uninit = true;
+                if input.peek(Token![,]) {
+                    input.parse::<Token![,]>()?;
+                }
+            }
+        }
+        if !input.is_empty() {
+            return Err(input.error("extra"));
+        }
+        Ok(AllocArgs(ty, len, uninit))
+    }
 }
 
 /// `f32` for the type `f32` when it is a [`TEMP_SCALARS`] type.

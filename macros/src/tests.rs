@@ -1062,3 +1062,20 @@ fn warp_task_misuse() {
     let out = crate::task_macro(quote!(foo), quote! { fn f() {} }).to_string();
     assert!(out.contains("takes no arguments other than `warp`"), "{out}");
 }
+
+#[test]
+fn uninit_temporaries_are_not_zeroed_on_the_device() {
+    let task = lowered(quote! {
+        fn t(n: usize) -> f32 {
+            let a = alloc!(f32, n, uninit);
+            let b = alloc!(f32, n);
+            a[0] = 1.0;
+            a[0] + b[0]
+        }
+    });
+    let f = crate::write::task_fragment(&task);
+    assert!(f.defs.contains("gc_temp<gc_f32> a_ = gc_alloc_temp<gc_f32>(cx, (gc_u64)(n), 0u, false);"), "{}", f.defs);
+    assert!(f.defs.contains("gc_temp<gc_f32> b = gc_alloc_temp<gc_f32>(cx, (gc_u64)(n), 1u);"), "{}", f.defs);
+    let bad = crate::task_macro(quote!(), quote! { fn u(n: usize) { let a = alloc!(f32, n, zeroed); } }).to_string();
+    assert!(bad.contains("`alloc!` takes an element type and a length"), "{bad}");
+}

@@ -44,7 +44,9 @@ __device__ inline void gc_zero_bytes(void* p, gc_u64 bytes) {
   for (; i < bytes; ++i) b[i] = 0;
 }
 
-template <typename T> __device__ inline gc_temp<T> gc_alloc_temp(const gc_cx& cx, gc_u64 n, gc_u32 site) {
+// `zero`: false for `alloc!(T, n, uninit)` (the task writes every element before reading it).
+template <typename T>
+__device__ inline gc_temp<T> gc_alloc_temp(const gc_cx& cx, gc_u64 n, gc_u32 site, bool zero = true) {
   gc_temp<T> t;
   t.ptr = nullptr;
   t.n = 0;
@@ -58,7 +60,7 @@ template <typename T> __device__ inline gc_temp<T> gc_alloc_temp(const gc_cx& cx
   }
   t.ptr = reinterpret_cast<T*>(p);
   t.n = n;
-  gc_zero_bytes(p, n * (gc_u64)sizeof(T));
+  if (zero) gc_zero_bytes(p, n * (gc_u64)sizeof(T));
   return t;
 }
 

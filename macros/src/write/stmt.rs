@@ -48,9 +48,10 @@ impl Writer<'_> {
                 let ty = Ty::Temp(Box::new(elem.clone()));
                 let name = self.declare(&l.name, Some(ty.clone()));
                 self.line(&format!(
-                    "{} {name} = gc_alloc_temp<{}>(cx, (gc_u64)({len}), {site});",
+                    "{} {name} = gc_alloc_temp<{}>(cx, (gc_u64)({len}), {site}{});",
                     ty.cxx(),
-                    elem.cxx()
+                    elem.cxx(),
+                    if a.uninit { ", false" } else { "" }
                 ));
                 // An exhausted heap has raised a fault (the run fails); end the segment now.
                 let fail = match self.mode {
