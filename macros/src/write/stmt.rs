@@ -152,12 +152,20 @@ impl Writer<'_> {
         self.depth += 1;
         self.line(&format!("{t} {end} = {hi};"));
         let coop = f.lanes && self.coop && !self.in_lanes;
+        // The value of the loop variable in an iteration (a cooperative loop counts in 64 bits).
+        let mut value = it.clone();
         if coop {
             // A cooperative loop: lane l of the warp runs lo + l, lo + l + 32, ..; all lanes wait
-            // for each other after it (their writes are then visible to the whole warp).
+            // for each other after it (their writes are then visible to the whole warp). The
+            // count and the steps are 64-bit offsets from `lo`, so no step wraps around `T`'s end
+            // (`(gc_u64)` of a negative `lo` sign-extends: the difference is still exact).
+            let (base, cnt) = (self.fresh("lo"), self.fresh("cnt"));
+            self.line(&format!("{t} {base} = {lo};"));
+            self.line(&format!("gc_u64 {cnt} = {base} < {end} ? (gc_u64){end} - (gc_u64){base} : (gc_u64)0;"));
             self.line(&format!(
-                "for ({t} {it} = ({t})({lo} + ({t})gc_lane()); {it} < {end}; {it} = ({t})({it} + ({t})gc_warp_size())) {{"
+                "for (gc_u64 {it} = (gc_u64)gc_lane(); {it} < {cnt}; {it} += (gc_u64)gc_warp_size()) {{"
             ));
+            value = format!("({t})((gc_u64){base} + {it})");
             self.in_lanes = true;
         } else if f.inclusive {
             let go = self.fresh("go");
@@ -171,7 +179,7 @@ impl Writer<'_> {
         self.depth += 1;
         self.push();
         let v = self.declare(&f.var, Some(ty.clone()));
-        self.line(&format!("{t} {v} = {it};"));
+        self.line(&format!("{t} {v} = {value};"));
         self.stmts(&f.body, None);
         self.pop();
         self.depth -= 1;
