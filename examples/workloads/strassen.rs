@@ -15,7 +15,8 @@
 //!   by rows into parallel children while large, each rectangle then a warp task
 //!   ([`comb_rect`]); used for the sums and for assembling `C`.
 //! - [`pad_in`] / [`copy_out`]: the parallel copies between the caller's slices and the padded
-//!   temporaries, split by rows.
+//!   temporaries, split by rows, each block of rows a warp task ([`pad_rows`], [`copy_rows`]);
+//!   [`zero_fill`] zeroes the padding rows (the temporaries are `alloc!(.., uninit)`).
 //!
 //! Why temporaries with offsets and strides rather than slices: the products must go into
 //! task-scoped temporaries (`alloc!`), and a temporary cannot be viewed as a slice (`&t[..]` of a
@@ -252,10 +253,45 @@ pub fn pad_in(src: &[f32], n: usize, r0: usize, t: Temp<f32>, m: usize) {
         spawn!(pad_in(&src[h * n..], n, r0 + h, t, m));
         return; // the implicit sync of a return
     }
-    for i in 0..rows {
-        for j in 0..n {
-            t[(r0 + i) * m + j] = src[i * n + j];
-        }
+    spawn!(pad_rows(src, n, r0, t, m));
+    // the implicit sync of the return
+}
+
+/// The rows of [`pad_in`] that one task copies, a warp task: row `r0 + i` of `t` gets row `i` of
+/// `src` in its first `n` columns and zeros in the other `m - n` (lanes take the row-major
+/// elements of the `m`-wide rows in turn).
+#[gpu_cilk(warp)]
+pub fn pad_rows(src: &[f32], n: usize, r0: usize, t: Temp<f32>, m: usize) {
+    if m == 0 {
+        return;
+    }
+    let rows: usize = src.len() / n;
+    for e in lanes(0, rows * m) {
+        let i: usize = e / m;
+        let j: usize = e % m;
+        t[(r0 + i) * m + j] = if j < n { src[i * n + j] } else { 0.0 };
+    }
+}
+
+/// Zeroes `t[lo..hi]`: split in halves while longer than 4096, each piece a warp task
+/// ([`zero_span`]).
+#[gpu_cilk]
+pub fn zero_fill(t: Temp<f32>, lo: usize, hi: usize) {
+    if hi > lo + 4096 {
+        let mid: usize = lo + (hi - lo) / 2;
+        spawn!(zero_fill(t, lo, mid));
+        spawn!(zero_fill(t, mid, hi));
+        return; // the implicit sync of a return
+    }
+    spawn!(zero_span(t, lo, hi));
+    // the implicit sync of the return
+}
+
+/// `t[lo..hi] = 0`, a warp task.
+#[gpu_cilk(warp)]
+pub fn zero_span(t: Temp<f32>, lo: usize, hi: usize) {
+    for i in lanes(lo, hi) {
+        t[i] = 0.0;
     }
 }
 
@@ -270,10 +306,16 @@ pub fn copy_out(t: Temp<f32>, m: usize, dst: &mut [f32], n: usize, r0: usize) {
         spawn!(copy_out(t, m, &mut dst[h * n..], n, r0 + h));
         return; // the implicit sync of a return
     }
-    for i in 0..rows {
-        for j in 0..n {
-            dst[i * n + j] = t[(r0 + i) * m + j];
-        }
+    spawn!(copy_rows(t, m, dst, n, r0));
+    // the implicit sync of the return
+}
+
+/// The rows of [`copy_out`] that one task copies, a warp task (lanes take the elements of `dst`
+/// in turn).
+#[gpu_cilk(warp)]
+pub fn copy_rows(t: Temp<f32>, m: usize, dst: &mut [f32], n: usize, r0: usize) {
+    for e in lanes(0, dst.len()) {
+        dst[e] = t[(r0 + e / n) * m + e % n];
     }
 }
 
@@ -284,11 +326,16 @@ pub fn strassen_root(a: &[f32], b: &[f32], c: &mut [f32], n: usize, m: usize) {
     if n == 0 {
         return;
     }
-    let ta = alloc!(f32, m * m);
-    let tb = alloc!(f32, m * m);
-    let tc = alloc!(f32, m * m);
+    // `uninit`: pad_in writes the first `n` rows whole (zeros right of column `n`), zero_fill the
+    // rest; the product writes all of `tc`. (Zeroing 3 m² floats in the allocating thread would
+    // cost more than the product at m = 4096.)
+    let ta = alloc!(f32, m * m, uninit);
+    let tb = alloc!(f32, m * m, uninit);
+    let tc = alloc!(f32, m * m, uninit);
     spawn!(pad_in(a, n, 0, ta, m));
     spawn!(pad_in(b, n, 0, tb, m));
+    spawn!(zero_fill(ta, n * m, m * m));
+    spawn!(zero_fill(tb, n * m, m * m));
     sync!();
     spawn!(strassen(m, ta, 0, m, tb, 0, m, tc, 0, m));
     sync!();
