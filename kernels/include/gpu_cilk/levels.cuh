@@ -88,13 +88,11 @@ __device__ inline gc_xheap* gc_temps_of(const gc_cx& cx) { return cx.L->temps; }
 
 // Entered by every serial device form of a task (`<task>_dev`, a plain call of a task from device
 // code): bounds that recursion, which uses the thread's stack.
-#ifndef GC_WARP_INLINE_WEIGHT
-#define GC_WARP_INLINE_WEIGHT 1024u  // what persistent.cuh counts a warp task's serial form as
-#endif
 struct gc_dev_guard {
   const gc_cx& cx;
-  __device__ gc_dev_guard(const gc_cx& c, gc_u32 site, gc_u32 weight = 1u) : cx(c) {
-    (void)weight;  // this scheduler does not count inline calls
+  // `warp`: a warp task's serial form (persistent.cuh counts those; this scheduler does not).
+  __device__ gc_dev_guard(const gc_cx& c, gc_u32 site, bool warp = false) : cx(c) {
+    (void)warp;
     if (++cx.dev_depth > cx.L->dev_depth_limit) gc_raise_cx(cx, GC_FAULT_DEV_DEPTH, site, cx.L->dev_depth_limit);
   }
   __device__ ~gc_dev_guard() { cx.dev_depth -= 1; }

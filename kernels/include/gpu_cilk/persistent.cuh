@@ -215,6 +215,7 @@ struct gc_cx {
   gc_u32 task;               // its index (for faults)
   mutable gc_u32 dev_depth;  // depth of inline serial recursion (gc_dev_guard)
   mutable gc_u64 inline_calls;
+  mutable gc_u32 warp_inline;  // warp tasks run inline through their serial form (one lane)
   gc_u32 local_joins;        // segments that ended with only local children (statistics)
 };
 
@@ -237,16 +238,14 @@ __device__ inline void gc_raise_cx(const gc_cx& cx, gc_u32 code, gc_u32 site, gc
 __device__ inline gc_xheap* gc_temps_of(const gc_cx& cx) { return cx.W->P->temps; }
 
 // Entered by every serial device form of a task (`<task>_dev`): bounds inline recursion, which
-// uses the thread's stack, and counts inline calls. The serial form of a warp task counts as
-// GC_WARP_INLINE_WEIGHT calls (it is the work of a whole warp on one lane), so a subtree run inline
-// that calls a few of them raises the inline floor and its spawns become tasks again.
-#ifndef GC_WARP_INLINE_WEIGHT
-#define GC_WARP_INLINE_WEIGHT 1024u
-#endif
+// uses the thread's stack, and counts inline calls. `warp`: the serial form of a warp task (the
+// work of a whole warp on one lane): a call run inline from a segment that reaches one raises
+// the inline floor like a call over the budget (gc_spawn), so its level spawns tasks again.
 struct gc_dev_guard {
   const gc_cx& cx;
-  __device__ gc_dev_guard(const gc_cx& c, gc_u32 site, gc_u32 weight = 1u) : cx(c) {
-    cx.inline_calls += weight;
+  __device__ gc_dev_guard(const gc_cx& c, gc_u32 site, bool warp = false) : cx(c) {
+    cx.inline_calls += 1;
+    if (warp) cx.warp_inline += 1u;
     if (++cx.dev_depth > cx.W->P->dev_depth_limit) {
       gc_raise_cx(cx, GC_FAULT_DEV_DEPTH, site, cx.W->P->dev_depth_limit);
     }
@@ -534,8 +533,9 @@ __device__ inline typename Callee::Ret gc_spawn(gc_cx& cx, typename Callee::Args
   // tasks from then on, so that no lane runs a large subtree alone while others wait.
   if (cx.frame == nullptr) return Callee::dev(cx, args);  // no frame slot: forced, not measured
   const gc_u64 before = cx.inline_calls;
+  const gc_u32 warp_before = cx.warp_inline;
   const Ret v = Callee::dev(cx, args);
-  if (cx.inline_calls - before > (gc_u64)P->inline_budget) {
+  if (cx.inline_calls - before > (gc_u64)P->inline_budget || cx.warp_inline != warp_before) {
     atomicMax(reinterpret_cast<int*>(&P->ctl[GC_PCTL_INLINE_FLOOR]), (int)(cx.depth + 2u));
   }
   return v;
@@ -655,6 +655,7 @@ __device__ gc_frame_hdr* gc_pstart(gc_pwarp* W, const Item& it, gc_frame_hdr* fr
   cx.task = Task::ID;
   cx.dev_depth = 0u;
   cx.inline_calls = 0ull;
+  cx.warp_inline = 0u;
   if (frame != nullptr) frame->pending = 0;
   typename Task::Frame out;
   typename Task::Ret ret = typename Task::Ret();
@@ -686,6 +687,7 @@ __device__ gc_frame_hdr* gc_pwarp_start(gc_pwarp* W, const Item& it, bool owner,
   cx.task = Task::ID;
   cx.dev_depth = 0u;
   cx.inline_calls = 0ull;
+  cx.warp_inline = 0u;
   cx.depth = it.h.depth;
   typename Task::Frame out;
   typename Task::Ret ret = typename Task::Ret();
@@ -733,6 +735,7 @@ template <typename Task> __device__ gc_frame_hdr* gc_presume(gc_pwarp* W, gc_fra
   cx.task = Task::ID;
   cx.dev_depth = 0u;
   cx.inline_calls = 0ull;
+  cx.warp_inline = 0u;
   const gc_u32 seg = h->next_segment;
   typename Task::Frame f = slot->frame;
   typename Task::Frame out;

@@ -345,7 +345,7 @@ fn device_text(
         let site = writer.site(name.span());
         if task.is_some_and(|t| t.warp) {
             // A warp task run on one lane: the work of a whole warp (see persistent.cuh).
-            writer.line(&format!("gc_dev_guard gc_guard(cx, {site}, GC_WARP_INLINE_WEIGHT);"));
+            writer.line(&format!("gc_dev_guard gc_guard(cx, {site}, /*warp=*/true);"));
         } else {
             writer.line(&format!("gc_dev_guard gc_guard(cx, {site});"));
         }
