@@ -4,6 +4,10 @@
 #   scripts/gpu-bench.sh --build DIR          # anywhere (no CUDA needed): release build -> DIR/gpu_suite
 #   scripts/gpu-bench.sh DIR [ARGS...]        # GPU machine: runs DIR/gpu_suite (or DIR if it is the binary)
 #
+# e.g. sort and Strassen against rayon, CUB, a tiled SGEMM and cuBLAS (nvcc builds the peers; writes
+# results.csv, results.json, sort.svg and strassen.svg under --out):
+#   scripts/gpu-bench.sh DIR --only sort,strassen --sort-n 1000000,10000000,100000000 \
+#       --strassen-n 512,1024,2048,4096 --reps 3 --out OUT
 # ARGS go to gpu_suite (see `gpu_suite --help`); default `--fib 35 --queens 15 --reps 5`, and
 # `--out DIR/results` unless ARGS give --out. libcuda comes from the driver (ld cache); NVRTC from
 # /usr/local/cuda/lib64 (libnvrtc.so.13), put first on LD_LIBRARY_PATH. Exit status: 0, or 1 if a

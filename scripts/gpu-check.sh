@@ -4,7 +4,8 @@
 #   bash .carry/gpu-check.sh [OUT]  # there: run tests, examples, compute-sanitizer; summary last
 # Needs the NVIDIA driver and NVRTC (CUDA 12 or 13); /usr/local/cuda/lib64 is put on the path.
 # OUT gets gpu-check.log (every step's output, in order), summary.txt, device.txt and bench/
-# (the suite's results.csv and results.json); each step's own log goes to $GPU_CHECK_STEPS
+# (the suite's results.csv and results.json) and bench-data/ (sort and Strassen: results.csv,
+# results.json, sort.svg, strassen.svg); each step's own log goes to $GPU_CHECK_STEPS
 # (default OUT/steps). The PTX cache is $GPU_CILK_CACHE_DIR (default a folder under /tmp).
 # GPU_CHECK_LARGE=1 adds the large sizes (strassen 2048 and 4096, sort 10^8), minutes each.
 set -uo pipefail
@@ -76,6 +77,14 @@ if command -v compute-sanitizer >/dev/null; then
 fi
 if [ -x "$here/gpu_suite" ] && [ -z "${SKIP_BENCH:-}" ]; then
   STEP_TIMEOUT=${BENCH_TIMEOUT:-400} step bench "$here/gpu_suite" --out "$out/bench" --only "${BENCH_ONLY:-fib,queens,loopsync,channel,alloc,queue}" ${BENCH_ARGS:-}
+  # sort and Strassen against serial, rayon, CUB radix/merge sort, a tiled SGEMM and cuBLAS (the
+  # peers are built with nvcc): tables in the log, results.csv/json, sort.svg and strassen.svg
+  # under OUT/bench-data. Default sizes 10^6, 10^7 keys and n = 512, 1024; the sizes with
+  # GPU_CHECK_LARGE=1. BENCH_DATA_ARGS adds options (e.g. --sort-f32).
+  data_args=()
+  [ -n "${GPU_CHECK_LARGE:-}" ] && data_args=(--sort-n 1000000,10000000,100000000 --strassen-n 512,1024,2048,4096 --reps 3)
+  STEP_TIMEOUT=${BENCH_DATA_TIMEOUT:-600} step bench-sort-strassen "$here/gpu_suite" --out "$out/bench-data" \
+    --only sort,strassen ${data_args[@]+"${data_args[@]}"} ${BENCH_DATA_ARGS:-}
 fi
 # The cpu backend (stealing and levels) against serial and rayon join on this host's cores.
 if [ -x "$here/cpu_bench" ] && [ -z "${SKIP_BENCH:-}" ]; then

@@ -33,7 +33,7 @@
 
 pub use gpu_cilk_macros::{device, gpu_cilk};
 pub use gpu_cilk_runtime as runtime;
-pub use gpu_cilk_runtime::{BackendKind, Config, Error, Report, Runtime, SchedulerKind, Stats, Temp};
+pub use gpu_cilk_runtime::{BackendKind, Config, Error, Report, ResidentBuffer, Runtime, SchedulerKind, Stats, Temp};
 
 /// Spawns a child task inside a `#[gpu_cilk]` function: `let x = spawn!(f(a, b));`.
 ///
@@ -84,5 +84,7 @@ pub fn lanes<T>(lo: T, hi: T) -> core::ops::Range<T> {
 /// Everything an annotated program needs: `use gpu_cilk::prelude::*;`.
 pub mod prelude {
     pub use crate::{alloc, gpu_cilk, lanes, spawn, sync};
-    pub use gpu_cilk_runtime::{BackendKind, Config, Error, Report, Runtime, SchedulerKind, Stats, Temp};
+    pub use gpu_cilk_runtime::{
+        BackendKind, Config, Error, Report, ResidentBuffer, Runtime, SchedulerKind, Stats, Temp,
+    };
 }

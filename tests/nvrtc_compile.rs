@@ -97,13 +97,39 @@ fn every_fixture_compiles_with_nvrtc() {
             };
             for arch in [Arch::new(8, 0), Arch::new(9, 0)] {
                 match compile_ptx(&src, name, arch) {
-                    Ok(ptx) => assert!(ptx.contains(&entry), "{name} ({sched:?}): no `{entry}` in the PTX"),
+                    Ok(ptx) => {
+                        assert!(ptx.contains(&entry), "{name} ({sched:?}): no `{entry}` in the PTX");
+                        // The driver JIT-compiles this PTX when a program loads; its time grows
+                        // faster than the size (Strassen's 2.9 MB took minutes on an H100 host).
+                        if ptx.len() > MAX_PTX_BYTES {
+                            failures.push(format!(
+                                "{name} ({sched:?}, {}): {} bytes of PTX, more than {MAX_PTX_BYTES}: \
+                                 something is inlined at every site again (see GC_OUTLINE_SPAWNS)",
+                                arch.compute(),
+                                ptx.len()
+                            ));
+                        }
+                    }
                     Err(e) => failures.push(format!("{name} ({sched:?}, {}): {e}", arch.compute())),
                 }
             }
         }
     }
     assert!(failures.is_empty(), "NVRTC failed:\n{}", failures.join("\n\n"));
+}
+
+/// The PTX size above which a program's load (the driver's JIT) takes too long: the largest fixture
+/// (Strassen, 32 spawn sites, persistent) is about 0.7 MB with spawns and allocations out of line.
+const MAX_PTX_BYTES: usize = 1_200_000;
+
+#[test]
+fn programs_with_many_spawn_sites_outline_gc_spawn() {
+    let outlined = |src: &str| src.contains("#define GC_OUTLINE_SPAWNS 1");
+    let [(_, strassen), (_, strassen_levels)] = assemble::<strassen_workload::strassen_root::Task>();
+    assert!(outlined(&strassen), "Strassen's persistent program must outline gc_spawn");
+    assert!(!outlined(&strassen_levels), "only the persistent scheduler's gc_spawn is switched");
+    let [(_, fib), _] = assemble::<fib::Task>();
+    assert!(!outlined(&fib), "fib (2 spawn sites) keeps gc_spawn inlined");
 }
 
 #[test]

@@ -3,7 +3,8 @@
 //! as (inserts + deletes) / time, for N = 2^20 .. 2^29, node sizes K and batch sizes swept;
 //! against `std::collections::BinaryHeap` on one core (push all, pop all) and the GPU sort of the
 //! same keys as the floor: CUB's radix and merge sort (`benches/cuda/cub_sort.cu`, compiled here
-//! with `nvcc` into a temporary directory and run; its column says why when nvcc is missing).
+//! with `nvcc` ([`crate::nvcc`]) into a temporary directory and run; its column says why when nvcc is
+//! missing; the sort benchmark reuses [`CubSort`]).
 //! Writes the rows like every module, plus `heap.svg` (throughput against N).
 //!
 //! Keys: priority `key_u32(i)` (murmur3's fmix32, or sorted / reverse / equal), payload `i`; the
@@ -15,6 +16,7 @@
 //! `runtime/tests/support/heap_mirror.rs`, shared with the heap's GPU test.
 
 use crate::common::{Device, Row};
+use crate::nvcc::NvccProgram;
 use crate::Args;
 use gpu_cilk::runtime::backend::cuda::{CudaDevice, DeviceCopy, DevicePtr, Kernel, LaunchDims, ProgramSource};
 use std::cmp::Reverse;
@@ -143,7 +145,10 @@ pub(crate) fn bench_heap(args: &Args, device: Device) -> Vec<Row> {
         }
         match &cub {
             Err(e) => rows.push(Row::new("heap", &size, "CUB sort", n as f64, "keys/s").na(e)),
-            Ok(c) => rows.extend(c.rows(args, n, &size, &args.heap_dist)),
+            Ok(c) => rows.extend(c.rows("heap", args.heap_reps, n, &size, &args.heap_dist).into_iter().map(|mut r| {
+                r.note.push_str(" (the floor for insert-all/delete-all)");
+                r
+            })),
         }
         // The ratio of the best heap run to the CUB radix sort of the same keys.
         let best = rows
@@ -315,87 +320,53 @@ impl<'d> HeapGpu<'d> {
 
 // ---- CUB sort (nvcc) ---------------------------------------------------------------------------------
 
-struct CubSort {
-    exe: std::path::PathBuf,
+/// `cub_sort.cu` built with nvcc; also the CUB columns of the sort benchmark.
+pub(crate) struct CubSort {
+    program: NvccProgram,
 }
 
 impl CubSort {
     /// Compiles `cub_sort.cu` with `nvcc` into a temporary directory under `out`.
-    fn build(nvcc: &Path, out: &Path) -> Result<Self, String> {
-        if !nvcc.exists() {
-            return Err(format!("n/a: no nvcc at {} (pass --nvcc)", nvcc.display()));
-        }
-        let dir = out.join(format!("cub-sort-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).map_err(|e| format!("n/a: {}: {e}", dir.display()))?;
-        let src = dir.join("cub_sort.cu");
-        std::fs::write(&src, CUB_SORT_CU).map_err(|e| format!("n/a: {}: {e}", src.display()))?;
-        let exe = dir.join("cub_sort");
-        let start = Instant::now();
-        let res = std::process::Command::new(nvcc)
-            .args(["-O3", "-arch=sm_90", "-o"])
-            .arg(&exe)
-            .arg(&src)
-            .output()
-            .map_err(|e| format!("n/a: running {}: {e}", nvcc.display()))?;
-        if !res.status.success() {
-            let err = String::from_utf8_lossy(&res.stderr);
-            eprintln!("nvcc failed on cub_sort.cu:\n{err}");
-            return Err(format!(
-                "n/a: nvcc failed: {}",
-                err.lines().find(|l| l.contains("error")).unwrap_or("see stderr")
-            ));
-        }
-        println!("heap:    compiled cub_sort.cu with {} in {:.1} s", nvcc.display(), start.elapsed().as_secs_f64());
-        Ok(CubSort { exe })
+    pub(crate) fn build(nvcc: &Path, out: &Path) -> Result<Self, String> {
+        Ok(CubSort { program: NvccProgram::build(nvcc, out, "cub_sort", CUB_SORT_CU, &[])? })
     }
 
-    /// Radix and merge sort rows for `n` keys (the program's median, min and max become the
-    /// row's three times).
-    fn rows(&self, args: &Args, n: u64, size: &str, dist: &str) -> Vec<Row> {
+    /// Radix and merge sort rows of `workload` for `n` u32 keys (the program's median, min and max
+    /// become the row's three times), `reps` measured runs each.
+    pub(crate) fn rows(&self, workload: &str, reps: usize, n: u64, size: &str, dist: &str) -> Vec<Row> {
         let na = |e: String| {
             vec![
-                Row::new("heap", size, "CUB radix sort", n as f64, "keys/s").na(&e),
-                Row::new("heap", size, "CUB merge sort", n as f64, "keys/s").na(&e),
+                Row::new(workload, size, "CUB radix sort", n as f64, "keys/s").na(&e),
+                Row::new(workload, size, "CUB merge sort", n as f64, "keys/s").na(&e),
             ]
         };
-        let out = match std::process::Command::new(&self.exe)
-            .args(["--n", &n.to_string(), "--type", "u32", "--dist", dist, "--algo", "radix,merge"])
-            .args(["--reps", &args.heap_reps.max(1).to_string(), "--seed", "1"])
-            .output()
-        {
-            Ok(o) => o,
-            Err(e) => return na(format!("n/a: running cub_sort: {e}")),
+        let args: Vec<String> = ["--n", &n.to_string(), "--type", "u32", "--dist", dist, "--algo", "radix,merge"]
+            .iter()
+            .map(|s| s.to_string())
+            .chain(["--reps".to_string(), reps.max(1).to_string(), "--seed".into(), "1".into()])
+            .collect();
+        let lines = match self.program.run(&args, &["radix,", "merge,"]) {
+            Ok(l) => l,
+            Err(e) => return na(e),
         };
-        let text = String::from_utf8_lossy(&out.stdout);
-        if !out.status.success() && !text.contains("radix,") {
-            return na(format!("n/a: cub_sort failed: {}", String::from_utf8_lossy(&out.stderr).trim()));
-        }
         let mut rows = Vec::new();
-        for line in text.lines().filter(|l| l.starts_with("radix,") || l.starts_with("merge,")) {
+        for line in lines {
             let f: Vec<&str> = line.split(',').collect();
             if f.len() < 10 {
                 continue;
             }
             let ms = |s: &str| s.parse::<f64>().map(|v| Duration::from_secs_f64(v / 1e3)).unwrap_or_default();
             let name = if f[0] == "radix" { "CUB radix sort" } else { "CUB merge sort" };
-            let mut row = Row::new("heap", size, name, n as f64, "keys/s");
+            let mut row = Row::new(workload, size, name, n as f64, "keys/s");
             row.times = Ok(vec![ms(f[6]), ms(f[5]), ms(f[7])]); // min, median, max
             row.verified = Some(f[9].trim() == "true");
-            row.note = format!("u32 keys sorted/s; median of {} runs (the floor for insert-all/delete-all)", f[4]);
+            row.note = format!("u32 keys sorted/s; median of {} runs (CUDA events, keys on the device)", f[4]);
             rows.push(row);
         }
         if rows.is_empty() {
-            return na(format!("n/a: no CSV rows from cub_sort: {}", text.trim()));
+            return na("n/a: no well-formed CSV rows from cub_sort".into());
         }
         rows
-    }
-}
-
-impl Drop for CubSort {
-    fn drop(&mut self) {
-        if let Some(dir) = self.exe.parent() {
-            let _ = std::fs::remove_dir_all(dir);
-        }
     }
 }
 

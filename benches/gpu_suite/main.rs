@@ -15,18 +15,24 @@
 //!
 //! Layout: this file holds the command line and the driver; [`common`] the rows, measurement,
 //! gpu-cilk runtime columns, NVRTC compile times and the output files; one module per benchmark
-//! ([`fib`], [`queens`], [`channel`], [`loopsync`], [`alloc`], [`queue`]) holds its peers, kernels' parameter
-//! mirrors and verification. Device headers come from the `gpu-cilk-kernels` crate; device
+//! ([`fib`], [`queens`], [`channel`], [`loopsync`], [`alloc`], [`queue`], [`heap`], [`sort`],
+//! [`strassen`]) holds its peers, kernels' parameter mirrors and verification; [`data`] holds what
+//! sort and strassen share (options, runtimes, the time plot), [`nvcc`] builds the peers that need
+//! nvcc (CUB, cuBLAS). Device headers come from the `gpu-cilk-kernels` crate; device
 //! structs shared with the runtime's GPU tests are mirrored once under `runtime/tests/support/`.
 
 mod alloc;
 mod channel;
 mod common;
+mod data;
 mod fib;
 mod heap;
 mod loopsync;
+mod nvcc;
 mod queens;
 mod queue;
+mod sort;
+mod strassen;
 
 // The `#[gpu_cilk]` workloads of `examples/workloads/`, measured on the runtime's backends.
 #[path = "../../examples/workloads/fib.rs"]
@@ -62,7 +68,8 @@ pub(crate) struct Args {
     /// Output directory for results.csv and results.json.
     #[arg(long, default_value = "target/gpu-bench")]
     pub(crate) out: PathBuf,
-    /// Workloads to run (comma-separated): fib, queens, channel, loopsync, alloc, queue, heap.
+    /// Workloads to run (comma-separated): fib, queens, channel, loopsync, alloc, queue, heap,
+    /// sort, strassen.
     #[arg(long, default_value = "fib,queens,channel,loopsync", value_delimiter = ',')]
     pub(crate) only: Vec<String>,
     /// Loop-sync benchmark: chains run at once.
@@ -148,6 +155,9 @@ pub(crate) struct Args {
     /// the CUB columns say why they are missing.
     #[arg(long, default_value = "/usr/local/cuda/bin/nvcc")]
     nvcc: PathBuf,
+    /// Options of the sort and strassen benchmarks (`--sort-n`, `--strassen-n`, ...).
+    #[command(flatten)]
+    pub(crate) data: data::DataArgs,
     /// Skip the serial and rayon columns.
     #[arg(long)]
     pub(crate) gpu_only: bool,
@@ -236,6 +246,23 @@ fn main() {
     if wants("heap") {
         let rows = heap::bench_heap(&args, device.as_ref());
         print_rows("heap (insert N keys, delete them all; (inserts + deletes)/s; CUB: keys sorted/s)", &rows);
+        report.rows.extend(rows);
+    }
+
+    if wants("sort") {
+        let rows = sort::bench_sort(&args, device.as_ref());
+        for keys in ["sort", "sort f32"] {
+            let part: Vec<_> = rows.iter().filter(|r| r.workload == keys).cloned().collect();
+            if !part.is_empty() {
+                print_rows(&format!("{keys} (random keys; gpu-cilk cuda: resident keys, see the notes)"), &part);
+            }
+        }
+        report.rows.extend(rows);
+    }
+
+    if wants("strassen") {
+        let rows = strassen::bench_strassen(&args, device.as_ref());
+        print_rows("strassen (n x n f32 product; FLOP/s as 2n^3; gpu-cilk cuda: resident matrices)", &rows);
         report.rows.extend(rows);
     }
 

@@ -21,6 +21,7 @@ pub mod channel;
 pub mod config;
 pub mod error;
 pub mod heap;
+pub mod resident;
 pub mod runtime;
 pub mod slice;
 pub mod stats;
@@ -30,6 +31,7 @@ pub mod ticket_queue;
 
 pub use config::{BackendKind, Config, SchedulerKind};
 pub use error::{Error, Result};
+pub use resident::ResidentBuffer;
 pub use runtime::Runtime;
 pub use slice::{RawSlice, SliceField};
 pub use stats::{DeviceProfile, Report, Stats, TaskStats};

@@ -2,11 +2,14 @@
 //! back from cuda to cpu with one line saying why, and runs root calls on it. It owns backend
 //! selection and nothing of scheduling.
 
+use crate::backend::cuda::memory::DeviceCopy;
 use crate::backend::{cpu::CpuBackend, cuda, serial};
 use crate::config::{BackendKind, Config};
 use crate::error::{Error, Result};
+use crate::resident::ResidentBuffer;
 use crate::stats::Report;
 use crate::task::{Call, CilkTask};
+use crate::temp::Scalar;
 
 enum Backend {
     Serial,
@@ -105,6 +108,27 @@ impl Runtime {
             Backend::Cuda(b) => b.description(),
             #[cfg(target_os = "linux")]
             Backend::CudaSim(b) => b.description(),
+        }
+    }
+
+    /// A copy of `data` resident on this runtime's backend (device memory on cuda and cuda-sim,
+    /// host memory otherwise), to pass to many runs as a root slice without transfers: see
+    /// [`ResidentBuffer`].
+    pub fn upload<T: Scalar + DeviceCopy>(&self, data: &[T]) -> Result<ResidentBuffer<T>> {
+        match &self.backend {
+            Backend::Serial | Backend::Cpu(_) => Ok(ResidentBuffer::host(data.to_vec())),
+            Backend::Cuda(b) => ResidentBuffer::device(data, |bytes| b.resident(bytes)),
+            #[cfg(target_os = "linux")]
+            Backend::CudaSim(b) => ResidentBuffer::device(data, |bytes| b.resident(bytes)),
+        }
+    }
+
+    /// As [`Runtime::upload`], taking `data`: on the serial and cpu backends the buffer is `data`
+    /// itself, not a copy.
+    pub fn upload_vec<T: Scalar + DeviceCopy>(&self, data: Vec<T>) -> Result<ResidentBuffer<T>> {
+        match &self.backend {
+            Backend::Serial | Backend::Cpu(_) => Ok(ResidentBuffer::host(data)),
+            _ => self.upload(&data),
         }
     }
 

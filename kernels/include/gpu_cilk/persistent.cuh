@@ -452,8 +452,22 @@ __device__ __forceinline__ long long gc_claim_slots(gc_u32* counter, gc_u32 cnt,
 // spawn!(Callee(args)) into byte `offset` of the frame this segment leaves behind (~0: discarded).
 // Returns the callee's value when it ran inline (generated code assigns it to the destination),
 // else Ret() (the child writes into the frame later).
+//
+// Code size: every spawn site instantiates this function. Inlined (the default), a program with
+// many spawn sites becomes one huge kernel that the driver's PTX JIT takes minutes to compile
+// (Strassen's 32 sites: 2.9 MB of PTX, ptxas over two minutes on an H100 host). The program
+// assembler (runtime/src/backend/cuda/program.rs) defines GC_OUTLINE_SPAWNS to 1 for programs
+// with more than a few spawn sites: one out-of-line copy per (caller, callee) pair instead.
+#ifndef GC_OUTLINE_SPAWNS
+#define GC_OUTLINE_SPAWNS 0
+#endif
+#if GC_OUTLINE_SPAWNS
+#define GC_SPAWN_LINKAGE __noinline__
+#else
+#define GC_SPAWN_LINKAGE inline
+#endif
 template <typename Task, typename Callee>
-__device__ inline typename Callee::Ret gc_spawn(gc_cx& cx, typename Callee::Args args, gc_u64 offset, gc_u32 site) {
+__device__ GC_SPAWN_LINKAGE typename Callee::Ret gc_spawn(gc_cx& cx, typename Callee::Args args, gc_u64 offset, gc_u32 site) {
   typedef typename Callee::Ret Ret;
   typedef typename gc_items<Task>::Item Item;
   gc_pwarp* W = cx.W;

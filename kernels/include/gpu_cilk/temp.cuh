@@ -45,8 +45,9 @@ __device__ inline void gc_zero_bytes(void* p, gc_u64 bytes) {
 }
 
 // `zero`: false for `alloc!(T, n, uninit)` (the task writes every element before reading it).
+// Out of line: one copy per element type, not one per `alloc!` site (code size, JIT time).
 template <typename T>
-__device__ inline gc_temp<T> gc_alloc_temp(const gc_cx& cx, gc_u64 n, gc_u32 site, bool zero = true) {
+__device__ __noinline__ gc_temp<T> gc_alloc_temp(const gc_cx& cx, gc_u64 n, gc_u32 site, bool zero = true) {
   gc_temp<T> t;
   t.ptr = nullptr;
   t.n = 0;

@@ -594,8 +594,9 @@ __device__ __forceinline__ void gc_xm_serve(gc_xheap* h, unsigned peers, unsigne
     if (seg & (1u << lane)) *my_block = g.block;
 }
 
-// Warp-coalesced allocation over the lanes calling together on heap `h`.
-__device__ void* gc_xmalloc(gc_xheap* h, unsigned long long size) {
+// Warp-coalesced allocation over the lanes calling together on heap `h`. Out of line (as is
+// gc_xfree): inlined at every `alloc!` site it multiplied a program's PTX and its JIT time.
+__device__ __noinline__ void* gc_xmalloc(gc_xheap* h, unsigned long long size) {
     const unsigned peers = __match_any_sync(__activemask(), (unsigned long long)h);
     const unsigned lane = gc_xm_lane();
     const unsigned leader = (unsigned)__ffs(peers) - 1u;
@@ -654,7 +655,7 @@ __device__ void* gc_xmalloc(gc_xheap* h, unsigned long long size) {
 }
 
 // Frees one piece.
-__device__ void gc_xfree(gc_xheap* h, void* p) {
+__device__ __noinline__ void gc_xfree(gc_xheap* h, void* p) {
     if (p == (void*)0) return;
     unsigned long long* hdr = (unsigned long long*)p - 1;
     const unsigned long long word = atomicExch(hdr, 0ull);

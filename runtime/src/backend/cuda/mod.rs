@@ -69,6 +69,7 @@ pub mod module;
 pub mod nvrtc;
 mod persistent;
 pub mod program;
+pub(crate) mod resident;
 #[cfg(target_os = "linux")]
 pub mod sim;
 #[cfg(target_os = "linux")]
@@ -288,7 +289,8 @@ impl CudaBackend {
                     other => other?,
                 });
             }
-            slices::with_device_slices(dev, call.args, T::SLICES, |args| match state.as_mut() {
+            let owner = session as *const Session as usize;
+            slices::with_device_slices(dev, owner, call.args, T::SLICES, |args| match state.as_mut() {
                 Some(SchedulerState::Levels(st)) => {
                     levels::LevelsRun::new(dev, program, asm, st).run::<T::Args, T::Output>(args, config)
                 }
@@ -309,6 +311,17 @@ impl CudaBackend {
             abi::DeviceScheduler::Persistent => SchedulerKind::Persistent,
         });
         Ok(Report { value, stats })
+    }
+
+    /// `bytes` of device memory for a resident buffer, in the current session's context (runs
+    /// in a later session, after a kernel failure, refuse it: [`resident::lookup`]).
+    pub(crate) fn resident(&self, bytes: usize) -> Result<Box<dyn resident::ResidentStore>> {
+        if let Some(cause) = context::lost() {
+            return Err(context::lost_error(&cause));
+        }
+        let session = self.session()?;
+        let owner = Arc::as_ptr(&session) as usize;
+        Ok(Box::new(resident::Stored::new(session, |s: &Arc<Session>| &s.device, owner, bytes)?))
     }
 
     /// The loaded program whose root is `T`, for `scheduler` (compiled through the PTX cache the

@@ -62,6 +62,17 @@ impl AssembledProgram {
     }
 }
 
+/// Programs of the persistent scheduler with more spawn sites than this get `gc_spawn` out of line
+/// (`GC_OUTLINE_SPAWNS`, persistent.cuh): inlined at Strassen's 32 sites it made 2.9 MB of PTX that
+/// the driver's JIT compiled for minutes; fib (2 sites) and queens keep the inlined fast path.
+/// `GPU_CILK_NVRTC_FLAGS=-DGC_OUTLINE_SPAWNS=0` (or `=1`) overrides the choice.
+pub const OUTLINE_SPAWNS_ABOVE: usize = 6;
+
+/// Spawn sites of the persistent form, over all tasks (`gc_spawn<` calls in the fragments).
+fn spawn_sites(tasks: &[ProgramTask]) -> usize {
+    tasks.iter().map(|t| t.fragment.defs.matches("gc_spawn<").count()).sum()
+}
+
 /// Assembles the levelized program for `reg` (root first). Every task must carry a CUDA fragment.
 pub fn assemble(reg: &Registry) -> Result<AssembledProgram> {
     assemble_for(reg, DeviceScheduler::Levels)
@@ -100,6 +111,14 @@ pub fn assemble_for(reg: &Registry, scheduler: DeviceScheduler) -> Result<Assemb
     match scheduler {
         DeviceScheduler::Levels => src.push_str(gpu_cilk_kernels::LEVELS_CUH),
         DeviceScheduler::Persistent => {
+            let sites = spawn_sites(&tasks);
+            if sites > OUTLINE_SPAWNS_ABOVE {
+                let _ = writeln!(
+                    src,
+                    "// {sites} spawn sites: gc_spawn out of line (code size, JIT time)\n\
+                     #ifndef GC_OUTLINE_SPAWNS\n#define GC_OUTLINE_SPAWNS 1\n#endif"
+                );
+            }
             src.push_str(gpu_cilk_kernels::TICKET_QUEUE_CUH);
             src.push('\n');
             src.push_str(gpu_cilk_kernels::PERSISTENT_CUH);

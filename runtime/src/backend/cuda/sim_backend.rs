@@ -28,6 +28,8 @@ const SIM_FRAME_POOL_BYTES: usize = 16 << 20;
 pub struct SimBackend {
     config: Config,
     device: SimDevice,
+    /// This backend's identity for resident buffers (`super::resident`).
+    owner: usize,
     programs: Mutex<HashMap<TypeId, Arc<Loaded>>>,
 }
 
@@ -50,7 +52,12 @@ impl SimBackend {
         compiler_version()?;
         let mut config = config.clone();
         config.device_frame_pool_bytes = config.device_frame_pool_bytes.min(SIM_FRAME_POOL_BYTES);
-        Ok(SimBackend { config, device: SimDevice::new(), programs: Mutex::new(HashMap::new()) })
+        Ok(SimBackend {
+            config,
+            device: SimDevice::new(),
+            owner: super::resident::fresh_owner(),
+            programs: Mutex::new(HashMap::new()),
+        })
     }
 
     /// "host simulation of the device (g++ ...)".
@@ -70,7 +77,7 @@ impl SimBackend {
                 *state = Some(PersistentState::new(&self.device, &loaded.program, &loaded.asm, &self.config)?);
             }
             let st = state.as_mut().ok_or_else(|| Error::Internal("simulation state missing".into()))?;
-            super::slices::with_device_slices(&self.device, call.args, T::SLICES, |args| {
+            super::slices::with_device_slices(&self.device, self.owner, call.args, T::SLICES, |args| {
                 PersistentRun::new(&self.device, &loaded.asm, st).run::<T::Args, T::Output>(args, &self.config)
             })
         })();
@@ -81,6 +88,12 @@ impl SimBackend {
         stats.transfer = transfer;
         stats.scheduler = Some(SchedulerKind::Persistent);
         Ok(Report { value, stats })
+    }
+
+    /// `bytes` of simulated device memory for a resident buffer of this backend.
+    pub(crate) fn resident(&self, bytes: usize) -> Result<Box<dyn super::resident::ResidentStore>> {
+        let store = super::resident::Stored::new(self.device.clone(), |d: &SimDevice| d, self.owner, bytes)?;
+        Ok(Box::new(store))
     }
 
     fn program_for<T: CilkTask>(&self) -> Result<Arc<Loaded>> {

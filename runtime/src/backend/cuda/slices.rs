@@ -4,17 +4,24 @@
 //! the caller's memory. Children only ever see sub-ranges of these buffers (the device's
 //! `gc_slice::sub` and `split_at`), so nothing else crosses.
 //!
+//! A slice that lies inside a resident buffer's placeholder ([`super::resident`], registered by
+//! `crate::resident::ResidentBuffer`) is already on the device: its pointer becomes the buffer's
+//! device address and it is neither uploaded nor downloaded.
+//!
 //! Owns that copy protocol for any [`Target`] (the GPU and the host simulation).
 
+use super::resident;
 use super::target::Target;
 use crate::error::Result;
 use crate::slice::{RawSlice, SliceField};
 use std::time::{Duration, Instant};
 
 /// Runs `run` on `args` with every slice of `fields` moved to `dev`, and copies the mutable ones
-/// back when it succeeds. Returns `run`'s value and the time the copies took.
+/// back when it succeeds. Returns `run`'s value and the time the copies took. `owner` is the
+/// identity of `dev`'s context for resident buffers ([`resident::lookup`]).
 pub(crate) fn with_device_slices<D: Target, A: Copy, R>(
     dev: &D,
+    owner: usize,
     mut args: A,
     fields: &[SliceField],
     run: impl FnOnce(A) -> Result<R>,
@@ -27,6 +34,10 @@ pub(crate) fn with_device_slices<D: Target, A: Copy, R>(
     for f in fields {
         let raw = read_pair(&args, f)?;
         let bytes = raw.len().checked_mul(f.elem_size).ok_or_else(|| too_big(f))?;
+        if let Some(addr) = resident::lookup(raw.as_ptr() as usize, bytes, f.elem_size, owner, f.name)? {
+            write_addr(&mut args, f, addr);
+            continue;
+        }
         // SAFETY: `args` came from `f::task(..)`, whose `Call` borrows the caller's slice for the
         // whole run (runtime `slice` module, rule 1): `bytes` readable bytes at `raw`.
         let host: &[u8] = unsafe { std::slice::from_raw_parts(raw.as_ptr().cast_const(), bytes) };
@@ -37,7 +48,8 @@ pub(crate) fn with_device_slices<D: Target, A: Copy, R>(
         write_addr(&mut args, f, D::addr(&buf));
         uploaded.push((f, raw, bytes, buf));
     }
-    let mut transfer = start.elapsed();
+    // Resident slices copy nothing, so a run with only those reports no transfer time.
+    let mut transfer = if uploaded.is_empty() { Duration::ZERO } else { start.elapsed() };
     let value = run(args)?;
     let start = Instant::now();
     for (f, raw, bytes, buf) in &uploaded {
@@ -49,7 +61,9 @@ pub(crate) fn with_device_slices<D: Target, A: Copy, R>(
         let host: &mut [u8] = unsafe { std::slice::from_raw_parts_mut(raw.as_ptr().cast::<u8>(), *bytes) };
         host.copy_from_slice(&data[..*bytes]);
     }
-    transfer += start.elapsed();
+    if !uploaded.is_empty() {
+        transfer += start.elapsed();
+    }
     Ok((value, transfer))
 }
 
