@@ -59,7 +59,9 @@ macro_rules! sync {
 
 /// Allocates a task-scoped temporary inside a `#[gpu_cilk]` function: `let t = alloc!(f32, n);`
 /// gives `n` zeroed elements (a [`Temp<f32>`](runtime::Temp)) that live until the task returns
-/// and that children may receive as an argument. See "Task-scoped temporaries" in `docs/dsl.md`.
+/// and that children may receive as an argument; `alloc!(f32, n, uninit)` skips the zeroing on
+/// the cuda backend (for temporaries written whole before they are read). See "Task-scoped
+/// temporaries" in `docs/dsl.md`.
 ///
 /// Only meaningful inside a `#[gpu_cilk]` function, whose compiler rewrites it; anywhere else it
 /// is a compile error.
@@ -70,9 +72,18 @@ macro_rules! alloc {
     };
 }
 
+/// The cooperative loop of a `#[gpu_cilk(warp)]` task: `for i in lanes(lo, hi) { .. }`, whose
+/// iterations must be independent of each other. On the persistent cuda scheduler the warp that
+/// runs the task spreads them over its lanes (lane `l` runs `lo + l`, `lo + l + 32`, ..) and
+/// waits for all of them (`__syncwarp`) after the loop; everywhere else, and here, it is the
+/// plain range `lo..hi`. See "Warp tasks" in `docs/dsl.md`.
+pub fn lanes<T>(lo: T, hi: T) -> core::ops::Range<T> {
+    lo..hi
+}
+
 /// Everything an annotated program needs: `use gpu_cilk::prelude::*;`.
 pub mod prelude {
-    pub use crate::{alloc, gpu_cilk, spawn, sync};
+    pub use crate::{alloc, gpu_cilk, lanes, spawn, sync};
     pub use gpu_cilk_runtime::{
         BackendKind, Config, Error, Report, ResidentBuffer, Runtime, SchedulerKind, Stats, Temp,
     };

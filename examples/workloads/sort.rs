@@ -3,10 +3,17 @@
 //! differential tests and the benchmarks.
 //!
 //! - [`cilksort`]`(a, tmp)`: sorts `a` (u32 keys) using `tmp` (at least as long) as scratch;
-//!   below 32 keys an insertion sort ([`insertion_sort`]).
+//!   up to 1024 keys a warp task ([`warp_sort`]: a whole warp sorts them on the GPU), up to 32
+//!   an insertion sort ([`insertion_sort`]).
 //! - [`cilkmerge`]`(a, b, out)`: merges the sorted `a` and `b` into `out` (`a.len() + b.len()`
 //!   keys): split the longer input in the middle, find its key's place in the other by binary
-//!   search ([`lower_bound`]), spawn both halves; below 64 keys a serial merge ([`seq_merge`]).
+//!   search ([`lower_bound`]), spawn both halves; up to 4096 keys a warp task ([`warp_merge`]:
+//!   merge-path pieces of 32 keys, one a lane), up to 64 a serial merge ([`seq_merge`]).
+//!
+//! The warp tasks (`#[gpu_cilk(warp)]`, see "Warp tasks" in `docs/dsl.md`) are plain serial
+//! functions on the host backends; on the persistent cuda scheduler the 32 lanes of one warp run
+//! each of them together. Every variant computes the same stable merge, so the sorted output is
+//! the same bits on every backend.
 //!
 //! `*_f32` are the same functions for `f32` keys.
 //!
@@ -77,15 +84,99 @@ pub fn seq_merge(a: &[u32], b: &[u32], out: &mut [u32]) {
     }
 }
 
+/// How many of the first `d` keys of the stable merge of the sorted `a` and `b` (ties taken from
+/// `a` first, as [`seq_merge`] does) come from `a`: the merge path's crossing of diagonal `d`.
+#[gpu_cilk::device]
+pub fn merge_path(a: &[u32], b: &[u32], d: usize) -> usize {
+    let mut lo: usize = if d > b.len() { d - b.len() } else { 0 };
+    let mut hi: usize = d.min(a.len());
+    while lo < hi {
+        let mid: usize = lo + (hi - lo) / 2;
+        if a[mid] <= b[d - 1 - mid] {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+/// Keys `k0..k1` of the stable merge of the sorted `a` and `b` into `out` (`k1 - k0` keys):
+/// both ends found by [`merge_path`], the piece between them merged serially.
+#[gpu_cilk::device]
+pub fn merge_piece(a: &[u32], b: &[u32], out: &mut [u32], k0: usize, k1: usize) {
+    let i0: usize = merge_path(a, b, k0);
+    let i1: usize = merge_path(a, b, k1);
+    seq_merge(&a[i0..i1], &b[k0 - i0..k1 - i1], out);
+}
+
+/// Merges the sorted `a` and `b` into `out` with a whole warp: the output is cut into pieces of
+/// 32 keys, one lane merges a piece ([`merge_piece`]); serially, the pieces in order.
+#[gpu_cilk(warp)]
+#[allow(clippy::manual_div_ceil)] // `div_ceil` is not in the subset
+pub fn warp_merge(a: &[u32], b: &[u32], out: &mut [u32]) {
+    let n: usize = a.len() + b.len();
+    for p in lanes(0, (n + 31) / 32) {
+        let k0: usize = p * 32;
+        let k1: usize = (k0 + 32).min(n);
+        merge_piece(a, b, &mut out[k0..k1], k0, k1);
+    }
+}
+
+/// Sorts `a` (at most a few thousand keys) with a whole warp, `tmp` (as long) as scratch: each
+/// lane insertion-sorts a run of 32 keys, then rounds of merges double the sorted runs (32, 64,
+/// ..), from `a` into `tmp` and back, each round cut into output pieces of 32 keys, one a lane
+/// ([`merge_piece`]); the result is copied back into `a` if the last round wrote `tmp`.
+#[gpu_cilk(warp)]
+#[allow(clippy::manual_div_ceil)] // `div_ceil` is not in the subset
+pub fn warp_sort(a: &mut [u32], tmp: &mut [u32]) {
+    let n: usize = a.len();
+    let pieces: usize = (n + 31) / 32;
+    for r in lanes(0, pieces) {
+        let lo: usize = r * 32;
+        let hi: usize = (lo + 32).min(n);
+        insertion_sort(&mut a[lo..hi]);
+    }
+    let mut w: usize = 32;
+    let mut in_a: bool = true;
+    while w < n {
+        for p in lanes(0, pieces) {
+            let k0: usize = p * 32;
+            let k1: usize = (k0 + 32).min(n);
+            // The pair of runs this piece of output belongs to (2w is a multiple of 32).
+            let lo: usize = k0 / (2 * w) * (2 * w);
+            let mid: usize = (lo + w).min(n);
+            let hi: usize = (lo + 2 * w).min(n);
+            if in_a {
+                merge_piece(&a[lo..mid], &a[mid..hi], &mut tmp[k0..k1], k0 - lo, k1 - lo);
+            } else {
+                merge_piece(&tmp[lo..mid], &tmp[mid..hi], &mut a[k0..k1], k0 - lo, k1 - lo);
+            }
+        }
+        in_a = !in_a;
+        w *= 2;
+    }
+    if !in_a {
+        for i in lanes(0, n) {
+            a[i] = tmp[i];
+        }
+    }
+}
+
 /// Merges the sorted `a` and `b` into `out` (`a.len() + b.len()` keys) in parallel.
 #[gpu_cilk]
 pub fn cilkmerge(a: &[u32], b: &[u32], out: &mut [u32]) {
-    if a.len() < b.len() {
-        spawn!(cilkmerge(b, a, out));
-        return;
-    }
     if a.len() + b.len() <= 64 {
         seq_merge(a, b, out);
+        return;
+    }
+    if a.len() + b.len() <= 4096 {
+        // 4096 = WARP_MERGE: a literal, see strassen's BASE
+        spawn!(warp_merge(a, b, out));
+        return; // the implicit sync of a return
+    }
+    if a.len() < b.len() {
+        spawn!(cilkmerge(b, a, out));
         return;
     }
     // `a` is the longer one, so `ma >= 1` and both halves are smaller than the whole.
@@ -104,6 +195,11 @@ pub fn cilksort(a: &mut [u32], tmp: &mut [u32]) {
     if n <= 32 {
         insertion_sort(a);
         return;
+    }
+    if n <= 1024 {
+        // 1024 = WARP_SORT: a literal, see strassen's BASE
+        spawn!(warp_sort(a, &mut tmp[..n]));
+        return; // the implicit sync of a return
     }
     let q: usize = n / 4;
     spawn!(cilksort(&mut a[..q], &mut tmp[..q]));
@@ -182,15 +278,99 @@ pub fn seq_merge_f32(a: &[f32], b: &[f32], out: &mut [f32]) {
     }
 }
 
+/// How many of the first `d` keys of the stable merge of the sorted `a` and `b` (ties taken from
+/// `a` first, as [`seq_merge_f32`] does) come from `a`: the merge path's crossing of diagonal `d`.
+#[gpu_cilk::device]
+pub fn merge_path_f32(a: &[f32], b: &[f32], d: usize) -> usize {
+    let mut lo: usize = if d > b.len() { d - b.len() } else { 0 };
+    let mut hi: usize = d.min(a.len());
+    while lo < hi {
+        let mid: usize = lo + (hi - lo) / 2;
+        if a[mid] <= b[d - 1 - mid] {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+/// Keys `k0..k1` of the stable merge of the sorted `a` and `b` into `out` (`k1 - k0` keys):
+/// both ends found by [`merge_path_f32`], the piece between them merged serially.
+#[gpu_cilk::device]
+pub fn merge_piece_f32(a: &[f32], b: &[f32], out: &mut [f32], k0: usize, k1: usize) {
+    let i0: usize = merge_path_f32(a, b, k0);
+    let i1: usize = merge_path_f32(a, b, k1);
+    seq_merge_f32(&a[i0..i1], &b[k0 - i0..k1 - i1], out);
+}
+
+/// Merges the sorted `a` and `b` into `out` with a whole warp: the output is cut into pieces of
+/// 32 keys, one lane merges a piece ([`merge_piece_f32`]); serially, the pieces in order.
+#[gpu_cilk(warp)]
+#[allow(clippy::manual_div_ceil)] // `div_ceil` is not in the subset
+pub fn warp_merge_f32(a: &[f32], b: &[f32], out: &mut [f32]) {
+    let n: usize = a.len() + b.len();
+    for p in lanes(0, (n + 31) / 32) {
+        let k0: usize = p * 32;
+        let k1: usize = (k0 + 32).min(n);
+        merge_piece_f32(a, b, &mut out[k0..k1], k0, k1);
+    }
+}
+
+/// Sorts `a` (at most a few thousand keys) with a whole warp, `tmp` (as long) as scratch: each
+/// lane insertion-sorts a run of 32 keys, then rounds of merges double the sorted runs (32, 64,
+/// ..), from `a` into `tmp` and back, each round cut into output pieces of 32 keys, one a lane
+/// ([`merge_piece_f32`]); the result is copied back into `a` if the last round wrote `tmp`.
+#[gpu_cilk(warp)]
+#[allow(clippy::manual_div_ceil)] // `div_ceil` is not in the subset
+pub fn warp_sort_f32(a: &mut [f32], tmp: &mut [f32]) {
+    let n: usize = a.len();
+    let pieces: usize = (n + 31) / 32;
+    for r in lanes(0, pieces) {
+        let lo: usize = r * 32;
+        let hi: usize = (lo + 32).min(n);
+        insertion_sort_f32(&mut a[lo..hi]);
+    }
+    let mut w: usize = 32;
+    let mut in_a: bool = true;
+    while w < n {
+        for p in lanes(0, pieces) {
+            let k0: usize = p * 32;
+            let k1: usize = (k0 + 32).min(n);
+            // The pair of runs this piece of output belongs to (2w is a multiple of 32).
+            let lo: usize = k0 / (2 * w) * (2 * w);
+            let mid: usize = (lo + w).min(n);
+            let hi: usize = (lo + 2 * w).min(n);
+            if in_a {
+                merge_piece_f32(&a[lo..mid], &a[mid..hi], &mut tmp[k0..k1], k0 - lo, k1 - lo);
+            } else {
+                merge_piece_f32(&tmp[lo..mid], &tmp[mid..hi], &mut a[k0..k1], k0 - lo, k1 - lo);
+            }
+        }
+        in_a = !in_a;
+        w *= 2;
+    }
+    if !in_a {
+        for i in lanes(0, n) {
+            a[i] = tmp[i];
+        }
+    }
+}
+
 /// [`cilkmerge`] for `f32` keys.
 #[gpu_cilk]
 pub fn cilkmerge_f32(a: &[f32], b: &[f32], out: &mut [f32]) {
-    if a.len() < b.len() {
-        spawn!(cilkmerge_f32(b, a, out));
-        return;
-    }
     if a.len() + b.len() <= 64 {
         seq_merge_f32(a, b, out);
+        return;
+    }
+    if a.len() + b.len() <= 4096 {
+        // 4096 = WARP_MERGE: a literal, see strassen's BASE
+        spawn!(warp_merge_f32(a, b, out));
+        return; // the implicit sync of a return
+    }
+    if a.len() < b.len() {
+        spawn!(cilkmerge_f32(b, a, out));
         return;
     }
     // `a` is the longer one, so `ma >= 1` and both halves are smaller than the whole.
@@ -208,6 +388,11 @@ pub fn cilksort_f32(a: &mut [f32], tmp: &mut [f32]) {
     if n <= 32 {
         insertion_sort_f32(a);
         return;
+    }
+    if n <= 1024 {
+        // 1024 = WARP_SORT: a literal, see strassen's BASE
+        spawn!(warp_sort_f32(a, &mut tmp[..n]));
+        return; // the implicit sync of a return
     }
     let q: usize = n / 4;
     spawn!(cilksort_f32(&mut a[..q], &mut tmp[..q]));

@@ -9,12 +9,14 @@
 //!   `n × n` strided view of a temporary (element `(i, j)` of `A` is `a[a0 + i * lda + j]`), so a
 //!   quadrant is an offset and the parent's leading dimension, never a copy. One level: the ten
 //!   sums `S1..S10` into one temporary, the seven products `M1..M7` into another (spawned in
-//!   parallel), then `C` from the `M`s; at `n <= BASE` (or odd `n`) a dense triple loop
-//!   ([`base_mul`]).
+//!   parallel), then `C` from the `M`s; at `n <= BASE` (or odd `n`) a dense product
+//!   ([`base_mul`], a warp task: the 32 lanes of a warp share it on the GPU).
 //! - [`comb`]: `out = s1·X1 + s2·X2 (+ s3·X3 + s4·X4)` over a rectangle of strided views, split
-//!   by rows into parallel children while large; used for the sums and for assembling `C`.
+//!   by rows into parallel children while large, each rectangle then a warp task
+//!   ([`comb_rect`]); used for the sums and for assembling `C`.
 //! - [`pad_in`] / [`copy_out`]: the parallel copies between the caller's slices and the padded
-//!   temporaries, split by rows.
+//!   temporaries, split by rows, each block of rows a warp task ([`pad_rows`], [`copy_rows`]);
+//!   [`zero_fill`] zeroes the padding rows (the temporaries are `alloc!(.., uninit)`).
 //!
 //! Why temporaries with offsets and strides rather than slices: the products must go into
 //! task-scoped temporaries (`alloc!`), and a temporary cannot be viewed as a slice (`&t[..]` of a
@@ -34,9 +36,12 @@ pub const BASE: usize = 64;
 /// task; larger ones are split by rows.
 pub const COMB_GRAIN: usize = 4096;
 
-/// `C = A · B` for `n × n` strided views (the base case): the classic triple loop, one dot
-/// product per element of `C`, accumulated in f32.
-#[gpu_cilk]
+/// `C = A · B` for `n × n` strided views (the base case), a warp task (`#[gpu_cilk(warp)]`): on
+/// the persistent cuda scheduler lane `l` of a warp owns the columns `l`, `l + 32`, .. of `C`
+/// (loads of `B` and stores of `C` coalesced, each element of `A` read by all lanes at once) and
+/// accumulates four rows at a time in registers; on the host, the same loops one column after the
+/// other. Every element is one dot product accumulated in f32 in the order `k = 0, 1, ..`.
+#[gpu_cilk(warp)]
 #[allow(clippy::too_many_arguments)]
 pub fn base_mul(
     n: usize,
@@ -50,13 +55,35 @@ pub fn base_mul(
     c0: usize,
     ldc: usize,
 ) {
-    for i in 0..n {
-        for j in 0..n {
+    for j in lanes(0, n) {
+        let mut i: usize = 0;
+        while i + 4 <= n {
+            let mut s0: f32 = 0.0;
+            let mut s1: f32 = 0.0;
+            let mut s2: f32 = 0.0;
+            let mut s3: f32 = 0.0;
+            for k in 0..n {
+                let bk: f32 = b[b0 + k * ldb + j];
+                let r: usize = a0 + i * lda + k;
+                s0 += a[r] * bk;
+                s1 += a[r + lda] * bk;
+                s2 += a[r + 2 * lda] * bk;
+                s3 += a[r + 3 * lda] * bk;
+            }
+            let o: usize = c0 + i * ldc + j;
+            c[o] = s0;
+            c[o + ldc] = s1;
+            c[o + 2 * ldc] = s2;
+            c[o + 3 * ldc] = s3;
+            i += 4;
+        }
+        while i < n {
             let mut s: f32 = 0.0;
             for k in 0..n {
                 s += a[a0 + i * lda + k] * b[b0 + k * ldb + j];
             }
             c[c0 + i * ldc + j] = s;
+            i += 1;
         }
     }
 }
@@ -107,15 +134,45 @@ pub fn comb(
         ));
         return; // the implicit sync of a return
     }
-    for i in 0..rows {
-        for j in 0..cols {
-            let r: usize = i * ldx + j;
-            let mut v: f32 = s1 * x[o1 + r] + s2 * x[o2 + r];
-            if terms > 2 {
-                v += s3 * x[o3 + r] + s4 * x[o4 + r];
-            }
-            out[o0 + i * ldo + j] = v;
+    spawn!(comb_rect(rows, cols, x, ldx, terms, o1, s1, o2, s2, o3, s3, o4, s4, out, o0, ldo));
+    // the implicit sync of the return
+}
+
+/// The rectangle of [`comb`] that one task handles, a warp task: on the persistent cuda scheduler
+/// the lanes of a warp take its elements in row-major order (lane `l` the elements `l`, `l + 32`,
+/// ..: coalesced); on the host, one element after the other.
+#[gpu_cilk(warp)]
+#[allow(clippy::too_many_arguments)]
+pub fn comb_rect(
+    rows: usize,
+    cols: usize,
+    x: Temp<f32>,
+    ldx: usize,
+    terms: usize,
+    o1: usize,
+    s1: f32,
+    o2: usize,
+    s2: f32,
+    o3: usize,
+    s3: f32,
+    o4: usize,
+    s4: f32,
+    out: Temp<f32>,
+    o0: usize,
+    ldo: usize,
+) {
+    if cols == 0 {
+        return;
+    }
+    for e in lanes(0, rows * cols) {
+        let i: usize = e / cols;
+        let j: usize = e % cols;
+        let r: usize = i * ldx + j;
+        let mut v: f32 = s1 * x[o1 + r] + s2 * x[o2 + r];
+        if terms > 2 {
+            v += s3 * x[o3 + r] + s4 * x[o4 + r];
         }
+        out[o0 + i * ldo + j] = v;
     }
 }
 
@@ -147,10 +204,11 @@ pub fn strassen(
     let b12: usize = b0 + h;
     let b21: usize = b0 + h * ldb;
     let b22: usize = b21 + h;
-    // S1..S10, each h × h with leading dimension h, at k * hh.
-    let s = alloc!(f32, 10 * hh);
-    // M1..M7, each h × h with leading dimension h, at k * hh.
-    let m = alloc!(f32, 7 * hh);
+    // S1..S10, each h × h with leading dimension h, at k * hh. `uninit`: every element is
+    // written (by the `comb`s below) before it is read, so the cuda backend need not zero them.
+    let s = alloc!(f32, 10 * hh, uninit);
+    // M1..M7, each h × h with leading dimension h, at k * hh (written whole by the products).
+    let m = alloc!(f32, 7 * hh, uninit);
     spawn!(comb(h, h, a, lda, 2, a0, 1.0, a22, 1.0, 0, 0.0, 0, 0.0, s, 0, h)); // S1 = A11 + A22
     spawn!(comb(h, h, b, ldb, 2, b0, 1.0, b22, 1.0, 0, 0.0, 0, 0.0, s, hh, h)); // S2 = B11 + B22
     spawn!(comb(h, h, a, lda, 2, a21, 1.0, a22, 1.0, 0, 0.0, 0, 0.0, s, 2 * hh, h)); // S3 = A21 + A22
@@ -195,10 +253,45 @@ pub fn pad_in(src: &[f32], n: usize, r0: usize, t: Temp<f32>, m: usize) {
         spawn!(pad_in(&src[h * n..], n, r0 + h, t, m));
         return; // the implicit sync of a return
     }
-    for i in 0..rows {
-        for j in 0..n {
-            t[(r0 + i) * m + j] = src[i * n + j];
-        }
+    spawn!(pad_rows(src, n, r0, t, m));
+    // the implicit sync of the return
+}
+
+/// The rows of [`pad_in`] that one task copies, a warp task: row `r0 + i` of `t` gets row `i` of
+/// `src` in its first `n` columns and zeros in the other `m - n` (lanes take the row-major
+/// elements of the `m`-wide rows in turn).
+#[gpu_cilk(warp)]
+pub fn pad_rows(src: &[f32], n: usize, r0: usize, t: Temp<f32>, m: usize) {
+    if m == 0 {
+        return;
+    }
+    let rows: usize = src.len() / n;
+    for e in lanes(0, rows * m) {
+        let i: usize = e / m;
+        let j: usize = e % m;
+        t[(r0 + i) * m + j] = if j < n { src[i * n + j] } else { 0.0 };
+    }
+}
+
+/// Zeroes `t[lo..hi]`: split in halves while longer than 4096, each piece a warp task
+/// ([`zero_span`]).
+#[gpu_cilk]
+pub fn zero_fill(t: Temp<f32>, lo: usize, hi: usize) {
+    if hi > lo + 4096 {
+        let mid: usize = lo + (hi - lo) / 2;
+        spawn!(zero_fill(t, lo, mid));
+        spawn!(zero_fill(t, mid, hi));
+        return; // the implicit sync of a return
+    }
+    spawn!(zero_span(t, lo, hi));
+    // the implicit sync of the return
+}
+
+/// `t[lo..hi] = 0`, a warp task.
+#[gpu_cilk(warp)]
+pub fn zero_span(t: Temp<f32>, lo: usize, hi: usize) {
+    for i in lanes(lo, hi) {
+        t[i] = 0.0;
     }
 }
 
@@ -213,10 +306,16 @@ pub fn copy_out(t: Temp<f32>, m: usize, dst: &mut [f32], n: usize, r0: usize) {
         spawn!(copy_out(t, m, &mut dst[h * n..], n, r0 + h));
         return; // the implicit sync of a return
     }
-    for i in 0..rows {
-        for j in 0..n {
-            dst[i * n + j] = t[(r0 + i) * m + j];
-        }
+    spawn!(copy_rows(t, m, dst, n, r0));
+    // the implicit sync of the return
+}
+
+/// The rows of [`copy_out`] that one task copies, a warp task (lanes take the elements of `dst`
+/// in turn).
+#[gpu_cilk(warp)]
+pub fn copy_rows(t: Temp<f32>, m: usize, dst: &mut [f32], n: usize, r0: usize) {
+    for e in lanes(0, dst.len()) {
+        dst[e] = t[(r0 + e / n) * m + e % n];
     }
 }
 
@@ -227,11 +326,16 @@ pub fn strassen_root(a: &[f32], b: &[f32], c: &mut [f32], n: usize, m: usize) {
     if n == 0 {
         return;
     }
-    let ta = alloc!(f32, m * m);
-    let tb = alloc!(f32, m * m);
-    let tc = alloc!(f32, m * m);
+    // `uninit`: pad_in writes the first `n` rows whole (zeros right of column `n`), zero_fill the
+    // rest; the product writes all of `tc`. (Zeroing 3 m² floats in the allocating thread would
+    // cost more than the product at m = 4096.)
+    let ta = alloc!(f32, m * m, uninit);
+    let tb = alloc!(f32, m * m, uninit);
+    let tc = alloc!(f32, m * m, uninit);
     spawn!(pad_in(a, n, 0, ta, m));
     spawn!(pad_in(b, n, 0, tb, m));
+    spawn!(zero_fill(ta, n * m, m * m));
+    spawn!(zero_fill(tb, n * m, m * m));
     sync!();
     spawn!(strassen(m, ta, 0, m, tb, 0, m, tc, 0, m));
     sync!();

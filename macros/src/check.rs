@@ -18,6 +18,9 @@ pub enum Mode {
     Task,
     /// `#[gpu_cilk::device]`
     Device,
+    /// `#[gpu_cilk(warp)]`: a leaf task a whole warp runs (no `spawn!`/`sync!`/`alloc!`; its
+    /// cooperative loops are `for i in lanes(lo, hi)`).
+    Warp,
 }
 
 /// Where a statement list sits, for `sync!()` diagnostics and for what it may contain.
@@ -37,7 +40,7 @@ enum Place {
 
 /// Checks `item` against the subset; every problem goes into `errors`.
 pub fn function(item: &ItemFn, mode: Mode, errors: &mut Errors) {
-    let mut c = Checker { errors, mode };
+    let mut c = Checker { errors, mode, in_lanes: false, loops_in_lanes: 0 };
     c.signature(&item.sig);
     c.stmts(&item.block.stmts, Place::Top, true);
     temp_shadows(item, errors);
@@ -180,6 +183,10 @@ fn temp_shadows(item: &ItemFn, errors: &mut Errors) {
 struct Checker<'a> {
     errors: &'a mut Errors,
     mode: Mode,
+    /// Inside the body of a `for i in lanes(..)` loop.
+    in_lanes: bool,
+    /// Loops between the innermost `lanes` loop and here (a `break` at 0 would leave it).
+    loops_in_lanes: u32,
 }
 
 /// The methods the subset accepts (each has a direct CUDA translation).
@@ -370,6 +377,9 @@ impl Checker<'_> {
                         if self.mode == Mode::Device {
                             return self.err(error::ALLOC_IN_DEVICE.on(mac));
                         }
+                        if self.mode == Mode::Warp {
+                            return self.err(error::WARP_ALLOC.on(mac));
+                        }
                         if place != Place::Top {
                             return self.err(error::ALLOC_POSITION.on(mac));
                         }
@@ -405,7 +415,9 @@ impl Checker<'_> {
 
     /// `alloc!` anywhere but the initializer of a top-level `let`.
     fn alloc_elsewhere(&mut self, mac: &syn::Macro) {
-        if self.mode == Mode::Device {
+        if self.mode == Mode::Warp {
+            self.err(error::WARP_ALLOC.on(mac));
+        } else if self.mode == Mode::Device {
             self.err(error::ALLOC_IN_DEVICE.on(mac));
         } else {
             self.err(error::ALLOC_POSITION.on(mac));
@@ -415,6 +427,9 @@ impl Checker<'_> {
     fn sync(&mut self, mac: &syn::Macro, place: Place) {
         if self.mode == Mode::Device {
             return self.err(error::SYNC_IN_DEVICE.on(mac));
+        }
+        if self.mode == Mode::Warp {
+            return self.err(error::WARP_SYNC.on(mac));
         }
         // A statement anywhere in the body's control flow; not inside an expression whose value
         // is used (`let v = { sync!(); 1 };`), which has no place to resume at.
@@ -429,6 +444,9 @@ impl Checker<'_> {
     fn spawn(&mut self, mac: &syn::Macro, place: Place, spawnable: bool) {
         if self.mode == Mode::Device {
             return self.err(error::SPAWN_IN_DEVICE.on(mac));
+        }
+        if self.mode == Mode::Warp {
+            return self.err(error::WARP_SPAWN.on(mac));
         }
         if !spawnable {
             return self.err(error::SPAWN_IN_EXPR.on(mac));
@@ -462,16 +480,32 @@ impl Checker<'_> {
                 self.label(&w.label);
                 let inner = Self::loop_place(place);
                 self.cond(&w.cond, inner);
+                self.loops_in_lanes += 1;
                 self.stmts(&w.body.stmts, inner, spawnable);
+                self.loops_in_lanes -= 1;
             }
             Expr::Loop(l) => {
                 self.label(&l.label);
+                self.loops_in_lanes += 1;
                 self.stmts(&l.body.stmts, Self::loop_place(place), spawnable);
+                self.loops_in_lanes -= 1;
             }
             Expr::ForLoop(f) => {
                 self.label(&f.label);
                 self.for_head(f, place);
-                self.stmts(&f.body.stmts, Self::loop_place(place), spawnable);
+                if syntax::lanes_call(&f.expr).is_some() {
+                    // The body of a cooperative loop: a `return` or a `break` out of it would
+                    // leave the warp's lanes apart (see docs/dsl.md, Warp tasks).
+                    let saved = (self.in_lanes, self.loops_in_lanes);
+                    self.in_lanes = true;
+                    self.loops_in_lanes = 0;
+                    self.stmts(&f.body.stmts, Self::loop_place(place), spawnable);
+                    (self.in_lanes, self.loops_in_lanes) = saved;
+                } else {
+                    self.loops_in_lanes += 1;
+                    self.stmts(&f.body.stmts, Self::loop_place(place), spawnable);
+                    self.loops_in_lanes -= 1;
+                }
             }
             Expr::Block(b) => {
                 self.label(&b.label);
@@ -534,6 +568,18 @@ impl Checker<'_> {
                     self.expr(e, place);
                 }
             }
+            e if syntax::lanes_call(e).is_some() => {
+                if self.mode != Mode::Warp {
+                    return self.err(error::LANES_OUTSIDE_WARP.on(e));
+                }
+                if self.in_lanes {
+                    return self.err(error::LANES_NESTED.on(e));
+                }
+                if let Some((lo, hi)) = syntax::lanes_call(e) {
+                    self.expr(lo, place);
+                    self.expr(hi, place);
+                }
+            }
             other => self.err(error::FOR_ITER.on(other)),
         }
     }
@@ -574,6 +620,7 @@ impl Checker<'_> {
                 self.expr(&i.expr, place);
                 self.expr(&i.index, place);
             }
+            Expr::Call(_) if syntax::lanes_call(e).is_some() => self.err(error::LANES_POSITION.on(e)),
             Expr::Call(c) => {
                 match &*c.func {
                     Expr::Path(p) if p.qself.is_none() => {
@@ -619,6 +666,9 @@ impl Checker<'_> {
                 self.stmt_expr(e, Place::Value, false)
             }
             Expr::Break(b) => {
+                if self.in_lanes && self.loops_in_lanes == 0 {
+                    self.err(error::LANES_BREAK.on(b));
+                }
                 if let Some(l) = &b.label {
                     self.err(error::LABEL.on(l));
                 }
@@ -632,6 +682,9 @@ impl Checker<'_> {
                 }
             }
             Expr::Return(r) => {
+                if self.in_lanes {
+                    self.err(error::LANES_RETURN.on(r));
+                }
                 if let Some(v) = &r.expr {
                     self.expr(v, place);
                 }

@@ -96,7 +96,48 @@ impl Errors {
 // ---- the attribute and the item ---------------------------------------------------------------
 
 /// `#[gpu_cilk(..)]` with arguments.
-pub const ATTR_ARGS: Msg = Msg { text: "`#[gpu_cilk]` takes no arguments", hint: "write `#[gpu_cilk]` on its own" };
+pub const ATTR_ARGS: Msg = Msg {
+    text: "`#[gpu_cilk]` takes no arguments other than `warp`",
+    hint: "write `#[gpu_cilk]`, or `#[gpu_cilk(warp)]` for a task a whole warp runs",
+};
+/// `spawn!` in a `#[gpu_cilk(warp)]` task.
+pub const WARP_SPAWN: Msg = Msg {
+    text: "`spawn!` cannot be used in a `#[gpu_cilk(warp)]` task: a warp task is a leaf",
+    hint: "spawn from a plain `#[gpu_cilk]` task, and spawn the warp task from there",
+};
+/// `sync!` in a `#[gpu_cilk(warp)]` task.
+pub const WARP_SYNC: Msg = Msg {
+    text: "`sync!` cannot be used in a `#[gpu_cilk(warp)]` task: a warp task is a leaf",
+    hint: "remove it; a warp task has no children to wait for",
+};
+/// `alloc!` in a `#[gpu_cilk(warp)]` task.
+pub const WARP_ALLOC: Msg = Msg {
+    text: "`alloc!` cannot be used in a `#[gpu_cilk(warp)]` task",
+    hint: "allocate in the task that spawns it and pass the `Temp`",
+};
+/// `for i in lanes(..)` outside a `#[gpu_cilk(warp)]` task.
+pub const LANES_OUTSIDE_WARP: Msg = Msg {
+    text: "`lanes(..)` loops can only be used in a `#[gpu_cilk(warp)]` task",
+    hint: "mark the task `#[gpu_cilk(warp)]`, or write `for i in lo..hi`",
+};
+/// A `lanes` loop inside another.
+pub const LANES_NESTED: Msg = Msg {
+    text: "a `lanes(..)` loop cannot stand inside another `lanes(..)` loop",
+    hint: "write the inner loop as `for j in lo..hi` (each lane runs it whole)",
+};
+/// `lanes(..)` anywhere but the iterator of a `for`.
+pub const LANES_POSITION: Msg =
+    Msg { text: "`lanes(..)` can only be the iterator of a `for` loop", hint: "write `for i in lanes(lo, hi) { .. }`" };
+/// `return` inside a `lanes` loop.
+pub const LANES_RETURN: Msg = Msg {
+    text: "`return` cannot stand inside a `lanes(..)` loop: the warp's lanes must leave it together",
+    hint: "set a value in the loop and return after it",
+};
+/// `break` of a `lanes` loop.
+pub const LANES_BREAK: Msg = Msg {
+    text: "a `lanes(..)` loop cannot be left with `break`: its iterations are independent",
+    hint: "skip the rest of an iteration with `continue`, or test a condition in the body",
+};
 /// `#[gpu_cilk::device(..)]` with arguments.
 pub const DEVICE_ATTR_ARGS: Msg =
     Msg { text: "`#[gpu_cilk::device]` takes no arguments", hint: "write `#[gpu_cilk::device]` on its own" };
@@ -502,7 +543,7 @@ pub const ALLOC_POSITION: Msg = Msg {
 /// `alloc!` with the wrong number of arguments.
 pub const ALLOC_ARGS: Msg = Msg {
     text: "`alloc!` takes an element type and a length",
-    hint: "write `alloc!(f32, n)` (`n` a `usize` expression)",
+    hint: "write `alloc!(f32, n)` (`n` a `usize` expression), or `alloc!(f32, n, uninit)` to skip zeroing it on cuda",
 };
 
 /// `alloc!(T, n)` with a `T` that is not an integer or float scalar.

@@ -74,6 +74,9 @@ pub struct Task {
     /// then a [`Machine`] (a control-flow graph whose resume point lives in the frame), and
     /// `segments` holds one segment, the whole structured body, for the serial device form.
     pub machine: Option<Machine>,
+    /// `#[gpu_cilk(warp)]`: a leaf task that a whole warp runs (its `for i in lanes(..)` loops
+    /// are spread over the lanes on the persistent scheduler; a plain loop everywhere else).
+    pub warp: bool,
 }
 
 impl Task {
@@ -297,6 +300,8 @@ pub struct Alloc {
     pub len: Expr,
     /// The span of the `alloc!` invocation.
     pub span: Span,
+    /// Written `alloc!(T, n, uninit)`: the cuda backend does not zero it (host backends do).
+    pub uninit: bool,
 }
 
 /// `if cond { then } [else ..]`
@@ -325,6 +330,9 @@ pub struct For {
     pub end: Expr,
     /// `..=` rather than `..`.
     pub inclusive: bool,
+    /// Written `for var in lanes(start, end)`: a cooperative loop (iterations independent; lane
+    /// `l` of a warp runs `start + l`, `start + l + 32`, ..; sequential on one thread).
+    pub lanes: bool,
     /// Body.
     pub body: Vec<Stmt>,
 }

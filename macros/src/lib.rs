@@ -62,16 +62,16 @@ pub fn device(attr: TokenStream, item: TokenStream) -> TokenStream {
 
 /// `#[gpu_cilk]` on `proc_macro2` tokens: check → parse → lower → write → expand.
 pub(crate) fn task_macro(attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
-    if !attr.is_empty() {
-        let e = error::ATTR_ARGS.on(&attr).to_compile_error();
-        return fallback(e, item);
-    }
+    let warp = match syntax::warp_attr(&attr) {
+        Some(w) => w,
+        None => return fallback(error::ATTR_ARGS.on(&attr).to_compile_error(), item),
+    };
     let func = match syn::parse2::<syn::Item>(item.clone()) {
         Ok(syn::Item::Fn(f)) => f,
         Ok(other) => return fallback(error::NOT_A_FN.on(item_head(&other)).to_compile_error(), item),
         Err(e) => return fallback(e.to_compile_error(), item),
     };
-    match compile_task(&func) {
+    match compile_task(&func, warp) {
         Ok(tokens) => tokens,
         Err(e) => {
             // The crate does not compile anyway: keep rustc's own output to the real errors.
@@ -85,12 +85,15 @@ pub(crate) fn task_macro(attr: TokenStream2, item: TokenStream2) -> TokenStream2
 
 /// The pipeline for one function that parsed as `syn::ItemFn`: check → parse → lower → write →
 /// expand.
-pub(crate) fn compile_task(func: &syn::ItemFn) -> Result<TokenStream2, syn::Error> {
+/// `warp`: written `#[gpu_cilk(warp)]`.
+pub(crate) fn compile_task(func: &syn::ItemFn, warp: bool) -> Result<TokenStream2, syn::Error> {
     let mut errors = error::Errors::new();
-    check::function(func, check::Mode::Task, &mut errors);
+    let mode = if warp { check::Mode::Warp } else { check::Mode::Task };
+    check::function(func, mode, &mut errors);
     errors.finish(())?;
     let model = parse::function(func)?;
-    let task = lower::task(model)?;
+    let mut task = lower::task(model)?;
+    task.warp = warp;
     let fragment = write::task_fragment(&task);
     let device = write::task_device_fn(&task);
     Ok(expand::expand_task(&task, func, &fragment, &device))

@@ -145,7 +145,8 @@ fn one_stmt(s: &syn::Stmt) -> syn::Result<Stmt> {
             if let Some(mac) = init.and_then(as_alloc) {
                 let (elem, len) = alloc_args(mac)?;
                 let ty = Some(syn::parse_quote!(::gpu_cilk::runtime::Temp<#elem>));
-                let alloc = Some(Box::new(Alloc { elem, len, span: mac_span(mac) }));
+                let uninit = crate::syntax::alloc_uninit(mac);
+                let alloc = Some(Box::new(Alloc { elem, len, span: mac_span(mac), uninit }));
                 return Ok(Stmt::Let(Let { name, mutable, ty, init: None, frame: false, alloc }));
             }
             Ok(Stmt::Let(Let { name, mutable, ty, init: init.cloned(), frame: false, alloc: None }))
@@ -184,6 +185,17 @@ fn expr_stmt(e: &Expr, semi: bool) -> syn::Result<Stmt> {
                 }
                 other => return Err(error::FOR_PATTERN.on(other)),
             };
+            if let Some((lo, hi)) = crate::syntax::lanes_call(&f.expr) {
+                return Ok(Stmt::For(For {
+                    var,
+                    mutable,
+                    start: lo.clone(),
+                    end: hi.clone(),
+                    inclusive: false,
+                    lanes: true,
+                    body: stmts(&f.body)?,
+                }));
+            }
             let Expr::Range(r) = &*f.expr else { return Err(error::FOR_ITER.on(&f.expr)) };
             let (Some(start), Some(end)) = (&r.start, &r.end) else { return Err(error::FOR_ITER.on(&f.expr)) };
             Ok(Stmt::For(For {
@@ -192,6 +204,7 @@ fn expr_stmt(e: &Expr, semi: bool) -> syn::Result<Stmt> {
                 start: (**start).clone(),
                 end: (**end).clone(),
                 inclusive: matches!(r.limits, syn::RangeLimits::Closed(_)),
+                lanes: false,
                 body: stmts(&f.body)?,
             }))
         }

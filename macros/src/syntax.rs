@@ -63,28 +63,49 @@ pub fn as_alloc(expr: &Expr) -> Option<&Macro> {
 pub const TEMP_SCALARS: &[&str] =
     &["u8", "u16", "u32", "u64", "usize", "i8", "i16", "i32", "i64", "isize", "f32", "f64"];
 
-/// `alloc!(T, len)`: the element type (checked against [`TEMP_SCALARS`]) and the length.
+/// `alloc!(T, len)` or `alloc!(T, len, uninit)`: the element type (checked against
+/// [`TEMP_SCALARS`]) and the length. See [`alloc_uninit`] for the third argument.
 pub fn alloc_args(mac: &Macro) -> syn::Result<(Type, Expr)> {
-    struct Args(Type, Expr);
-    impl syn::parse::Parse for Args {
-        fn parse(input: syn::parse::ParseStream<'_>) -> syn::Result<Self> {
-            let ty: Type = input.parse()?;
-            input.parse::<Token![,]>()?;
-            let len: Expr = input.parse()?;
-            if input.peek(Token![,]) {
-                input.parse::<Token![,]>()?;
-            }
-            if !input.is_empty() {
-                return Err(input.error("extra"));
-            }
-            Ok(Args(ty, len))
-        }
-    }
-    let Args(ty, len) = mac.parse_body::<Args>().map_err(|_| error::ALLOC_ARGS.on(mac))?;
+    let AllocArgs(ty, len, _) = mac.parse_body::<AllocArgs>().map_err(|_| error::ALLOC_ARGS.on(mac))?;
     if temp_elem_name(&ty).is_none() {
         return Err(error::ALLOC_ELEM.on(&ty));
     }
     Ok((ty, len))
+}
+
+/// Whether an `alloc!` that parses (see [`alloc_args`]) was written `alloc!(T, len, uninit)`:
+/// the cuda backend then skips zeroing the temporary.
+pub fn alloc_uninit(mac: &Macro) -> bool {
+    mac.parse_body::<AllocArgs>().map(|a| a.2).unwrap_or(false)
+}
+
+/// The arguments of `alloc!`: type, length, `uninit` written.
+struct AllocArgs(Type, Expr, bool);
+
+impl syn::parse::Parse for AllocArgs {
+    fn parse(input: syn::parse::ParseStream<'_>) -> syn::Result<Self> {
+        let ty: Type = input.parse()?;
+        input.parse::<Token![,]>()?;
+        let len: Expr = input.parse()?;
+        let mut uninit = false;
+        if input.peek(Token![,]) {
+            input.parse::<Token![,]>()?;
+            if !input.is_empty() {
+                let id: syn::Ident = input.parse()?;
+                if id != "uninit" {
+                    return Err(syn::Error::new(id.span(), "not `uninit`"));
+                }
+                uninit = true;
+                if input.peek(Token![,]) {
+                    input.parse::<Token![,]>()?;
+                }
+            }
+        }
+        if !input.is_empty() {
+            return Err(input.error("extra"));
+        }
+        Ok(AllocArgs(ty, len, uninit))
+    }
 }
 
 /// `f32` for the type `f32` when it is a [`TEMP_SCALARS`] type.
@@ -290,4 +311,28 @@ pub fn contains_spawn(e: &Expr) -> bool {
     let mut f = Finder(false);
     syn::visit::Visit::visit_expr(&mut f, e);
     f.0
+}
+
+/// `lanes(lo, hi)` / `gpu_cilk::lanes(lo, hi)` (any path whose last segment is `lanes`, two
+/// arguments): the cooperative loop of a `#[gpu_cilk(warp)]` task. `Some((lo, hi))`.
+pub fn lanes_call(e: &Expr) -> Option<(&Expr, &Expr)> {
+    let Expr::Call(c) = e else { return None };
+    let Expr::Path(p) = &*c.func else { return None };
+    if p.qself.is_some() || p.path.segments.last().map(|s| s.ident != "lanes").unwrap_or(true) {
+        return None;
+    }
+    if p.path.segments.iter().any(|s| !s.arguments.is_none()) || c.args.len() != 2 {
+        return None;
+    }
+    Some((&c.args[0], &c.args[1]))
+}
+
+/// The arguments of `#[gpu_cilk(..)]`: `Some(false)` for none, `Some(true)` for `warp`, `None`
+/// for anything else.
+pub fn warp_attr(attr: &proc_macro2::TokenStream) -> Option<bool> {
+    if attr.is_empty() {
+        return Some(false);
+    }
+    let id: syn::Ident = syn::parse2(attr.clone()).ok()?;
+    (id == "warp").then_some(true)
 }

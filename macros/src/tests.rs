@@ -437,7 +437,7 @@ fn alloc_cuda() {
 fn a_return_that_may_leave_children_running_with_a_live_temporary_is_rejected() {
     let errs = |tokens: TokenStream| -> Vec<String> {
         let item: syn::ItemFn = syn::parse2(tokens).expect("parses");
-        match crate::compile_task(&item) {
+        match crate::compile_task(&item, false) {
             Ok(_) => Vec::new(),
             Err(e) => e.into_iter().map(|e| e.to_string().lines().next().unwrap_or_default().to_string()).collect(),
         }
@@ -944,7 +944,7 @@ fn slice_misuse_is_reported() {
             l[0] = 1;
         }
     };
-    let e = crate::compile_task(&syn::parse2(frame).expect("parses")).expect_err("slice local in the frame");
+    let e = crate::compile_task(&syn::parse2(frame).expect("parses"), false).expect_err("slice local in the frame");
     assert!(e.to_string().contains("cannot live across"), "{e}");
     let machine = quote! {
         fn f(a: &mut [u32]) {
@@ -954,7 +954,7 @@ fn slice_misuse_is_reported() {
             }
         }
     };
-    let e = crate::compile_task(&syn::parse2(machine).expect("parses")).expect_err("slices in a machine");
+    let e = crate::compile_task(&syn::parse2(machine).expect("parses"), false).expect_err("slices in a machine");
     assert!(e.to_string().contains("not supported yet"), "{e}");
 }
 
@@ -971,4 +971,111 @@ fn a_module_constant_in_device_code_is_a_clear_static_assert() {
     // The CUDA program fails to compile with this message (the host backends see the constant).
     assert!(d.contains("static_assert(false, \"gpu-cilk: the name `LIMIT` (device code sees only locals"), "{d}");
     assert!(!d.contains("n < LIMIT"), "{d}");
+}
+
+// ---- Warp tasks (`#[gpu_cilk(warp)]`).
+
+fn warp_rows() -> TokenStream {
+    quote! {
+        pub fn warp_rows(a: &mut [f32], n: usize, s: f32) -> u32 {
+            if a.is_empty() {
+                return 0;
+            }
+            for i in gpu_cilk::lanes(0, n) {
+                let mut acc: f32 = 0.0;
+                for j in 0..n {
+                    acc += a[i * n + j];
+                }
+                if acc < 0.0 {
+                    continue;
+                }
+                a[i * n] = acc * s;
+            }
+            for i in lanes(0, n) {
+                a[i] += 1.0;
+            }
+            7
+        }
+    }
+}
+
+fn lowered_warp(item: TokenStream) -> ir::Task {
+    let func: syn::ItemFn = syn::parse2(item).expect("item parses");
+    let mut errors = crate::error::Errors::new();
+    crate::check::function(&func, crate::check::Mode::Warp, &mut errors);
+    assert!(errors.is_empty(), "{errors:?}");
+    let model = crate::parse::function(&func).expect("model");
+    let mut t = crate::lower::task(model).expect("lowers");
+    t.warp = true;
+    t
+}
+
+#[test]
+fn warp_task_cuda() {
+    let task = lowered_warp(warp_rows());
+    let f = crate::write::task_fragment(&task);
+    let dev = crate::write::task_device_fn(&task);
+    // The cooperative entry spreads the lanes loops; seg0 and the serial form do not.
+    assert!(f.types.contains("static const bool WARP = true;"));
+    assert_eq!(f.defs.matches("gc_lane()").count(), 2, "{}", f.defs);
+    assert_eq!(f.defs.matches("__syncwarp();").count(), 2, "{}", f.defs);
+    assert!(!dev.def.contains("gc_lane()"), "{}", dev.def);
+    insta::assert_snapshot!(format!(
+        "{}\n{}\n// sites: {:?}\n\n// ---- device fn\n{}",
+        f.types, f.defs, f.sites, dev.def
+    ));
+}
+
+#[test]
+fn warp_task_expansion() {
+    insta::assert_snapshot!(expand(quote!(warp), warp_rows()));
+}
+
+#[test]
+fn warp_task_misuse() {
+    fn errs(mode: crate::check::Mode, item: TokenStream) -> Vec<String> {
+        let func: syn::ItemFn = syn::parse2(item).expect("item parses");
+        let mut errors = crate::error::Errors::new();
+        crate::check::function(&func, mode, &mut errors);
+        errors.finish(()).err().map(|e| e.into_iter().map(|x| x.to_string()).collect()).unwrap_or_default()
+    }
+    use crate::check::Mode;
+    let spawn = errs(Mode::Warp, quote! { fn w(n: u32) { spawn!(w(n)); sync!(); let t = alloc!(u32, 4); } });
+    assert!(spawn[0].starts_with("`spawn!` cannot be used in a `#[gpu_cilk(warp)]` task"), "{spawn:?}");
+    assert!(spawn[1].starts_with("`sync!` cannot be used in a `#[gpu_cilk(warp)]` task"), "{spawn:?}");
+    assert!(spawn[2].starts_with("`alloc!` cannot be used in a `#[gpu_cilk(warp)]` task"), "{spawn:?}");
+    let outside = errs(Mode::Task, quote! { fn t(n: usize) { for i in lanes(0, n) {} } });
+    assert!(outside[0].starts_with("`lanes(..)` loops can only be used in a `#[gpu_cilk(warp)]` task"), "{outside:?}");
+    let helper = errs(Mode::Device, quote! { fn h(n: usize) { for i in lanes(0, n) {} } });
+    assert!(helper[0].starts_with("`lanes(..)` loops can only"), "{helper:?}");
+    let inner = errs(
+        Mode::Warp,
+        quote! { fn w(n: usize) -> u32 { for i in lanes(0, n) { for j in lanes(0, n) {} if i > 2 { return 1; } if i > 3 { break; } while i > 4 { break; } } 0 } },
+    );
+    assert_eq!(inner.len(), 3, "{inner:?}");
+    assert!(inner[0].starts_with("a `lanes(..)` loop cannot stand inside another"), "{inner:?}");
+    assert!(inner[1].starts_with("`return` cannot stand inside a `lanes(..)` loop"), "{inner:?}");
+    assert!(inner[2].starts_with("a `lanes(..)` loop cannot be left with `break`"), "{inner:?}");
+    let pos = errs(Mode::Warp, quote! { fn w(n: usize) { let r = lanes(0, n); } });
+    assert!(pos[0].starts_with("`lanes(..)` can only be the iterator"), "{pos:?}");
+    // `#[gpu_cilk(foo)]` is still rejected.
+    let out = crate::task_macro(quote!(foo), quote! { fn f() {} }).to_string();
+    assert!(out.contains("takes no arguments other than `warp`"), "{out}");
+}
+
+#[test]
+fn uninit_temporaries_are_not_zeroed_on_the_device() {
+    let task = lowered(quote! {
+        fn t(n: usize) -> f32 {
+            let a = alloc!(f32, n, uninit);
+            let b = alloc!(f32, n);
+            a[0] = 1.0;
+            a[0] + b[0]
+        }
+    });
+    let f = crate::write::task_fragment(&task);
+    assert!(f.defs.contains("gc_temp<gc_f32> a_ = gc_alloc_temp<gc_f32>(cx, (gc_u64)(n), 0u, false);"), "{}", f.defs);
+    assert!(f.defs.contains("gc_temp<gc_f32> b = gc_alloc_temp<gc_f32>(cx, (gc_u64)(n), 1u);"), "{}", f.defs);
+    let bad = crate::task_macro(quote!(), quote! { fn u(n: usize) { let a = alloc!(f32, n, zeroed); } }).to_string();
+    assert!(bad.contains("`alloc!` takes an element type and a length"), "{bad}");
 }

@@ -90,7 +90,9 @@ __device__ inline gc_xheap* gc_temps_of(const gc_cx& cx) { return cx.L->temps; }
 // code): bounds that recursion, which uses the thread's stack.
 struct gc_dev_guard {
   const gc_cx& cx;
-  __device__ gc_dev_guard(const gc_cx& c, gc_u32 site) : cx(c) {
+  // `warp`: a warp task's serial form (persistent.cuh counts those; this scheduler does not).
+  __device__ gc_dev_guard(const gc_cx& c, gc_u32 site, bool warp = false) : cx(c) {
+    (void)warp;
     if (++cx.dev_depth > cx.L->dev_depth_limit) gc_raise_cx(cx, GC_FAULT_DEV_DEPTH, site, cx.L->dev_depth_limit);
   }
   __device__ ~gc_dev_guard() { cx.dev_depth -= 1; }

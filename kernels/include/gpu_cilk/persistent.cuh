@@ -215,6 +215,7 @@ struct gc_cx {
   gc_u32 task;               // its index (for faults)
   mutable gc_u32 dev_depth;  // depth of inline serial recursion (gc_dev_guard)
   mutable gc_u64 inline_calls;
+  mutable gc_u32 warp_inline;  // warp tasks run inline through their serial form (one lane)
   gc_u32 local_joins;        // segments that ended with only local children (statistics)
 };
 
@@ -237,11 +238,14 @@ __device__ inline void gc_raise_cx(const gc_cx& cx, gc_u32 code, gc_u32 site, gc
 __device__ inline gc_xheap* gc_temps_of(const gc_cx& cx) { return cx.W->P->temps; }
 
 // Entered by every serial device form of a task (`<task>_dev`): bounds inline recursion, which
-// uses the thread's stack, and counts inline calls.
+// uses the thread's stack, and counts inline calls. `warp`: the serial form of a warp task (the
+// work of a whole warp on one lane): a call run inline from a segment that reaches one raises
+// the inline floor like a call over the budget (gc_spawn), so its level spawns tasks again.
 struct gc_dev_guard {
   const gc_cx& cx;
-  __device__ gc_dev_guard(const gc_cx& c, gc_u32 site) : cx(c) {
+  __device__ gc_dev_guard(const gc_cx& c, gc_u32 site, bool warp = false) : cx(c) {
     cx.inline_calls += 1;
+    if (warp) cx.warp_inline += 1u;
     if (++cx.dev_depth > cx.W->P->dev_depth_limit) {
       gc_raise_cx(cx, GC_FAULT_DEV_DEPTH, site, cx.W->P->dev_depth_limit);
     }
@@ -378,6 +382,32 @@ template <typename F> __device__ inline void gc_store_masked(F* dst, const F& sr
 }
 
 // ---------------------------------------------------------------------------------------------
+// Warp tasks (`#[gpu_cilk(warp)]`): a task type that declares `static const bool WARP = true` has
+// a cooperative entry `warp` (same signature as `seg0`) that all 32 lanes of a warp run together
+// for one item: its `lanes` loops are spread over the lanes and end with __syncwarp. Warp tasks
+// are leaves (no spawn, no sync, no alloc!), so they need no frame.
+
+template <typename T, typename = void> struct gc_is_warp {
+  static const bool value = false;
+};
+template <typename T> struct gc_is_warp<T, decltype((void)T::WARP)> {
+  static const bool value = T::WARP;
+};
+
+template <bool Warp> struct gc_warp_entry {
+  template <typename Task>
+  static __device__ bool run(gc_cx&, const typename Task::Args&, typename Task::Frame*, typename Task::Ret*) {
+    return false;  // never called: the dispatch asks gc_is_warp first
+  }
+};
+template <> struct gc_warp_entry<true> {
+  template <typename Task>
+  static __device__ bool run(gc_cx& cx, const typename Task::Args& a, typename Task::Frame* out, typename Task::Ret* ret) {
+    return Task::warp(cx, a, out, ret);
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
 // Spawning.
 
 enum gc_spawn_mode { GC_SPAWN_INLINE = 0, GC_SPAWN_LOCAL = 1, GC_SPAWN_POOL = 2 };
@@ -457,6 +487,10 @@ __device__ GC_SPAWN_LINKAGE typename Callee::Ret gc_spawn(gc_cx& cx, typename Ca
   } else if (hungry > 0 && queued > 0 && gc_pool_has_room(P)) {
     mode = GC_SPAWN_POOL;  // keep working on the local stack; feed a hungry warp
   }
+  if (mode == GC_SPAWN_INLINE && cx.frame != nullptr && gc_is_warp<Callee>::value) {
+    // A warp task run inline would run on this lane alone: queue it for a whole warp.
+    mode = GC_SPAWN_LOCAL;
+  }
   if (mode == GC_SPAWN_LOCAL) {
     // Claim stack slots: lanes spawning together share one shared-memory atomic, in the shared
     // part while it has room, else in the deep part (global memory, still this warp's own).
@@ -513,8 +547,9 @@ __device__ GC_SPAWN_LINKAGE typename Callee::Ret gc_spawn(gc_cx& cx, typename Ca
   // tasks from then on, so that no lane runs a large subtree alone while others wait.
   if (cx.frame == nullptr) return Callee::dev(cx, args);  // no frame slot: forced, not measured
   const gc_u64 before = cx.inline_calls;
+  const gc_u32 warp_before = cx.warp_inline;
   const Ret v = Callee::dev(cx, args);
-  if (cx.inline_calls - before > (gc_u64)P->inline_budget) {
+  if (cx.inline_calls - before > (gc_u64)P->inline_budget || cx.warp_inline != warp_before) {
     atomicMax(reinterpret_cast<int*>(&P->ctl[GC_PCTL_INLINE_FLOOR]), (int)(cx.depth + 2u));
   }
   return v;
@@ -634,6 +669,7 @@ __device__ gc_frame_hdr* gc_pstart(gc_pwarp* W, const Item& it, gc_frame_hdr* fr
   cx.task = Task::ID;
   cx.dev_depth = 0u;
   cx.inline_calls = 0ull;
+  cx.warp_inline = 0u;
   if (frame != nullptr) frame->pending = 0;
   typename Task::Frame out;
   typename Task::Ret ret = typename Task::Ret();
@@ -646,6 +682,44 @@ __device__ gc_frame_hdr* gc_pstart(gc_pwarp* W, const Item& it, gc_frame_hdr* fr
   stats[2 * gc_items<Task>::TASKS] += cx.inline_calls;
   stats[2 * gc_items<Task>::TASKS + 1] += cx.local_joins;
   return next;
+}
+
+// Runs item `it` of the warp task `Task` on the whole warp (every lane calls this, converged, with
+// the same item). The `owner` lane (the one that took the item) then delivers the result and
+// completes the child (join counter); it gets the parent's frame back when that completion was
+// the last one (to resume), the other lanes get null.
+template <typename Task, typename Item>
+__device__ gc_frame_hdr* gc_pwarp_start(gc_pwarp* W, const Item& it, bool owner, gc_u64* stats) {
+  gc_cx cx;
+  cx.W = W;
+  cx.frame = nullptr;
+  cx.mask = nullptr;
+  cx.mask_words = 0u;
+  cx.deferred = 0u;
+  cx.remote = 0u;
+  cx.local_joins = 0u;
+  cx.task = Task::ID;
+  cx.dev_depth = 0u;
+  cx.inline_calls = 0ull;
+  cx.warp_inline = 0u;
+  cx.depth = it.h.depth;
+  typename Task::Frame out;
+  typename Task::Ret ret = typename Task::Ret();
+  const typename Task::Args a = *reinterpret_cast<const typename Task::Args*>(it.args);
+  gc_warp_entry<gc_is_warp<Task>::value>::template run<Task>(cx, a, &out, &ret);
+  __syncwarp();
+  if (!owner) return nullptr;
+  stats[2 * Task::ID] += 1ull;
+  stats[2 * gc_items<Task>::TASKS] += cx.inline_calls;
+  gc_pdeliver(it.h.dest, ret);
+  return gc_child_done(W->P, it.h.parent);
+}
+
+// Lane `from`'s item, on every lane (whole warp, converged).
+template <typename Item> __device__ inline void gc_shfl_item(Item* dst, const Item& src, int from) {
+  const gc_u64* s = reinterpret_cast<const gc_u64*>(&src);
+  gc_u64* d = reinterpret_cast<gc_u64*>(dst);
+  for (gc_u32 i = 0; i < (gc_u32)(sizeof(Item) / 8); ++i) d[i] = __shfl_sync(0xffffffffu, s[i], from);
 }
 
 // Resumes the task of frame `h` (its children are all done). Returns the next frame to resume.
@@ -675,6 +749,7 @@ template <typename Task> __device__ gc_frame_hdr* gc_presume(gc_pwarp* W, gc_fra
   cx.task = Task::ID;
   cx.dev_depth = 0u;
   cx.inline_calls = 0ull;
+  cx.warp_inline = 0u;
   const gc_u32 seg = h->next_segment;
   typename Task::Frame f = slot->frame;
   typename Task::Frame out;
@@ -885,8 +960,9 @@ template <typename Prog> __device__ void gc_persistent_loop(const gc_psched& P) 
     __syncwarp();
     const long long t1 = clock64();
     bool used = false;
-    if ((int)W.lane < n) {
-      deepest = mine.h.depth > deepest ? mine.h.depth : deepest;
+    const bool wmine = (int)W.lane < n && Prog::is_warp(mine.h.task);
+    if ((int)W.lane < n) deepest = mine.h.depth > deepest ? mine.h.depth : deepest;
+    if ((int)W.lane < n && !wmine) {
       gc_frame_hdr* next = Prog::start(&W, mine, frame, &used, stats);
       // A continuation chain climbs at most to the root; look for a stop every 64 steps only.
       for (gc_u32 k = 1u; next != nullptr; ++k) {
@@ -895,6 +971,25 @@ template <typename Prog> __device__ void gc_persistent_loop(const gc_psched& P) 
       }
     }
     __syncwarp();
+    // The batch's warp tasks: the whole warp runs each in turn; then each owner lane climbs the
+    // continuation chain its completion started.
+    unsigned wmask = __ballot_sync(0xffffffffu, wmine);
+    if (wmask != 0u) {
+      gc_frame_hdr* wnext = nullptr;
+      while (wmask != 0u) {
+        const int j = __ffs((int)wmask) - 1;
+        wmask &= wmask - 1u;
+        Item it;
+        gc_shfl_item(&it, mine, j);
+        gc_frame_hdr* nx = Prog::start_warp(&W, it, (int)W.lane == j, stats);
+        if ((int)W.lane == j) wnext = nx;
+      }
+      for (gc_u32 k = 1u; wnext != nullptr; ++k) {
+        if ((k & 63u) == 0u && gc_pstopped(&P)) break;
+        wnext = Prog::resume(&W, wnext, stats);
+      }
+      __syncwarp();
+    }
     if (W.lane == 0) {
       wstat[0] += 1ull;
       wstat[1] += (gc_u64)n;

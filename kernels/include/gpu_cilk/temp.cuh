@@ -22,8 +22,32 @@ template <typename T> struct gc_temp {
   __device__ gc_usize len() const { return n; }
 };
 
+// Zeroes `bytes` bytes at `p` (one thread): 8-byte stores, four to an iteration, where `p` is
+// 8-aligned (the allocator's blocks are), single bytes elsewhere. A large temporary still costs
+// its size in store bandwidth of one thread (see docs/dsl.md, Task-scoped temporaries).
+__device__ inline void gc_zero_bytes(void* p, gc_u64 bytes) {
+  unsigned char* b = reinterpret_cast<unsigned char*>(p);
+  gc_u64 i = 0;
+  if ((reinterpret_cast<gc_u64>(b) & 7ull) == 0ull) {
+    gc_u64* w = reinterpret_cast<gc_u64*>(b);
+    const gc_u64 words = bytes / 8ull;
+    gc_u64 k = 0;
+    for (; k + 4ull <= words; k += 4ull) {
+      w[k] = 0ull;
+      w[k + 1ull] = 0ull;
+      w[k + 2ull] = 0ull;
+      w[k + 3ull] = 0ull;
+    }
+    for (; k < words; ++k) w[k] = 0ull;
+    i = words * 8ull;
+  }
+  for (; i < bytes; ++i) b[i] = 0;
+}
+
+// `zero`: false for `alloc!(T, n, uninit)` (the task writes every element before reading it).
 // Out of line: one copy per element type, not one per `alloc!` site (code size, JIT time).
-template <typename T> __device__ __noinline__ gc_temp<T> gc_alloc_temp(const gc_cx& cx, gc_u64 n, gc_u32 site) {
+template <typename T>
+__device__ __noinline__ gc_temp<T> gc_alloc_temp(const gc_cx& cx, gc_u64 n, gc_u32 site, bool zero = true) {
   gc_temp<T> t;
   t.ptr = nullptr;
   t.n = 0;
@@ -37,7 +61,7 @@ template <typename T> __device__ __noinline__ gc_temp<T> gc_alloc_temp(const gc_
   }
   t.ptr = reinterpret_cast<T*>(p);
   t.n = n;
-  for (gc_u64 i = 0; i < n; ++i) t.ptr[i] = (T)0;
+  if (zero) gc_zero_bytes(p, n * (gc_u64)sizeof(T));
   return t;
 }
 

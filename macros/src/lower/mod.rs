@@ -139,6 +139,7 @@ pub fn task(f: Function) -> Result<Task, syn::Error> {
         segments,
         fanout,
         machine: None,
+        warp: false,
     };
     errors.finish(task)
 }
@@ -178,6 +179,7 @@ fn machine_task(f: Function) -> Result<Task, syn::Error> {
         segments,
         fanout,
         machine: Some(m),
+        warp: false,
     };
     errors.finish(task)
 }

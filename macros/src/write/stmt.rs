@@ -48,9 +48,10 @@ impl Writer<'_> {
                 let ty = Ty::Temp(Box::new(elem.clone()));
                 let name = self.declare(&l.name, Some(ty.clone()));
                 self.line(&format!(
-                    "{} {name} = gc_alloc_temp<{}>(cx, (gc_u64)({len}), {site});",
+                    "{} {name} = gc_alloc_temp<{}>(cx, (gc_u64)({len}), {site}{});",
                     ty.cxx(),
-                    elem.cxx()
+                    elem.cxx(),
+                    if a.uninit { ", false" } else { "" }
                 ));
                 // An exhausted heap has raised a fault (the run fails); end the segment now.
                 let fail = match self.mode {
@@ -150,7 +151,23 @@ impl Writer<'_> {
         self.line("{");
         self.depth += 1;
         self.line(&format!("{t} {end} = {hi};"));
-        if f.inclusive {
+        let coop = f.lanes && self.coop && !self.in_lanes;
+        // The value of the loop variable in an iteration (a cooperative loop counts in 64 bits).
+        let mut value = it.clone();
+        if coop {
+            // A cooperative loop: lane l of the warp runs lo + l, lo + l + 32, ..; all lanes wait
+            // for each other after it (their writes are then visible to the whole warp). The
+            // count and the steps are 64-bit offsets from `lo`, so no step wraps around `T`'s end
+            // (`(gc_u64)` of a negative `lo` sign-extends: the difference is still exact).
+            let (base, cnt) = (self.fresh("lo"), self.fresh("cnt"));
+            self.line(&format!("{t} {base} = {lo};"));
+            self.line(&format!("gc_u64 {cnt} = {base} < {end} ? (gc_u64){end} - (gc_u64){base} : (gc_u64)0;"));
+            self.line(&format!(
+                "for (gc_u64 {it} = (gc_u64)gc_lane(); {it} < {cnt}; {it} += (gc_u64)gc_warp_size()) {{"
+            ));
+            value = format!("({t})((gc_u64){base} + {it})");
+            self.in_lanes = true;
+        } else if f.inclusive {
             let go = self.fresh("go");
             self.line(&format!("bool {go} = {lo} <= {end};"));
             self.line(&format!(
@@ -162,11 +179,15 @@ impl Writer<'_> {
         self.depth += 1;
         self.push();
         let v = self.declare(&f.var, Some(ty.clone()));
-        self.line(&format!("{t} {v} = {it};"));
+        self.line(&format!("{t} {v} = {value};"));
         self.stmts(&f.body, None);
         self.pop();
         self.depth -= 1;
         self.line("}");
+        if coop {
+            self.in_lanes = false;
+            self.line("__syncwarp();");
+        }
         self.depth -= 1;
         self.line("}");
     }

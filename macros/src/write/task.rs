@@ -84,6 +84,12 @@ pub fn task_fragment(task: &Task) -> Fragment {
     if task.machine.is_some() {
         let _ = writeln!(types, "  static __device__ bool machine(gc_cx& cx, Frame f, Frame* out, Ret* ret);");
     }
+    if task.warp {
+        // A warp task (`#[gpu_cilk(warp)]`): the persistent scheduler runs `warp` on all 32 lanes
+        // of a warp at once (persistent.cuh, gc_pwarp_start); `seg0` and `dev` are its serial form.
+        let _ = writeln!(types, "  static const bool WARP = true;");
+        let _ = writeln!(types, "  static __device__ bool warp(gc_cx& cx, Args a, Frame* out, Ret* ret);");
+    }
     types.push_str("};\n");
 
     let mut writer = Writer::new(Some(task), Mode::Segment, name.clone(), ret);
@@ -91,6 +97,9 @@ pub fn task_fragment(task: &Task) -> Fragment {
         machine_defs(&mut writer, task, m);
     } else {
         segment_defs(&mut writer, task);
+    }
+    if task.warp {
+        warp_def(&mut writer, task);
     }
     // The task run as a plain call, whole (what a scheduler runs when it inlines a spawn): its own
     // serial device form, and those of the tasks it spawns (which a scheduler may run inline), are
@@ -166,6 +175,31 @@ fn segment_defs(writer: &mut Writer<'_>, task: &Task) {
     writer.depth = 1;
     writer.line("}");
     writer.line("return false;");
+    writer.depth = 0;
+    writer.line("}");
+    writer.line("");
+}
+
+/// `warp` of a warp task: its one segment with `lanes` loops spread over the warp's lanes (the
+/// same statements as `seg0`, which runs them as plain loops).
+fn warp_def(writer: &mut Writer<'_>, task: &Task) {
+    let name = writer.task_cname.clone();
+    writer.line(&format!("__device__ bool {name}_task::warp(gc_cx& cx, Args a, Frame* out, Ret* ret) {{"));
+    writer.depth = 1;
+    writer.scopes = vec![Vec::new()];
+    writer.used.clear();
+    writer.temps.clear();
+    writer.line("(void)out;");
+    for p in &task.params {
+        let t = ty_of_type(&p.ty);
+        let n = writer.declare(&p.name, Some(t.clone()));
+        writer.line(&format!("{} {n} = a.{};", t.cxx(), mangle(&p.name.to_string())));
+    }
+    writer.coop = true;
+    if let Some(seg) = task.segments.first() {
+        segment_body(writer, task, seg);
+    }
+    writer.coop = false;
     writer.depth = 0;
     writer.line("}");
     writer.line("");
@@ -309,7 +343,12 @@ fn device_text(
     if task.is_some() {
         // A task run serially recurses on the thread's stack: the scheduler bounds the depth.
         let site = writer.site(name.span());
-        writer.line(&format!("gc_dev_guard gc_guard(cx, {site});"));
+        if task.is_some_and(|t| t.warp) {
+            // A warp task run on one lane: the work of a whole warp (see persistent.cuh).
+            writer.line(&format!("gc_dev_guard gc_guard(cx, {site}, /*warp=*/true);"));
+        } else {
+            writer.line(&format!("gc_dev_guard gc_guard(cx, {site});"));
+        }
     }
     match body {
         DeviceBody::Function(f) => {

@@ -62,6 +62,11 @@ pub(super) struct Writer<'t> {
     fresh_count: usize,
     /// C++ names of the temporaries this task allocated that are in scope (freed at returns).
     pub(super) temps: Vec<String>,
+    /// Writing a warp task's cooperative entry (`<name>_task::warp`): `lanes` loops are spread
+    /// over the warp's lanes. Everywhere else they are plain loops.
+    pub(super) coop: bool,
+    /// Inside a cooperative `lanes` loop (an inner one, rejected by `check`, would be plain).
+    pub(super) in_lanes: bool,
 }
 
 impl<'t> Writer<'t> {
@@ -77,6 +82,8 @@ impl<'t> Writer<'t> {
             site_base: None,
             helpers: Vec::new(),
             calls: Vec::new(),
+            coop: false,
+            in_lanes: false,
             scopes: vec![Vec::new()],
             used: BTreeSet::new(),
             unsupported: Vec::new(),

@@ -257,6 +257,23 @@ fn write_persistent_entries(src: &mut String, tasks: &[ProgramTask]) {
         let _ = writeln!(src, "      case {i}u: return gc_presume<{}_task>(W, h, stats);", t.fragment.name);
     }
     src.push_str("    }\n    return nullptr;\n  }\n");
+    // Warp tasks (`#[gpu_cilk(warp)]`): which ids they are, and their whole-warp entry.
+    src.push_str("  static __device__ bool is_warp(gc_u32 task) {\n    switch (task) {\n");
+    for (i, t) in tasks.iter().enumerate() {
+        let _ = writeln!(src, "      case {i}u: return gc_is_warp<{}_task>::value;", t.fragment.name);
+    }
+    src.push_str("    }\n    return false;\n  }\n");
+    src.push_str(
+        "  static __device__ gc_frame_hdr* start_warp(gc_pwarp* W, const Item& it, bool owner, gc_u64* stats) {\n    switch (it.h.task) {\n",
+    );
+    for (i, t) in tasks.iter().enumerate() {
+        let _ = writeln!(
+            src,
+            "      case {i}u: return gc_pwarp_start<{}_task, Item>(W, it, owner, stats);",
+            t.fragment.name
+        );
+    }
+    src.push_str("    }\n    return nullptr;\n  }\n");
     if let Some(root) = tasks.first() {
         let n = root.fragment.name;
         let _ = writeln!(
