@@ -8,7 +8,11 @@
 # results.json, sort.svg, strassen.svg); each step's own log goes to $GPU_CHECK_STEPS
 # (default OUT/steps). The PTX cache is $GPU_CILK_CACHE_DIR (default a folder under /tmp).
 # GPU_CHECK_LARGE=1 adds the large sizes (strassen 2048 and 4096, sort 10^8), minutes each.
+# GPU_CHECK_PARTS (default all): which parts run, any of tests, heap, examples, sanitizers,
+# bench, bench-data, bench-issue9, cpu-bench (space-separated), e.g. to fit a 10-minute slot.
 set -uo pipefail
+parts=" ${GPU_CHECK_PARTS:-tests heap examples sanitizers bench bench-data bench-issue9 cpu-bench} "
+part() { [[ "$parts" == *" $1 "* ]]; }
 here="$(cd "$(dirname "$0")" && pwd)"
 out="${1:-${OUT:-/tmp/gpu-check}}"
 steps="${GPU_CHECK_STEPS:-$out/steps}"
@@ -38,6 +42,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 # printed SKIPPED (an NVRTC test without NVRTC), so nothing skipped can read as passed.
 tests=()
 for t in "$here"/tests/*; do
+  part tests || break
   name="test-$(basename "$t")"
   step "$name" "$t" --include-ignored --test-threads=1
   counts=$(grep -E '^test result:' "$steps/$name.log" | tail -1 | sed -E 's/.*ok\. |.*FAILED\. //; s/; [0-9]+ measured.*//')
@@ -46,10 +51,11 @@ for t in "$here"/tests/*; do
 done
 # Issue 12: the heap at K = 1024 on every resident block (known to hang; the watchdog's dump of
 # each block's trace words is the point of this step: read it in steps/heap-k1024-full.log).
-if [ -x "$here/tests/cuda_heap" ]; then
+if [ -x "$here/tests/cuda_heap" ] && part heap; then
   GPU_CILK_HEAP_K1024_FULL=1 STEP_TIMEOUT=300 step heap-k1024-full "$here/tests/cuda_heap" largest_nodes_k1024 \
     --include-ignored --exact --nocapture --test-threads=1
 fi
+if part examples; then
 for n in 10 20 25 30 32 35; do step "fib-$n-cuda" "$here/fib" "$n" --backend cuda --reps 5; done
 # Deep, narrow trees: one spawn per level (time per level, and the frames it keeps).
 for n in 10000 1000000; do step "chain-$n-cuda" "$here/chain" "$n" --backend cuda --reps 3; done
@@ -71,7 +77,8 @@ if [ -n "${GPU_CHECK_LARGE:-}" ]; then
   # 4096: the serial function would take minutes on the host; 128 rows are still checked.
   STEP_TIMEOUT=300 step "strassen-4096-cuda" "$here/strassen" 4096 --backend cuda --reps 3 --no-verify
 fi
-if command -v compute-sanitizer >/dev/null; then
+fi
+if command -v compute-sanitizer >/dev/null && part sanitizers; then
   for tool in memcheck racecheck; do
     step "sanitizer-$tool-fib" compute-sanitizer --tool "$tool" --error-exitcode 1 "$here/fib" 12 --backend cuda
     step "sanitizer-$tool-queens" compute-sanitizer --tool "$tool" --error-exitcode 1 "$here/queens" 6 --backend cuda
@@ -84,12 +91,14 @@ if command -v compute-sanitizer >/dev/null; then
       "$here/tests/compile_subset" parameterless_tasks_run_on_cuda --include-ignored --exact
   fi
 fi
-if [ -x "$here/gpu_suite" ] && [ -z "${SKIP_BENCH:-}" ]; then
+if [ -x "$here/gpu_suite" ] && [ -z "${SKIP_BENCH:-}" ] && part bench; then
   STEP_TIMEOUT=${BENCH_TIMEOUT:-400} step bench "$here/gpu_suite" --out "$out/bench" --only "${BENCH_ONLY:-fib,queens,loopsync,channel,alloc,queue}" ${BENCH_ARGS:-}
   # sort and Strassen against serial, rayon, CUB radix/merge sort, a tiled SGEMM and cuBLAS (the
   # peers are built with nvcc): tables in the log, results.csv/json, sort.svg and strassen.svg
   # under OUT/bench-data. Default sizes 10^6, 10^7 keys and n = 512, 1024; the issue's sizes with
   # GPU_CHECK_LARGE=1. BENCH_DATA_ARGS adds options (e.g. --sort-f32).
+fi
+if [ -x "$here/gpu_suite" ] && [ -z "${SKIP_BENCH:-}" ] && part bench-data; then
   data_args=()
   [ -n "${GPU_CHECK_LARGE:-}" ] && data_args=(--sort-n 1000000,10000000,100000000 --strassen-n 512,1024,2048,4096 --reps 3)
   STEP_TIMEOUT=${BENCH_DATA_TIMEOUT:-600} step bench-sort-strassen "$here/gpu_suite" --out "$out/bench-data" \
@@ -98,12 +107,12 @@ fi
 # Issue 9's columns: a deep chain (10^4, 10^6), an unbalanced tree, fib(40) (serial, rayon, the
 # hand-written peer, gpu-cilk cpu / persistent / persistent all-tasks / levels) and the work-stack
 # microbenchmark (push/pop/steal, 1 warp to full occupancy).
-if [ -x "$here/gpu_suite" ] && [ -z "${SKIP_BENCH:-}" ]; then
+if [ -x "$here/gpu_suite" ] && [ -z "${SKIP_BENCH:-}" ] && part bench-issue9; then
   STEP_TIMEOUT=${BENCH9_TIMEOUT:-600} step bench-issue9 "$here/gpu_suite" --out "$out/bench-issue9" \
     --only chain,unbalanced,fib40,deque --reps "${BENCH9_REPS:-3}" ${BENCH9_ARGS:-}
 fi
 # The cpu backend (stealing and levels) against serial and rayon join on this host's cores.
-if [ -x "$here/cpu_bench" ] && [ -z "${SKIP_BENCH:-}" ]; then
+if [ -x "$here/cpu_bench" ] && [ -z "${SKIP_BENCH:-}" ] && part cpu-bench; then
   STEP_TIMEOUT=${CPU_BENCH_TIMEOUT:-600} step cpu-bench "$here/cpu_bench" ${CPU_BENCH_ARGS:---fib 35,40 --queens 15 --chain 1000000 --reps 5}
 fi
 echo
