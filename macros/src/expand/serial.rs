@@ -129,8 +129,13 @@ struct Serialize {
 }
 
 impl Serialize {
+    /// The call of `spawn!(call[, priority = key])`: the serial function drops the priority.
     fn call_of(mac: &syn::Macro) -> Expr {
-        match mac.parse_body::<Expr>() {
+        let first = mac
+            .parse_body_with(syn::punctuated::Punctuated::<Expr, syn::Token![,]>::parse_terminated)
+            .ok()
+            .and_then(|p| p.into_iter().next());
+        match first.ok_or(()) {
             Ok(mut e) => {
                 Serialize { allocs: false }.visit_expr_mut(&mut e);
                 e
