@@ -225,7 +225,8 @@ pub const METHODS: &[&str] = &[
 ];
 
 /// Methods of atomics that would move a shared bound both ways (rejected with their own message).
-const BOUND_WRITES: &[&str] = &["store", "swap", "fetch_sub", "fetch_update", "compare_exchange", "get_mut", "into_inner"];
+const BOUND_WRITES: &[&str] =
+    &["store", "swap", "fetch_sub", "fetch_update", "compare_exchange", "get_mut", "into_inner"];
 
 fn method_allowed(name: &str) -> bool {
     METHODS.contains(&name) || name.starts_with("wrapping_") || name.starts_with("saturating_")
