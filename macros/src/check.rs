@@ -244,6 +244,10 @@ pub fn check_type(ty: &Type) -> Result<(), syn::Error> {
             None => Err(error::ALLOC_ELEM.on(elem)),
         };
     }
+    if syntax::bound_path(ty).is_some() {
+        // `Max<u64>` by value: a bound is shared, passed as `&Max<u64>`.
+        return Err(error::BOUND_FORM.on(ty));
+    }
     match ty {
         Type::Path(p) if p.qself.is_none() => {
             let seg = p.path.segments.last();
@@ -267,7 +271,6 @@ pub fn check_type(ty: &Type) -> Result<(), syn::Error> {
         _ if syntax::slice_type(ty).is_some() => Ok(()),
         _ if syntax::bound_type(ty).is_some() => Ok(()),
         Type::Reference(r) if syntax::bound_path(&r.elem).is_some() => Err(error::BOUND_FORM.on(ty)),
-        _ if syntax::bound_path(ty).is_some() => Err(error::BOUND_FORM.on(ty)),
         Type::Reference(_) | Type::Slice(_) | Type::Ptr(_) => Err(error::TYPE_REFERENCE.on(ty)),
         Type::ImplTrait(_) | Type::TraitObject(_) => Err(error::TYPE_IMPL_TRAIT.on(ty)),
         Type::Tuple(t) if (2..=4).contains(&t.elems.len()) => {

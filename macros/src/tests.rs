@@ -972,3 +972,35 @@ fn a_module_constant_in_device_code_is_a_clear_static_assert() {
     assert!(d.contains("static_assert(false, \"gpu-cilk: the name `LIMIT` (device code sees only locals"), "{d}");
     assert!(!d.contains("n < LIMIT"), "{d}");
 }
+
+/// Best-first branch and bound: priority spawns (`priority = ub`) and two shared bounds.
+fn bnb() -> TokenStream {
+    quote! {
+        pub fn bnb(sw: &[u64], i: usize, cap: u64, ub: u64, best: &Max<u64>, nodes: &Sum<u64>) {
+            if ub <= best.load() {
+                return;
+            }
+            nodes.fetch_add(1);
+            best.fetch_max(cap);
+            if i + 1 < sw.len() {
+                spawn!(bnb(sw, i + 1, cap / 2, ub - 1, best, nodes), priority = ub - 1);
+                spawn!(bnb(sw, i + 1, cap, ub - 2, best, nodes), priority = ub / 2);
+            }
+        }
+    }
+}
+
+#[test]
+fn bnb_ir() {
+    insta::assert_snapshot!(dump(&lowered(bnb())));
+}
+
+#[test]
+fn bnb_expansion() {
+    insta::assert_snapshot!(expand(quote!(), bnb()));
+}
+
+#[test]
+fn bnb_cuda() {
+    insta::assert_snapshot!(cuda(bnb()));
+}
