@@ -111,7 +111,11 @@ fn one(rt: &Runtime, cli: &Cli, kind: Kind, n: usize, r: u64) -> Result<bool, Er
         verdict(good),
         times.len()
     );
-    println!("{name:<18} dp         {want:>10} {dp_ms:>10.3} ms (capacity {}, n·c = {:.2e})", inst.cap, n as f64 * inst.cap as f64);
+    println!(
+        "{name:<18} dp         {want:>10} {dp_ms:>10.3} ms (capacity {}, n·c = {:.2e})",
+        inst.cap,
+        n as f64 * inst.cap as f64
+    );
     if cli.common.stats {
         println!("{stats}");
     }

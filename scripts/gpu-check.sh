@@ -61,12 +61,19 @@ if [ -n "${GPU_CHECK_LARGE:-}" ]; then
   # 4096: the serial function would take minutes on the host; 128 rows are still checked.
   STEP_TIMEOUT=300 step "strassen-4096-cuda" "$here/strassen" 4096 --backend cuda --reps 3 --no-verify
 fi
+# Knapsack: best-first branch and bound (priority spawns, a shared &Max<u64> incumbent, a &Sum<u64>
+# node count), every answer against the dynamic program, one small instance of each type, then
+# the paper's Table 4 (n and R of Chen et al.; the DP alone takes seconds on the largest).
+for kind in sc asc esc ss; do step "knapsack-$kind-60-cuda" "$here/knapsack" --kind "$kind" --n 60 --r 1000 --backend cuda --reps 3; done
+STEP_TIMEOUT=${KNAPSACK_TIMEOUT:-400} step "knapsack-table4-cuda" "$here/knapsack" --backend cuda
+STEP_TIMEOUT=${KNAPSACK_TIMEOUT:-400} step "knapsack-table4-cpu" "$here/knapsack" --backend cpu --no-baseline
 if command -v compute-sanitizer >/dev/null; then
   for tool in memcheck racecheck; do
     step "sanitizer-$tool-fib" compute-sanitizer --tool "$tool" --error-exitcode 1 "$here/fib" 12 --backend cuda
     step "sanitizer-$tool-queens" compute-sanitizer --tool "$tool" --error-exitcode 1 "$here/queens" 6 --backend cuda
     step "sanitizer-$tool-sort" compute-sanitizer --tool "$tool" --error-exitcode 1 "$here/sort" 5000 --backend cuda
     step "sanitizer-$tool-strassen" compute-sanitizer --tool "$tool" --error-exitcode 1 "$here/strassen" 130 --backend cuda
+    step "sanitizer-$tool-knapsack" compute-sanitizer --tool "$tool" --error-exitcode 1 "$here/knapsack" --kind sc --n 30 --r 500 --backend cuda --no-baseline
   done
   # A parameterless root task (and parameterless children), on every cuda configuration.
   if [ -x "$here/tests/compile_subset" ]; then
