@@ -157,7 +157,7 @@ pub fn upper_bound(sw: &[u64], sp: &[u64], i: usize, cap: u64, value: u64) -> u6
     let mut lo = i;
     let mut hi = n;
     while lo < hi {
-        let mid = lo + (hi - lo + 1) / 2;
+        let mid = hi - (hi - lo) / 2; // the upper middle: lo < mid <= hi
         if sw[mid] - sw[i] <= cap {
             lo = mid;
         } else {
@@ -173,13 +173,14 @@ pub fn upper_bound(sw: &[u64], sp: &[u64], i: usize, cap: u64, value: u64) -> u6
     ub
 }
 
-/// One node of the best-first search: items `0..i` decided, `cap` left, `value` gained, `ub` its
-/// upper bound. Pruned when the incumbent `best` already reaches `ub`; else it counts itself in
+/// One node of the best-first search: items `0..i` decided, `cap` left, `value` gained. Pruned
+/// when the incumbent `best` already reaches its upper bound (the priority it was spawned with,
+/// computed again: the incumbent may have risen since); else it counts itself in
 /// `nodes`, offers `value` to `best`, and spawns its two children that can still improve on the
 /// incumbent, each with its upper bound as the priority (larger first).
 #[gpu_cilk]
-pub fn knapsack(sw: &[u64], sp: &[u64], i: usize, cap: u64, value: u64, ub: u64, best: &Max<u64>, nodes: &Sum<u64>) {
-    if ub <= best.load() {
+pub fn knapsack(sw: &[u64], sp: &[u64], i: usize, cap: u64, value: u64, best: &Max<u64>, nodes: &Sum<u64>) {
+    if upper_bound(sw, sp, i, cap, value) <= best.load() {
         return;
     }
     nodes.fetch_add(1);
@@ -193,12 +194,12 @@ pub fn knapsack(sw: &[u64], sp: &[u64], i: usize, cap: u64, value: u64, ub: u64,
     if wi <= cap {
         let ub_in = upper_bound(sw, sp, i + 1, cap - wi, value + pi);
         if ub_in > best.load() {
-            spawn!(knapsack(sw, sp, i + 1, cap - wi, value + pi, ub_in, best, nodes), priority = ub_in);
+            spawn!(knapsack(sw, sp, i + 1, cap - wi, value + pi, best, nodes), priority = ub_in);
         }
     }
     let ub_out = upper_bound(sw, sp, i + 1, cap, value);
     if ub_out > best.load() {
-        spawn!(knapsack(sw, sp, i + 1, cap, value, ub_out, best, nodes), priority = ub_out);
+        spawn!(knapsack(sw, sp, i + 1, cap, value, best, nodes), priority = ub_out);
     }
 }
 
@@ -262,8 +263,7 @@ pub fn best_first(inst: &Instance) -> (u64, u64) {
 pub fn solve(rt: &Runtime, inst: &Instance) -> Result<(u64, u64, Stats), Error> {
     let best = Max::new(0u64);
     let nodes = Sum::new(0u64);
-    let ub = root_bound(inst);
-    let report = rt.run_with_stats(knapsack::task(&inst.sw, &inst.sp, 0, inst.cap, 0, ub, &best, &nodes))?;
+    let report = rt.run_with_stats(knapsack::task(&inst.sw, &inst.sp, 0, inst.cap, 0, &best, &nodes))?;
     Ok((best.get(), nodes.get(), report.stats))
 }
 
@@ -271,6 +271,6 @@ pub fn solve(rt: &Runtime, inst: &Instance) -> Result<(u64, u64, Stats), Error> 
 pub fn solve_serial(inst: &Instance) -> (u64, u64) {
     let best = Max::new(0u64);
     let nodes = Sum::new(0u64);
-    knapsack(&inst.sw, &inst.sp, 0, inst.cap, 0, root_bound(inst), &best, &nodes);
+    knapsack(&inst.sw, &inst.sp, 0, inst.cap, 0, &best, &nodes);
     (best.get(), nodes.get())
 }
