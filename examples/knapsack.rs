@@ -63,6 +63,11 @@ struct Cli {
     /// Data range R of the one instance (weights in 1..=R).
     #[arg(long, default_value_t = 1000)]
     r: u64,
+    /// Capacity as a percentage of the total weight (default 50; Martello, Pisinger and Toth use
+    /// h/(H+1) for instance h of a series of H; the paper does not say which it took). Made odd
+    /// for the even-odd type.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=100))]
+    cap_percent: u64,
     /// Seed of the generator.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -79,7 +84,12 @@ fn ms(t: Instant) -> f64 {
 
 /// Solves one instance every way; returns whether every answer equals the dynamic program's.
 fn one(rt: &Runtime, cli: &Cli, kind: Kind, n: usize, r: u64) -> Result<bool, Error> {
-    let inst = generate(kind, n, r, cli.seed);
+    let mut inst = generate(kind, n, r, cli.seed);
+    let total = inst.sw.last().copied().unwrap_or(0);
+    inst.cap = total * cli.cap_percent / 100;
+    if kind == Kind::EvenOddStronglyCorrelated {
+        inst.cap |= 1;
+    }
     let name = format!("ks_{}_{}_{}", kind.short(), n, r);
     let t = Instant::now();
     let want = dp(&inst);
