@@ -77,6 +77,15 @@ if [ -n "${GPU_CHECK_LARGE:-}" ]; then
   # 4096: the serial function would take minutes on the host; 128 rows are still checked.
   STEP_TIMEOUT=300 step "strassen-4096-cuda" "$here/strassen" 4096 --backend cuda --reps 3 --no-verify
 fi
+# Knapsack: best-first branch and bound (priority spawns, a shared &Max<u64> incumbent, a &Sum<u64>
+# node count), every answer against the dynamic program: one small instance of each type (sc 60
+# explores about 1.6 M nodes), two of the paper's Table 4 sizes at 5 % capacity (about 1 M and
+# 6,000 nodes on the host). The whole Table 4 at 50 % capacity only with GPU_CHECK_LARGE=1: its
+# strongly and even-odd correlated instances explore 10^8 nodes and more (minutes to hours).
+for kind in sc asc esc ss; do step "knapsack-$kind-60-cuda" "$here/knapsack" --kind "$kind" --n 60 --r 1000 --backend cuda --reps 3; done
+step "knapsack-sc-200-7k-5pct-cuda" "$here/knapsack" --kind sc --n 200 --r 7000 --cap-percent 5 --backend cuda --reps 3
+step "knapsack-ss-100-18k-5pct-cuda" "$here/knapsack" --kind ss --n 100 --r 18000 --cap-percent 5 --backend cuda --reps 3
+[ -n "${GPU_CHECK_LARGE:-}" ] && STEP_TIMEOUT=600 step "knapsack-table4-cuda" "$here/knapsack" --backend cuda --no-baseline
 fi
 if command -v compute-sanitizer >/dev/null && part sanitizers; then
   for tool in memcheck racecheck; do
@@ -84,6 +93,7 @@ if command -v compute-sanitizer >/dev/null && part sanitizers; then
     step "sanitizer-$tool-queens" compute-sanitizer --tool "$tool" --error-exitcode 1 "$here/queens" 6 --backend cuda
     step "sanitizer-$tool-sort" compute-sanitizer --tool "$tool" --error-exitcode 1 "$here/sort" 5000 --backend cuda
     step "sanitizer-$tool-strassen" compute-sanitizer --tool "$tool" --error-exitcode 1 "$here/strassen" 130 --backend cuda
+    step "sanitizer-$tool-knapsack" compute-sanitizer --tool "$tool" --error-exitcode 1 "$here/knapsack" --kind sc --n 30 --r 500 --backend cuda --no-baseline
   done
   # A parameterless root task (and parameterless children), on every cuda configuration.
   if [ -x "$here/tests/compile_subset" ]; then

@@ -34,6 +34,7 @@
 pub use gpu_cilk_macros::{device, gpu_cilk};
 pub use gpu_cilk_runtime as runtime;
 pub use gpu_cilk_runtime::{BackendKind, Config, Error, Report, ResidentBuffer, Runtime, SchedulerKind, Stats, Temp};
+pub use gpu_cilk_runtime::{Max, Min, Sum};
 
 /// Spawns a child task inside a `#[gpu_cilk]` function: `let x = spawn!(f(a, b));`.
 ///
@@ -87,4 +88,5 @@ pub mod prelude {
     pub use gpu_cilk_runtime::{
         BackendKind, Config, Error, Report, ResidentBuffer, Runtime, SchedulerKind, Stats, Temp,
     };
+    pub use gpu_cilk_runtime::{Max, Min, Sum};
 }

@@ -211,3 +211,30 @@ fn generated_regressions_match_serial_on_the_host_backends() {
 fn generated_regressions_match_serial_on_cuda() {
     generated_regressions_match_serial(&backends::cuda_all(Config::default()));
 }
+
+/// `bound_mix`: priority spawns with keys of four types and bounds of every kind and width; the
+/// result and the final bounds equal the serial function's.
+fn bound_mix_matches_serial(rts: &[Runtime]) {
+    let fresh = || (Max::new(0u32), Min::new(i32::MAX), Sum::new(0i64), Max::new(i64::MIN));
+    for n in [0u32, 1, 5, 11] {
+        let (hi, lo, sum, far) = fresh();
+        let want = bound_mix(n, &hi, &lo, &sum, &far);
+        let want = (want, hi.get(), lo.get(), sum.get(), far.get());
+        for rt in rts {
+            let (hi, lo, sum, far) = fresh();
+            let got = rt.run(bound_mix::task(n, &hi, &lo, &sum, &far)).expect("runs");
+            assert_eq!((got, hi.get(), lo.get(), sum.get(), far.get()), want, "bound_mix({n}) on {:?}", rt.config());
+        }
+    }
+}
+
+#[test]
+fn bound_mix_matches_serial_on_the_host_backends() {
+    bound_mix_matches_serial(&backends::host(Config::default()));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
+fn bound_mix_matches_serial_on_cuda() {
+    bound_mix_matches_serial(&backends::cuda_all(Config::default()));
+}

@@ -8,6 +8,9 @@
 mod backends;
 #[path = "../examples/workloads/fib.rs"]
 mod fib_workload;
+#[allow(dead_code)] // the example's table and labels
+#[path = "../examples/workloads/knapsack.rs"]
+mod knapsack_workload;
 #[path = "../examples/workloads/queens.rs"]
 mod queens_workload;
 #[path = "support/random_tree.rs"]
@@ -262,6 +265,229 @@ fn randomized_control_flow_trees_equal_serial_on_cuda() {
 #[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
 fn randomized_task_trees_equal_serial_on_cuda() {
     random_trees_equal_serial(&cuda());
+}
+
+/// A tree whose children are spawned with priorities of several key types (unsigned, signed,
+/// float, bool) into array elements and combined by position after the sync: whatever order the
+/// priorities make the children run in, the value is the serial function's.
+#[gpu_cilk]
+fn prio_tree(seed: u64, depth: u32) -> u64 {
+    if depth == 0 {
+        return seed % 1000;
+    }
+    let mut r: [u64; 4] = [0; 4];
+    let k = (seed % 4) as usize + 1;
+    for c in 0..k {
+        let s = seed.wrapping_mul(6364136223846793005).wrapping_add(c as u64 * 2 + 1);
+        if c % 2 == 0 {
+            r[c] = spawn!(prio_tree(s, depth - 1), priority = (s >> 40) as i32 - 8000000);
+        } else {
+            r[c] = spawn!(prio_leaf(s, depth - 1), priority = (s % 977) as f64 * -0.5);
+        }
+    }
+    let last = spawn!(prio_leaf(seed, 0), priority = seed % 2 == 0);
+    let first = spawn!(prio_leaf(seed + 1, 0), priority = seed >> 3);
+    sync!();
+    let mut total: u64 = last * 3 + first * 5;
+    for c in 0..4 {
+        total = total.wrapping_mul(31).wrapping_add(r[c] * (c as u64 + 1));
+    }
+    total
+}
+
+#[gpu_cilk]
+fn prio_leaf(seed: u64, depth: u32) -> u64 {
+    if depth == 0 {
+        return seed % 7919;
+    }
+    let a = spawn!(prio_tree(seed ^ 0x5555, depth - 1), priority = depth);
+    sync!();
+    a + 1
+}
+
+fn priority_trees_equal_serial(rts: &[Runtime]) {
+    for seed in 0..40u64 {
+        let depth = (seed % 4) as u32;
+        let expected = prio_tree(seed, depth);
+        for rt in rts {
+            assert_eq!(
+                rt.run(prio_tree::task(seed, depth)).unwrap(),
+                expected,
+                "prio_tree({seed}, {depth}) on {:?}",
+                rt.config()
+            );
+        }
+    }
+}
+
+#[test]
+fn priority_trees_equal_serial_on_the_host_backends() {
+    priority_trees_equal_serial(&host());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
+fn priority_trees_equal_serial_on_cuda() {
+    priority_trees_equal_serial(&cuda());
+}
+
+/// Returns the value `seen` had when it ran, then raises `seen` to `p`.
+#[gpu_cilk]
+fn prio_probe(p: u64, seen: &Max<u64>) -> u64 {
+    let s = seen.load();
+    seen.fetch_max(p);
+    s
+}
+
+/// Spawns probes 8, 7, .., 1 (in that order) with priority `p` (`up`) or `9 - p`, and sums what
+/// each saw.
+#[gpu_cilk]
+fn prio_order(up: bool, seen: &Max<u64>) -> u64 {
+    let mut r: [u64; 8] = [0; 8];
+    let mut p: u64 = 8;
+    while p >= 1 {
+        let key = if up { p } else { 9 - p };
+        r[(p - 1) as usize] = spawn!(prio_probe(p, seen), priority = key);
+        p -= 1;
+    }
+    sync!();
+    let mut s: u64 = 0;
+    for i in 0..8 {
+        s += r[i];
+    }
+    s
+}
+
+/// On one cpu worker the children of one segment run best-first: with priority `p`, probe 8 runs
+/// first and every later one sees 8 (7 × 8 = 56); with priority `9 - p`, probe 1 runs first, then
+/// 2, .. (0 + 1 + .. + 7 = 28), although both spawn 8 first (a LIFO deque would run 1 first, a
+/// FIFO one 8 first, in both cases).
+#[test]
+fn priority_spawns_run_best_first_on_one_cpu_worker() {
+    let rt = Runtime::with_config(Config::default().backend(BackendKind::Cpu).threads(1)).unwrap();
+    for (up, want) in [(true, 56u64), (false, 28)] {
+        let seen = Max::new(0u64);
+        assert_eq!(rt.run(prio_order::task(up, &seen)).unwrap(), want, "up = {up}");
+        assert_eq!(seen.get(), 8);
+    }
+}
+
+/// Shared bounds: every node offers a value to a `Max`, a `Min` and a `Sum` (of two widths); the
+/// final values are the serial function's on every backend, whatever the order.
+#[gpu_cilk]
+fn bound_tree(
+    seed: u64,
+    depth: u32,
+    hi: &Max<u64>,
+    lo: &Min<i64>,
+    count: &Sum<u64>,
+    small: &Max<i32>,
+    total: &Sum<i32>,
+) -> u64 {
+    hi.fetch_max(seed % 1000003);
+    lo.fetch_min(500 - (seed % 100000) as i64);
+    count.fetch_add(1);
+    small.fetch_max((seed % 2001) as i32 - 1000);
+    total.fetch_add((seed % 7) as i32 - 3);
+    if depth == 0 {
+        return 1;
+    }
+    let a = spawn!(bound_tree(
+        seed.wrapping_mul(2862933555777941757).wrapping_add(3037000493),
+        depth - 1,
+        hi,
+        lo,
+        count,
+        small,
+        total
+    ));
+    let b = spawn!(bound_tree(seed ^ 0x9e3779b97f4a7c15, depth - 1, hi, lo, count, small, total));
+    sync!();
+    a + b + 1
+}
+
+/// `(max, min, count, small max, i32 sum, result)` of `bound_tree` on `rt` (`None`: serially).
+fn bound_tree_on(rt: Option<&Runtime>, seed: u64, depth: u32) -> (u64, i64, u64, i32, i32, u64) {
+    let (hi, lo, count, small, total) =
+        (Max::new(0u64), Min::new(i64::MAX), Sum::new(0u64), Max::new(i32::MIN), Sum::new(0i32));
+    let r = match rt {
+        None => bound_tree(seed, depth, &hi, &lo, &count, &small, &total),
+        Some(rt) => rt
+            .run(bound_tree::task(seed, depth, &hi, &lo, &count, &small, &total))
+            .unwrap_or_else(|e| panic!("bound_tree({seed}, {depth}) on {:?}: {e}", rt.config())),
+    };
+    (hi.get(), lo.get(), count.get(), small.get(), total.get(), r)
+}
+
+fn shared_bounds_equal_serial(rts: &[Runtime]) {
+    for seed in [1u64, 2, 77, 12345] {
+        for depth in [0u32, 3, 7] {
+            let want = bound_tree_on(None, seed, depth);
+            assert_eq!(want.2, want.5, "every node counted once");
+            for rt in rts {
+                assert_eq!(
+                    bound_tree_on(Some(rt), seed, depth),
+                    want,
+                    "bound_tree({seed}, {depth}) on {:?}",
+                    rt.config()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn shared_bounds_equal_serial_on_the_host_backends() {
+    shared_bounds_equal_serial(&host());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
+fn shared_bounds_equal_serial_on_cuda() {
+    shared_bounds_equal_serial(&cuda());
+}
+
+/// Parallel children share their parent's bounds (and read-only slices): the race check
+/// (`check_races`) does not flag them.
+#[test]
+fn shared_bounds_pass_the_race_check() {
+    let rt = Runtime::with_config(Config::default().backend(BackendKind::Cpu).check_races(true)).unwrap();
+    assert_eq!(bound_tree_on(Some(&rt), 5, 6), bound_tree_on(None, 5, 6));
+    let inst = knapsack_workload::generate(knapsack_workload::Kind::StronglyCorrelated, 24, 300, 3);
+    let (best, _, _) = knapsack_workload::solve(&rt, &inst).unwrap();
+    assert_eq!(best, knapsack_workload::dp(&inst));
+}
+
+/// Best-first branch-and-bound knapsack (priority spawns, a shared incumbent, slices): on every
+/// backend the optimum equals the dynamic program's, on every instance type of Martello,
+/// Pisinger and Toth, small enough for the simulated device.
+fn knapsack_equals_dp(rts: &[Runtime]) {
+    use knapsack_workload::{best_first, dp, generate, solve, solve_serial, KINDS};
+    for kind in KINDS {
+        for (n, r, seed) in [(1usize, 50u64, 1u64), (12, 100, 2), (28, 1000, 3)] {
+            let inst = generate(kind, n, r, seed);
+            let want = dp(&inst);
+            assert_eq!(best_first(&inst).0, want, "{kind:?} n {n}: the BinaryHeap solver");
+            assert_eq!(solve_serial(&inst).0, want, "{kind:?} n {n}: the serial function");
+            for rt in rts {
+                let (got, nodes, _) =
+                    solve(rt, &inst).unwrap_or_else(|e| panic!("{kind:?} n {n} on {:?}: {e}", rt.config()));
+                assert_eq!(got, want, "{kind:?} n {n} on {:?}", rt.config());
+                assert!(nodes >= 1, "{kind:?} n {n} on {:?}: the root was not counted", rt.config());
+            }
+        }
+    }
+}
+
+#[test]
+fn knapsack_equals_dp_on_the_host_backends() {
+    knapsack_equals_dp(&host());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
+fn knapsack_equals_dp_on_cuda() {
+    knapsack_equals_dp(&cuda());
 }
 
 #[test]

@@ -15,6 +15,8 @@ use gpu_cilk::runtime::backend::cuda::program::assemble_for;
 use gpu_cilk::runtime::backend::cuda::{compile_ptx, Arch, DeviceScheduler};
 use gpu_cilk::runtime::{CilkTask, Registry};
 
+#[path = "../examples/workloads/knapsack.rs"]
+mod knapsack_workload;
 #[path = "../examples/workloads/queens.rs"]
 mod queens_workload;
 #[path = "../examples/workloads/sort.rs"]
@@ -79,6 +81,8 @@ fn programs() -> Vec<(&'static str, [(DeviceScheduler, String); 2])> {
         ("cilksort_f32", assemble::<sort_workload::cilksort_f32::Task>()),
         ("strassen_root", assemble::<strassen_workload::strassen_root::Task>()),
         ("uts", assemble::<unbalanced_workload::uts::Task>()),
+        ("knapsack", assemble::<knapsack_workload::knapsack::Task>()),
+        ("bound_mix", assemble::<bound_mix::Task>()),
     ]
 }
 

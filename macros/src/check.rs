@@ -127,8 +127,8 @@ fn slice_provenance(item: &ItemFn, errors: &mut Errors) {
         fn visit_macro(&mut self, mac: &'ast syn::Macro) {
             // The arguments of `spawn!` are where sub-slices go to children.
             if macro_kind(mac) == Some(MacroKind::Spawn) {
-                if let Ok((_, args)) = syntax::spawn_call(mac) {
-                    for a in &args {
+                if let Ok(call) = syntax::spawn_call(mac) {
+                    for a in call.args.iter().chain(&call.priority) {
                         self.visit_expr(a);
                     }
                 }
@@ -225,7 +225,15 @@ pub const METHODS: &[&str] = &[
     "is_empty",
     "split_at",
     "split_at_mut",
+    "fetch_max",
+    "fetch_min",
+    "fetch_add",
+    "load",
 ];
+
+/// Methods of atomics that would move a shared bound both ways (rejected with their own message).
+const BOUND_WRITES: &[&str] =
+    &["store", "swap", "fetch_sub", "fetch_update", "compare_exchange", "get_mut", "into_inner"];
 
 fn method_allowed(name: &str) -> bool {
     METHODS.contains(&name) || name.starts_with("wrapping_") || name.starts_with("saturating_")
@@ -242,6 +250,10 @@ pub fn check_type(ty: &Type) -> Result<(), syn::Error> {
             Some(_) => Ok(()),
             None => Err(error::ALLOC_ELEM.on(elem)),
         };
+    }
+    if syntax::bound_path(ty).is_some() {
+        // `Max<u64>` by value: a bound is shared, passed as `&Max<u64>`.
+        return Err(error::BOUND_FORM.on(ty));
     }
     match ty {
         Type::Path(p) if p.qself.is_none() => {
@@ -264,6 +276,8 @@ pub fn check_type(ty: &Type) -> Result<(), syn::Error> {
         Type::Paren(p) => check_type(&p.elem),
         Type::Group(g) => check_type(&g.elem),
         _ if syntax::slice_type(ty).is_some() => Ok(()),
+        _ if syntax::bound_type(ty).is_some() => Ok(()),
+        Type::Reference(r) if syntax::bound_path(&r.elem).is_some() => Err(error::BOUND_FORM.on(ty)),
         Type::Reference(_) | Type::Slice(_) | Type::Ptr(_) => Err(error::TYPE_REFERENCE.on(ty)),
         Type::ImplTrait(_) | Type::TraitObject(_) => Err(error::TYPE_IMPL_TRAIT.on(ty)),
         Type::Tuple(t) if (2..=4).contains(&t.elems.len()) => {
@@ -338,6 +352,7 @@ impl Checker<'_> {
                 Type::Tuple(t) if t.elems.is_empty() => {}
                 other if syntax::temp_type_elem(other).is_some() => self.err(error::RETURN_TEMP.on(ty)),
                 other if syntax::slice_type(other).is_some() => self.err(error::RETURN_SLICE.on(ty)),
+                other if syntax::bound_type(other).is_some() => self.err(error::RETURN_BOUND.on(ty)),
                 other => self.ty(other),
             }
         }
@@ -452,8 +467,8 @@ impl Checker<'_> {
             return self.err(error::SPAWN_IN_EXPR.on(mac));
         }
         match syntax::spawn_call(mac) {
-            Ok((_, args)) => {
-                for a in &args {
+            Ok(call) => {
+                for a in call.args.iter().chain(&call.priority) {
                     self.expr(a, place);
                 }
             }
@@ -636,7 +651,9 @@ impl Checker<'_> {
             }
             Expr::MethodCall(m) => {
                 self.expr(&m.receiver, place);
-                if !method_allowed(&m.method.to_string()) {
+                if BOUND_WRITES.contains(&m.method.to_string().as_str()) {
+                    self.err(error::bound_write(&m.method));
+                } else if !method_allowed(&m.method.to_string()) {
                     self.err(error::method_not_allowed(&m.method));
                 }
                 if let Some(t) = &m.turbofish {

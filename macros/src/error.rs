@@ -223,6 +223,36 @@ pub const SLICE_FRAME: Msg = Msg {
     text: "a slice local cannot live across a `sync!()`: only slice parameters are kept in the task frame",
     hint: "slice the parameter again after the `sync!()` (`let l = &mut a[..mid];`)",
 };
+/// `Max<u64>` by value, `&mut Max<u64>`, `&Max<u8>`, `&'a Max<u64>`.
+pub const BOUND_FORM: Msg = Msg {
+    text: "a shared bound is passed as `&Max<T>`, `&Min<T>` or `&Sum<T>` with `T` one of `u32`, `i32`, `u64`, `i64`",
+    hint: "take `best: &Max<u64>` (shared by every task of the run; it changes only through `fetch_max`, `fetch_min` or `fetch_add`)",
+};
+/// A local holding a shared bound that lives across a `sync!()`.
+pub const BOUND_FRAME: Msg = Msg {
+    text: "a shared bound cannot be stored in a local that lives across a `sync!()`: only bound parameters are kept in the task frame",
+    hint: "use the parameter itself after the `sync!()`",
+};
+/// A shared bound returned.
+pub const RETURN_BOUND: Msg = Msg {
+    text: "a `#[gpu_cilk]` task or helper cannot return a shared bound",
+    hint: "read it with `.load()` and return the value",
+};
+/// A bound parameter of a task whose body is a state machine.
+pub const BOUND_MACHINE: Msg = Msg {
+    text: "shared bound parameters are not supported yet in a task with a `sync!()` inside a branch, loop or block",
+    hint: "keep the `sync!()`s at the top level of the body",
+};
+/// `best.store(v)`, `best.swap(v)`, ...: a write that is not monotone.
+pub fn bound_write(method: &syn::Ident) -> syn::Error {
+    custom_at(
+        method.span(),
+        &format!(
+            "`{method}` would move a shared bound both ways: a `Max` only grows (`fetch_max`), a `Min` only shrinks (`fetch_min`), a `Sum` only adds (`fetch_add`)"
+        ),
+        "write `best.fetch_max(v)`, and read it with `best.load()`",
+    )
+}
 /// `impl Trait` / `dyn Trait`.
 pub const TYPE_IMPL_TRAIT: Msg = Msg {
     text: "`impl Trait` and `dyn Trait` types are not supported in the gpu-cilk subset",
@@ -274,6 +304,11 @@ pub const SPAWN_EMPTY: Msg =
 pub const SPAWN_MANY: Msg = Msg {
     text: "`spawn!` takes exactly one call",
     hint: "write one `spawn!` per child: `let x = spawn!(f(a)); let y = spawn!(g(b));`",
+};
+/// `spawn!(f(a), prio = 1)`.
+pub const SPAWN_OPTION: Msg = Msg {
+    text: "the only option of `spawn!` is `priority = <key>`",
+    hint: "write `spawn!(f(a), priority = key)` with an integer, float or `bool` key (larger runs first)",
 };
 /// `spawn!(x.f())`.
 pub const SPAWN_METHOD: Msg = Msg {

@@ -348,12 +348,23 @@ pub struct SpawnSite {
     pub path: Path,
     /// The call's arguments.
     pub args: Vec<Expr>,
+    /// `spawn!(f(..), priority = e)`: the key `e` (larger runs first on the schedulers that
+    /// honor it; the serial function drops it).
+    pub priority: Option<Expr>,
     /// Where the child's result goes.
     pub dest: Dest,
     /// The site is inside a loop (set by `lower`).
     pub in_loop: bool,
     /// The span of the `spawn!` invocation.
     pub span: Span,
+}
+
+impl SpawnSite {
+    /// The expressions the spawn evaluates besides its destination: the arguments, then the
+    /// priority.
+    pub fn exprs(&self) -> impl Iterator<Item = &Expr> {
+        self.args.iter().chain(self.priority.as_ref())
+    }
 }
 
 /// Where a spawned child's result goes.

@@ -110,8 +110,9 @@ fn tuple_let(local: &syn::Local) -> Option<syn::Result<Vec<Stmt>>> {
 }
 
 fn spawn_site(mac: &Macro, dest: Dest) -> syn::Result<Stmt> {
-    let (path, args) = spawn_call(mac)?;
-    Ok(Stmt::Spawn(SpawnSite { index: 0, callee: 0, path, args, dest, in_loop: false, span: mac_span(mac) }))
+    let call = spawn_call(mac)?;
+    let (path, args, priority) = (call.path, call.args, call.priority);
+    Ok(Stmt::Spawn(SpawnSite { index: 0, callee: 0, path, args, priority, dest, in_loop: false, span: mac_span(mac) }))
 }
 
 fn mac_span(mac: &Macro) -> Span {

@@ -158,6 +158,53 @@ pub fn slice_type(ty: &Type) -> Option<(bool, &Type)> {
     }
 }
 
+/// The kinds of shared monotone bounds (`gpu_cilk::Max`, `Min`, `Sum`).
+pub const BOUND_KINDS: &[&str] = &["Max", "Min", "Sum"];
+
+/// The value types of a shared bound (the device has atomics for these).
+pub const BOUND_ELEMS: &[&str] = &["u32", "i32", "u64", "i64"];
+
+/// The last path segment of `ty` when it names a shared bound kind (`Max`, `gpu_cilk::Min`, ..),
+/// with its generic argument if there is exactly one type.
+pub fn bound_path(ty: &Type) -> Option<(String, Option<&Type>)> {
+    match ty {
+        Type::Path(p) if p.qself.is_none() => {
+            let seg = p.path.segments.last()?;
+            let kind = seg.ident.to_string();
+            if !BOUND_KINDS.contains(&kind.as_str()) {
+                return None;
+            }
+            let elem = match &seg.arguments {
+                syn::PathArguments::AngleBracketed(a) if a.args.len() == 1 => match a.args.first() {
+                    Some(syn::GenericArgument::Type(t)) => Some(t),
+                    _ => None,
+                },
+                _ => None,
+            };
+            Some((kind, elem))
+        }
+        Type::Paren(p) => bound_path(&p.elem),
+        Type::Group(g) => bound_path(&g.elem),
+        _ => None,
+    }
+}
+
+/// For `&Max<T>` / `&Min<T>` / `&Sum<T>` with `T` one of [`BOUND_ELEMS`] (shared, no lifetime
+/// written): `Some((kind, T))`. A shared monotone bound parameter.
+pub fn bound_type(ty: &Type) -> Option<(String, &Type)> {
+    match ty {
+        Type::Reference(r) if r.mutability.is_none() && r.lifetime.is_none() => {
+            let (kind, elem) = bound_path(&r.elem)?;
+            let elem = elem?;
+            let name = temp_elem_name(elem)?;
+            BOUND_ELEMS.contains(&name.as_str()).then_some((kind, elem))
+        }
+        Type::Paren(p) => bound_type(&p.elem),
+        Type::Group(g) => bound_type(&g.elem),
+        _ => None,
+    }
+}
+
 /// `&a[lo..hi]`, `&mut a[lo..]`, `&a[..]`, ...: a sub-slice expression; `Some((mutable, base,
 /// range))`.
 pub fn sub_slice(e: &Expr) -> Option<(bool, &Expr, &syn::ExprRange)> {
@@ -206,28 +253,50 @@ pub fn as_sync(expr: &Expr) -> Option<&Macro> {
 }
 
 /// The call inside `spawn!(path(args))`: the callee path and the arguments.
-pub fn spawn_call(mac: &Macro) -> syn::Result<(Path, Vec<Expr>)> {
+pub fn spawn_call(mac: &Macro) -> syn::Result<SpawnCall> {
     if mac.tokens.is_empty() {
         return Err(error::SPAWN_EMPTY.on(mac));
     }
     let exprs = mac.parse_body_with(Punctuated::<Expr, Token![,]>::parse_terminated)?;
-    if exprs.len() != 1 {
-        return Err(if exprs.is_empty() { error::SPAWN_EMPTY.on(mac) } else { error::SPAWN_MANY.on(&mac.tokens) });
+    if exprs.is_empty() {
+        return Err(error::SPAWN_EMPTY.on(mac));
     }
-    let Some(expr) = exprs.into_iter().next() else { return Err(error::SPAWN_EMPTY.on(mac)) };
+    let mut exprs = exprs.into_iter();
+    let Some(expr) = exprs.next() else { return Err(error::SPAWN_EMPTY.on(mac)) };
+    let priority = match (exprs.next(), exprs.next()) {
+        (None, _) => None,
+        (Some(Expr::Assign(a)), None) if is_name(&a.left, "priority") => Some(*a.right),
+        (Some(Expr::Assign(a)), None) => return Err(error::SPAWN_OPTION.on(&a.left)),
+        _ => return Err(error::SPAWN_MANY.on(&mac.tokens)),
+    };
     match expr {
         Expr::Call(call) => match *call.func {
             Expr::Path(p) if p.qself.is_none() => {
                 if p.path.segments.iter().any(|s| !s.arguments.is_none()) {
                     return Err(error::SPAWN_GENERIC.on(&p.path));
                 }
-                Ok((p.path, call.args.into_iter().collect()))
+                Ok(SpawnCall { path: p.path, args: call.args.into_iter().collect(), priority })
             }
             other => Err(error::SPAWN_NOT_CALL.on(other)),
         },
         Expr::MethodCall(m) => Err(error::SPAWN_METHOD.on(m)),
         other => Err(error::SPAWN_NOT_CALL.on(other)),
     }
+}
+
+/// What `spawn!(path(args)[, priority = key])` says.
+pub struct SpawnCall {
+    /// The callee as written.
+    pub path: Path,
+    /// The call's arguments.
+    pub args: Vec<Expr>,
+    /// The `priority = key` option.
+    pub priority: Option<Expr>,
+}
+
+/// `e` is the plain name `name`.
+fn is_name(e: &Expr, name: &str) -> bool {
+    matches!(e, Expr::Path(p) if p.qself.is_none() && p.path.is_ident(name))
 }
 
 /// The single name bound by a `let` pattern (`x`, `mut x`, `x: T`), with its mutability and

@@ -9,6 +9,8 @@
 //! - [`channel`]: the array channel of Orr et al. (Rust twin of `kernels/channel.cuh`).
 //! - [`backend`]: `serial`, `cpu` (channel stacks + levelized scheduler on rayon), `cuda`.
 //! - [`slice`]: `&[T]`/`&mut [T]` parameters across the task boundary ([`RawSlice`]).
+//! - [`priority`]: the keys of priority spawns ([`Priority`]).
+//! - [`bound`]: shared monotone bounds ([`Max`], [`Min`], [`Sum`]).
 //! - [`temp`]: task-scoped temporaries (`alloc!`): [`Temp`] and its host storage.
 //! - [`heap`]: the generalized batched heap of Chen et al. (Rust twin of `kernels/heap.cuh`).
 //! - [`runtime`], [`config`], [`stats`], [`error`]: the public face.
@@ -17,11 +19,13 @@
 
 pub mod alloc;
 pub mod backend;
+pub mod bound;
 pub mod channel;
 pub mod config;
 pub mod error;
 pub mod heap;
 pub mod resident;
+pub mod priority;
 pub mod runtime;
 pub mod slice;
 pub mod stats;
@@ -29,9 +33,11 @@ pub mod task;
 pub mod temp;
 pub mod ticket_queue;
 
+pub use bound::{BoundValue, Max, Min, Sum};
 pub use config::{BackendKind, Config, SchedulerKind};
 pub use error::{Error, Result};
 pub use resident::ResidentBuffer;
+pub use priority::Priority;
 pub use runtime::Runtime;
 pub use slice::{RawSlice, SliceField};
 pub use stats::{DeviceProfile, Report, Stats, TaskStats};

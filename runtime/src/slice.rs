@@ -92,6 +92,24 @@ impl<T> RawSlice<T> {
         RawSlice { ptr: s.as_mut_ptr(), len: s.len() as u64, _elem: PhantomData }
     }
 
+    /// The one-element pair of a shared value (a shared bound, `crate::bound`).
+    ///
+    /// # Safety
+    /// As [`RawSlice::from_ref`].
+    pub unsafe fn from_one(x: &T) -> Self {
+        // SAFETY: the caller's contract.
+        unsafe { Self::from_ref(std::slice::from_ref(x)) }
+    }
+
+    /// The element of a one-element pair again ([`RawSlice::from_one`]).
+    ///
+    /// # Safety
+    /// As [`RawSlice::as_ref`], and the pair holds at least one element.
+    pub unsafe fn as_one<'a>(self) -> &'a T {
+        // SAFETY: the caller's contract: `ptr` points to a valid element for `'a`.
+        unsafe { &*self.ptr }
+    }
+
     /// The number of elements.
     pub fn len(&self) -> usize {
         self.len as usize
@@ -147,6 +165,10 @@ pub struct SliceField {
     pub elem_size: usize,
     /// `&mut [T]` (downloaded after the run) rather than `&[T]`.
     pub mutable: bool,
+    /// A shared monotone bound `&Max<T>`/`&Min<T>`/`&Sum<T>` (a one-element pair): downloaded
+    /// after the run like a `&mut` slice, and never a race (every task may improve it at once,
+    /// through atomics), so the race check skips it.
+    pub bound: bool,
 }
 
 /// The `(address, length)` of the slice `f` in `args` (the `Args` of a task whose `SLICES`

@@ -239,6 +239,20 @@ pub trait Spawn<T: CilkTask> {
         self.spawn::<C>(args, place)
     }
 
+    /// `spawn!(C(..), priority = p)` at `site`: [`Spawn::spawn_at`] with the order-preserving key
+    /// of `p` ([`crate::Priority::key`]; larger runs first). A scheduler that keeps prioritized
+    /// ready work best-first (the cpu stealing scheduler) honors it; the default ignores it.
+    fn spawn_prio<C: CilkTask>(
+        &mut self,
+        args: C::Args,
+        place: Place<T::Frame, C::Output>,
+        priority: u64,
+        site: &'static str,
+    ) {
+        let _ = priority;
+        self.spawn_at::<C>(args, place, site)
+    }
+
     /// `alloc!(E, len)`: `len` zeroed elements that live until the task ends, or `None` when the
     /// backend's temporary heap cannot hold them (the scheduler then fails the run with an error
     /// naming the task and the size; the segment returns at once). The default draws from the

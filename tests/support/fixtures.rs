@@ -238,3 +238,22 @@ pub fn generated_regressions(n: u32) -> u64 {
     let bits: u64 = (c1 as u64) | (c2 as u64) << 1 | (c3 as u64) << 2;
     a ^ b.rotate_left(7) ^ m ^ (t[0] << 20) ^ (t[1] << 40) ^ (bits << 60)
 }
+
+/// Priority spawns with keys of several types and every kind and width of shared bound
+/// (`Max<u32>`, `Min<i32>`, `Sum<i64>`, `Max<i64>`): what the CUDA writer must translate
+/// (`gc_bound_*`, atomics of each width).
+#[gpu_cilk]
+pub fn bound_mix(n: u32, hi: &Max<u32>, lo: &Min<i32>, sum: &Sum<i64>, far: &Max<i64>) -> u32 {
+    hi.fetch_max(n);
+    lo.fetch_min(-(n as i32));
+    sum.fetch_add(n as i64 - 2);
+    far.fetch_max(n as i64 * 1000000007);
+    if n < 2 {
+        return (hi.load() >= n) as u32;
+    }
+    let a = spawn!(bound_mix(n - 1, hi, lo, sum, far), priority = n);
+    let b = spawn!(bound_mix(n - 2, hi, lo, sum, far), priority = -(n as i64));
+    spawn!(bound_mix(0, hi, lo, sum, far), priority = n as f32 * 0.5);
+    sync!();
+    a + b + (lo.load() <= -(n as i32)) as u32
+}

@@ -102,10 +102,26 @@ struct Emitter<'t> {
 
 /// The type a parameter or frame field has in `Args`/`Frame`: a slice `&[T]`/`&mut [T]` is stored
 /// as its `RawSlice<T>` (see the runtime's `slice` module for the lifetime story).
+/// A shared bound `&Max<T>` is stored as a one-element `RawSlice<Max<T>>` (so the cuda backend
+/// moves it like a slice, see `SliceField::bound`).
 pub(super) fn stored_type(ty: &Type) -> TokenStream {
+    if let Some(r) = bound_elem(ty) {
+        return quote!(::gpu_cilk::runtime::RawSlice<#r>);
+    }
     match syntax::slice_type(ty) {
         Some((_, elem)) => quote!(::gpu_cilk::runtime::RawSlice<#elem>),
         None => quote!(#ty),
+    }
+}
+
+/// `Max<T>` of a bound parameter type `&Max<T>`.
+fn bound_elem(ty: &Type) -> Option<&Type> {
+    syntax::bound_type(ty)?;
+    match ty {
+        Type::Reference(r) => Some(&r.elem),
+        Type::Paren(p) => bound_elem(&p.elem),
+        Type::Group(g) => bound_elem(&g.elem),
+        _ => None,
     }
 }
 
@@ -114,6 +130,9 @@ pub(super) fn stored_type(ty: &Type) -> TokenStream {
 /// at a sync the slice is this task's own, valid until the task ends, and the frame goes only to
 /// this task's continuation (runtime `slice` module, rule 2).
 fn to_stored(name: &syn::Ident, ty: &Type) -> TokenStream {
+    if bound_elem(ty).is_some() {
+        return quote!(#name: unsafe { ::gpu_cilk::runtime::RawSlice::from_one(#name) });
+    }
     match syntax::slice_type(ty) {
         Some((true, _)) => quote!(#name: unsafe { ::gpu_cilk::runtime::RawSlice::from_mut(#name) }),
         Some((false, _)) => quote!(#name: unsafe { ::gpu_cilk::runtime::RawSlice::from_ref(#name) }),
@@ -124,6 +143,9 @@ fn to_stored(name: &syn::Ident, ty: &Type) -> TokenStream {
 /// The reference again from a stored slice `name` (an `unsafe` expression; the caller states why
 /// it holds), or `None` when `ty` is not a slice.
 fn from_stored(name: &syn::Ident, ty: &Type) -> Option<TokenStream> {
+    if bound_elem(ty).is_some() {
+        return Some(quote!(unsafe { #name.as_one() }));
+    }
     match syntax::slice_type(ty) {
         Some((true, _)) => Some(quote!(unsafe { #name.as_mut() })),
         Some((false, _)) => Some(quote!(unsafe { #name.as_ref() })),
@@ -243,6 +265,7 @@ impl<'t> Emitter<'t> {
         let param_types: Vec<_> = t.params.iter().map(|p| &p.ty).collect();
         let stored_types: Vec<_> = t.params.iter().map(|p| stored_type(&p.ty)).collect();
         let slices: Vec<_> = t.params.iter().filter_map(|p| syntax::slice_type(&p.ty).map(|s| (p, s))).collect();
+        let bounds: Vec<_> = t.params.iter().filter_map(|p| bound_elem(&p.ty).map(|b| (p, b))).collect();
         let stored_inits: Vec<_> = t.params.iter().map(|p| to_stored(&p.name, &p.ty)).collect();
         let serial_args: Vec<_> = t
             .params
@@ -254,7 +277,7 @@ impl<'t> Emitter<'t> {
             .collect();
         // `args`/`task`: a task with slice parameters makes `Args` only under the borrow of a
         // `Call<'a, _>` (runtime `slice` module, rule 1); any other task's `Args` borrow nothing.
-        let constructors = if slices.is_empty() {
+        let constructors = if slices.is_empty() && bounds.is_empty() {
             quote! {
                 /// The channel element for a call with these arguments.
                 pub fn args(#(#param_names: #param_types),*) -> Args {
@@ -273,6 +296,10 @@ impl<'t> Emitter<'t> {
             let borrowed = t.params.iter().map(|p| match syntax::slice_type(&p.ty) {
                 Some((true, e)) => quote!(&#lt mut [#e]),
                 Some((false, e)) => quote!(&#lt [#e]),
+                None if bound_elem(&p.ty).is_some() => {
+                    let b = bound_elem(&p.ty);
+                    quote!(&#lt #b)
+                }
                 None => {
                     let ty = &p.ty;
                     quote!(#ty)
@@ -297,7 +324,7 @@ impl<'t> Emitter<'t> {
                 }
             }
         };
-        let slices_const = if slices.is_empty() {
+        let slices_const = if slices.is_empty() && bounds.is_empty() {
             quote!()
         } else {
             let fields = slices.iter().map(|(p, (m, e))| {
@@ -308,10 +335,23 @@ impl<'t> Emitter<'t> {
                         offset: ::core::mem::offset_of!(Args, #n),
                         elem_size: ::core::mem::size_of::<#e>(),
                         mutable: #m,
+                        bound: false,
                     }
                 }
             });
-            quote!(const SLICES: &'static [::gpu_cilk::runtime::SliceField] = &[#(#fields),*];)
+            let bound_fields = bounds.iter().map(|(p, b)| {
+                let (n, ns) = (&p.name, p.name.to_string());
+                quote! {
+                    ::gpu_cilk::runtime::SliceField {
+                        name: #ns,
+                        offset: ::core::mem::offset_of!(Args, #n),
+                        elem_size: ::core::mem::size_of::<#b>(),
+                        mutable: false,
+                        bound: true,
+                    }
+                }
+            });
+            quote!(const SLICES: &'static [::gpu_cilk::runtime::SliceField] = &[#(#fields,)* #(#bound_fields),*];)
         };
         let field_names: Vec<_> = t.frame.iter().map(|f| &f.name).collect();
         let field_types: Vec<_> = t.frame.iter().map(|f| self.field_type(&f.ty)).collect();
@@ -774,6 +814,24 @@ impl<'t> Emitter<'t> {
         // A task with slice parameters names the site, for the race check of the cpu scheduler
         // (`Spawn::spawn_at`); only such a task can hand slices to its children.
         let has_slices = self.task.params.iter().any(|p| syntax::slice_type(&p.ty).is_some());
+        if let Some(p) = &site.priority {
+            // `spawn!(f(..), priority = key)`: the key goes to the scheduler as an order-preserving
+            // `u64` (`Priority::key`, which names the misuse of a non-scalar key).
+            let p = self.user_expr(p);
+            let start = span.start();
+            let loc = format!("{}:{}:{}", span.file(), start.line, start.column + 1);
+            let spawn = format_ident!("spawn_prio", span = span);
+            return quote! {
+                #decl
+                // SAFETY: as for the plain spawn below.
+                #cx.#spawn::<#callee_task>(
+                    unsafe { #callee::args(#(#args),*) },
+                    #place,
+                    ::gpu_cilk::runtime::Priority::key(#p),
+                    #loc,
+                );
+            };
+        }
         let spawn = format_ident!("{}", if has_slices { "spawn_at" } else { "spawn" }, span = span);
         let at = if has_slices {
             let start = span.start();

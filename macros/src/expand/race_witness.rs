@@ -107,7 +107,7 @@ fn spawn_of(s: &Stmt) -> Option<(Path, Vec<Expr>)> {
         Stmt::Expr(e, _) => syntax::as_spawn(e)?,
         _ => return None,
     };
-    syntax::spawn_call(mac).ok()
+    syntax::spawn_call(mac).ok().map(|c| (c.path, c.args))
 }
 
 /// Whether a `sync!()` occurs anywhere in `s`.

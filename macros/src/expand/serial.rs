@@ -129,13 +129,34 @@ struct Serialize {
 }
 
 impl Serialize {
+    /// The call of `spawn!(call[, priority = key])`. The serial function does not evaluate the
+    /// priority; it names it in an `if false` branch, so the key is type-checked (a non-scalar key
+    /// is an error here too) and the locals it reads count as used.
     fn call_of(mac: &syn::Macro) -> Expr {
-        match mac.parse_body::<Expr>() {
-            Ok(mut e) => {
+        let mut parts = mac
+            .parse_body_with(syn::punctuated::Punctuated::<Expr, syn::Token![,]>::parse_terminated)
+            .map(|p| p.into_iter())
+            .ok();
+        let first = parts.as_mut().and_then(Iterator::next);
+        let priority = parts.as_mut().and_then(Iterator::next).and_then(|e| match e {
+            Expr::Assign(a) => Some(*a.right),
+            _ => None,
+        });
+        match first {
+            Some(mut e) => {
                 Serialize { allocs: false }.visit_expr_mut(&mut e);
-                e
+                match priority {
+                    Some(p) => syn::parse_quote!({
+                        #[allow(unreachable_code)]
+                        if false {
+                            let _ = ::gpu_cilk::runtime::Priority::key(#p);
+                        }
+                        #e
+                    }),
+                    None => e,
+                }
             }
-            Err(_) => syn::parse_quote_spanned!(mac.delimiter.span().join()=> ::core::unreachable!()),
+            None => syn::parse_quote_spanned!(mac.delimiter.span().join()=> ::core::unreachable!()),
         }
     }
 }

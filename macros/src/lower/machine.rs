@@ -222,7 +222,7 @@ impl Builder<'_> {
                 }
             }
             Stmt::Spawn(mut site) => {
-                for a in &site.args {
+                for a in site.exprs() {
                     self.check_jumps_in(a);
                 }
                 match &mut site.dest {
@@ -482,7 +482,7 @@ fn walk_exprs(stmts: &[Stmt], f: &mut dyn FnMut(&Expr)) {
                 }
             }
             Stmt::Spawn(site) => {
-                site.args.iter().for_each(&mut *f);
+                site.exprs().for_each(&mut *f);
                 if let Dest::Element { index, .. } = &site.dest {
                     f(index);
                 }
@@ -604,7 +604,7 @@ impl Flow<'_> {
                 }
             }
             Stmt::Spawn(site) => {
-                for a in &site.args {
+                for a in site.exprs() {
                     self.check(a, pending);
                 }
                 match &site.dest {

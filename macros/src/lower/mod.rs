@@ -76,6 +76,12 @@ pub fn task(f: Function) -> Result<Task, syn::Error> {
             errors.push(error::SLICE_FRAME.on(&d.name));
             continue;
         }
+        if d.origin == FieldOrigin::Local
+            && matches!(&ty, crate::ir::FieldType::Declared(t) if crate::syntax::bound_type(t).is_some())
+        {
+            errors.push(error::BOUND_FRAME.on(&d.name));
+            continue;
+        }
         if !d.init {
             errors.push(error::frame_uninit(&d.name));
         }
@@ -150,6 +156,9 @@ fn machine_task(f: Function) -> Result<Task, syn::Error> {
     let mut errors = Errors::new();
     for p in f.params.iter().filter(|p| crate::syntax::slice_type(&p.ty).is_some()) {
         errors.push(error::SLICE_MACHINE.on(&p.ty));
+    }
+    for p in f.params.iter().filter(|p| crate::syntax::bound_type(&p.ty).is_some()) {
+        errors.push(error::BOUND_MACHINE.on(&p.ty));
     }
     let mut body = f.body;
     let mut callees: Vec<Callee> = Vec::new();

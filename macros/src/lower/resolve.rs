@@ -236,7 +236,7 @@ impl<'e> Resolver<'e> {
     }
 
     fn spawn(&mut self, site: &SpawnSite, top: bool) {
-        for a in &site.args {
+        for a in site.exprs() {
             self.visit_expr(a);
         }
         let target = match &site.dest {

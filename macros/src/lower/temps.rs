@@ -61,7 +61,7 @@ pub(super) fn check_temp_returns(segments: &[Segment], frame: &[FrameField], err
                     }
                 }
                 Stmt::Spawn(site) => {
-                    for a in &site.args {
+                    for a in site.exprs() {
                         self.expr(a);
                     }
                     if let Dest::Element { index, .. } = &site.dest {

@@ -127,7 +127,10 @@ impl Dumper {
                 self.line(depth, format_args!("let {m}{}{ty}{init}{frame}", l.name));
             }
             Stmt::Spawn(site) => {
-                let args: Vec<String> = site.args.iter().map(tok).collect();
+                let mut args: Vec<String> = site.args.iter().map(tok).collect();
+                if let Some(p) = &site.priority {
+                    args.push(format!("priority = {}", tok(p)));
+                }
                 let dest = match &site.dest {
                     Dest::Discard => "discard".to_string(),
                     Dest::Local { name, decl: Some(_) } => format!("let {name}"),

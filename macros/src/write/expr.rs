@@ -267,6 +267,14 @@ impl Writer<'_> {
         let r = self.expr(recv, t.as_ref());
         // A receiver of a type the writer cannot name (a child's result `g_ret`): its C++ type.
         let t = t.or_else(|| self.ty_or_decltype(recv, &r));
+        if let Some(Ty::Bound(_, e)) = self.ty_of(recv) {
+            // A shared bound: `load()`, `fetch_max(v)`, `fetch_min(v)`, `fetch_add(v)`.
+            if name == "load" {
+                return format!("{r}.load()");
+            }
+            let a = args.first().map(|a| self.expr(a, Some(&e))).unwrap_or_default();
+            return format!("{r}.{name}(({})({a}))", e.cxx());
+        }
         if name == "len" {
             // `Temp<T>`, slices (`gc_slice<T>::len()`) and arrays (`gc_array<T, N>::len()`).
             return format!("{r}.len()");

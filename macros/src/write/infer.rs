@@ -53,6 +53,10 @@ impl Writer<'_> {
                     "count_ones" | "count_zeros" | "leading_zeros" | "trailing_zeros" => Some(prim("u32")),
                     "is_power_of_two" | "is_nan" | "is_empty" => Some(prim("bool")),
                     "len" => Some(prim("usize")),
+                    "load" | "fetch_max" | "fetch_min" | "fetch_add" => match self.ty_of(&m.receiver) {
+                        Some(Ty::Bound(_, e)) => Some(*e),
+                        other => other,
+                    },
                     "split_at" | "split_at_mut" => match self.ty_of(&m.receiver) {
                         Some(t @ Ty::Slice(_)) => Some(Ty::Tuple(vec![t.clone(), t])),
                         _ => None,
@@ -163,7 +167,7 @@ fn walk_stmt_exprs<'a>(s: &'a Stmt, f: &mut dyn FnMut(&'a Expr)) {
             }
         }
         Stmt::Spawn(site) => {
-            for a in &site.args {
+            for a in site.exprs() {
                 f(a);
             }
             if let Dest::Element { index, .. } = &site.dest {

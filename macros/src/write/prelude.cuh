@@ -69,6 +69,33 @@ __device__ inline gc_u64 gc_elem_offset(const gc_cx& cx, const gc_array<T, N>&, 
 // bytes). Indexing and sub-slicing are checked as in Rust: a failure records a fault at the Rust
 // location (the run then fails with it) and the access goes to a sink instead of out of bounds.
 __device__ gc_u64 gc_slice_sink[2];
+// Shared monotone bounds `&Max<T>` / `&Min<T>` / `&Sum<T>` (the runtime's `bound` module): the
+// Rust one-element `RawSlice<Max<T>>` (`{ ptr, len: u64 }`, 16 bytes), pointing at the word that
+// the cuda backend uploaded before the run and downloads after it. Every task updates it with an
+// atomic that moves it one way only, so its final value does not depend on the order of tasks.
+// `load` is a volatile read (some value the word has had). T: gc_u32, gc_i32, gc_u64, gc_i64.
+template <typename T> struct gc_bound_max {
+  T* ptr;
+  gc_u64 n;
+  __device__ T load() const { return *(volatile T*)ptr; }
+  __device__ T fetch_max(T v) const { return (T)atomicMax(ptr, v); }
+};
+template <typename T> struct gc_bound_min {
+  T* ptr;
+  gc_u64 n;
+  __device__ T load() const { return *(volatile T*)ptr; }
+  __device__ T fetch_min(T v) const { return (T)atomicMin(ptr, v); }
+};
+template <typename T> struct gc_bound_sum {
+  T* ptr;
+  gc_u64 n;
+  __device__ T load() const { return *(volatile T*)ptr; }
+  // Wrapping, as Rust's `fetch_add` (two's complement: the unsigned add of the same width).
+  __device__ T fetch_add(T v) const {
+    typedef typename gc_uns<T>::t U;
+    return (T)atomicAdd((U*)ptr, (U)v);
+  }
+};
 template <typename T> struct gc_slice {
   T* ptr;
   gc_u64 n;

@@ -311,6 +311,12 @@ impl Writer<'_> {
             .enumerate()
             .map(|(i, a)| self.expr(a, params.get(i).cloned().flatten().as_ref()))
             .collect();
+        if let Some(p) = &site.priority {
+            // `priority = key`: evaluated (its checks fault as on the host) and not used: the
+            // device schedulers do not order ready work by priority yet (docs/dsl.md).
+            let key = self.expr(p, None);
+            self.line(&format!("(void)({key}); // priority: carried, not used by the device scheduler"));
+        }
         if self.mode == Mode::Device {
             self.helper(&site.path);
             let mut all = vec!["cx".to_string()];

@@ -18,6 +18,9 @@ pub(super) enum Ty {
     Temp(Box<Ty>),
     /// A slice `&[T]` / `&mut [T]` (`gc_slice<T>`, the device form of `RawSlice<T>`).
     Slice(Box<Ty>),
+    /// A shared bound `&Max<T>` / `&Min<T>` / `&Sum<T>` (`gc_bound_max<T>`, .., the device
+    /// form of the one-element `RawSlice<Max<T>>`): the kind in lower case, the value type.
+    Bound(String, Box<Ty>),
     /// A tuple of 2 to 4 elements (`gc_tuple<n><..>`).
     Tuple(Vec<Ty>),
     /// A C++ type spelled out (`fib_ret`, `decltype(x)`).
@@ -37,6 +40,7 @@ impl Ty {
             Ty::Array(e, n) => format!("gc_array<{}, {n}>", e.cxx()),
             Ty::Temp(e) => format!("gc_temp<{}>", e.cxx()),
             Ty::Slice(e) => format!("gc_slice<{}>", e.cxx()),
+            Ty::Bound(k, e) => format!("gc_bound_{k}<{}>", e.cxx()),
             Ty::Tuple(es) => {
                 let es: Vec<String> = es.iter().map(Ty::cxx).collect();
                 format!("gc_tuple{}<{}>", es.len(), es.join(", "))
@@ -67,6 +71,9 @@ pub(super) fn ty_of_type(t: &Type) -> Ty {
     }
     if let Some((_, elem)) = crate::syntax::slice_type(t) {
         return Ty::Slice(Box::new(ty_of_type(elem)));
+    }
+    if let Some((kind, elem)) = crate::syntax::bound_type(t) {
+        return Ty::Bound(kind.to_lowercase(), Box::new(ty_of_type(elem)));
     }
     match t {
         Type::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => {

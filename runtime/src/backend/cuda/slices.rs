@@ -53,7 +53,7 @@ pub(crate) fn with_device_slices<D: Target, A: Copy, R>(
     let value = run(args)?;
     let start = Instant::now();
     for (f, raw, bytes, buf) in &uploaded {
-        if !f.mutable || *bytes == 0 {
+        if !(f.mutable || f.bound) || *bytes == 0 {
             continue;
         }
         let data = dev.dtoh(buf)?;

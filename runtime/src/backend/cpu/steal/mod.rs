@@ -8,6 +8,9 @@
 //!   random other worker when it has none (the largest piece of work there).
 //! - [`job`]: a stealable task, a heap record `(args, destination, depth)` with the callee's type
 //!   erased to monomorphized function pointers.
+//! - [`ranked`]: prioritized ready work (`spawn!(f(..), priority = key)`), one lock-protected
+//!   max-heap per run that a worker serves best-first when its own deque is empty, before it
+//!   steals; such a spawn is always a real task (never inlined), so the order holds.
 //! - [`frame`] and [`join`]: a task whose segment ends with real children outstanding leaves its
 //!   frame in a heap cell with a join counter; the last child to finish (or the owner, if the
 //!   children were faster) resumes it on its own worker — there is no level barrier.
@@ -27,6 +30,7 @@ mod frame;
 mod job;
 pub mod join;
 mod policy;
+mod ranked;
 mod segment;
 mod worker;
 

@@ -92,7 +92,7 @@ impl Seg {
     /// with an earlier child of this segment, if two of them overlap and one is `&mut`.
     fn give<C: CilkTask>(&mut self, task: &'static str, args: &C::Args, site: &'static str) -> Option<Error> {
         let start = self.given.len();
-        for f in C::SLICES {
+        for f in C::SLICES.iter().filter(|f| !f.bound) {
             let Some((ptr, len)) = crate::slice::read_field(args, f) else { continue };
             let (lo, hi) = (ptr, ptr.saturating_add(len.saturating_mul(f.elem_size)));
             if lo == hi {
@@ -161,6 +161,34 @@ impl<T: CilkTask> Spawn<T> for Cx<'_, '_, T> {
             }
         }
         self.spawn::<C>(args, place)
+    }
+
+    fn spawn_prio<C: CilkTask>(
+        &mut self,
+        args: C::Args,
+        place: Place<T::Frame, C::Output>,
+        priority: u64,
+        site: &'static str,
+    ) {
+        if self.w.check_races && !C::SLICES.is_empty() {
+            if let Some(e) = self.seg.give::<C>(T::NAME, &args, site) {
+                self.w.fail(e);
+                return;
+            }
+        }
+        let w = &mut *self.w;
+        if w.failing() {
+            return;
+        }
+        let depth = self.seg.depth + 1;
+        if depth >= w.max_depth {
+            w.fail(Error::DepthExceeded { task: C::NAME, limit: w.max_depth });
+            return;
+        }
+        // Always a real task in the run's best-first queue: inlining it would run it before
+        // better work that is already waiting.
+        let dest = self.seg.child_dest::<C::Output>(w, place.offset());
+        w.push_ranked::<C>(priority, Job::new::<C>(args, dest, depth));
     }
 
     #[inline]

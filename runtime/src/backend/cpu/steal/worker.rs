@@ -1,6 +1,7 @@
 //! The workers: one per pool thread, each with its own deque (crossbeam-deque: the owner pushes
-//! and pops the newest end, thieves steal the oldest), looping over its own newest task, else a
-//! task stolen from a random other worker, else backing off. It owns the run's shared state
+//! and pops the newest end, thieves steal the oldest), looping over its own newest task, else the
+//! run's best prioritized task ([`Ranked`], `spawn!(.., priority = key)`), else a task stolen
+//! from a random other worker, else backing off. It owns the run's shared state
 //! ([`Shared`]: the stealers, the done/failed flags, the first error, the live-frame counters) and
 //! each worker's private state ([`Worker`]); it does not run sub-kernels itself (jobs and frames
 //! do, through the segment runner).
@@ -15,6 +16,7 @@
 use super::frame::Header;
 use super::job::Job;
 use super::policy::Policy;
+use super::ranked::Ranked;
 use crate::config::Config;
 use crate::error::panic_message;
 use crate::error::Error;
@@ -34,6 +36,8 @@ const LIVE_BATCH: isize = 32;
 /// What all workers of one run share.
 pub(super) struct Shared<'a> {
     stealers: Vec<Stealer<Job>>,
+    /// Prioritized ready jobs (`spawn!(.., priority = key)`), best first.
+    ranked: Ranked<Job>,
     /// Each worker's deque until its thread takes it.
     deques: Vec<Mutex<Option<crossbeam_deque::Worker<Job>>>>,
     /// The root delivered its value (set with `Release` after the write).
@@ -68,6 +72,7 @@ impl<'a> Shared<'a> {
         let workers = deques.len();
         Shared {
             stealers: deques.iter().map(crossbeam_deque::Worker::stealer).collect(),
+            ranked: Ranked::default(),
             deques: deques.into_iter().map(|d| Mutex::new(Some(d))).collect(),
             done: AtomicBool::new(false),
             failed: AtomicBool::new(false),
@@ -234,7 +239,7 @@ impl<'r> Worker<'r> {
             if self.failing() {
                 break;
             }
-            let job = match self.local.pop() {
+            let job = match self.local.pop().or_else(|| self.sh.ranked.pop()) {
                 Some(j) => j,
                 None => match self.steal() {
                     Some(j) => j,
@@ -335,6 +340,13 @@ impl<'r> Worker<'r> {
     #[inline]
     pub(super) fn push_task<C: CilkTask>(&mut self, job: Job) {
         self.local.push(job);
+        self.stats.tasks_created += 1;
+        self.frame_alloc(Job::bytes::<C>());
+    }
+
+    /// Adds a new task of `C` with priority `key` to the run's prioritized jobs.
+    pub(super) fn push_ranked<C: CilkTask>(&mut self, key: u64, job: Job) {
+        self.sh.ranked.push(key, job);
         self.stats.tasks_created += 1;
         self.frame_alloc(Job::bytes::<C>());
     }
