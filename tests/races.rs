@@ -53,11 +53,12 @@ fn two_readers(a: &[u32]) -> u64 {
     x + y
 }
 
-/// The same `&mut` range to every iteration's child.
+/// The same `&mut` range to every iteration's child. As a sub-slice: passed by its name, the
+/// compiler already rejects it (`tests/ui/slice_mut_two_spawns.rs`); this is the runtime check's.
 #[gpu_cilk]
 fn loop_bumps(a: &mut [u32], k: u32) {
     for _i in 0..k {
-        spawn!(add_one(a));
+        spawn!(add_one(&mut a[..]));
     }
     sync!();
 }
