@@ -995,20 +995,6 @@ fn warp_rows() -> TokenStream {
                 a[i] += 1.0;
             }
             7
-
-/// Best-first branch and bound: priority spawns (`priority = ub`) and two shared bounds.
-fn bnb() -> TokenStream {
-    quote! {
-        pub fn bnb(sw: &[u64], i: usize, cap: u64, ub: u64, best: &Max<u64>, nodes: &Sum<u64>) {
-            if ub <= best.load() {
-                return;
-            }
-            nodes.fetch_add(1);
-            best.fetch_max(cap);
-            if i + 1 < sw.len() {
-                spawn!(bnb(sw, i + 1, cap / 2, ub - 1, best, nodes), priority = ub - 1);
-                spawn!(bnb(sw, i + 1, cap, ub - 2, best, nodes), priority = ub / 2);
-            }
         }
     }
 }
@@ -1092,6 +1078,24 @@ fn uninit_temporaries_are_not_zeroed_on_the_device() {
     assert!(f.defs.contains("gc_temp<gc_f32> b = gc_alloc_temp<gc_f32>(cx, (gc_u64)(n), 1u);"), "{}", f.defs);
     let bad = crate::task_macro(quote!(), quote! { fn u(n: usize) { let a = alloc!(f32, n, zeroed); } }).to_string();
     assert!(bad.contains("`alloc!` takes an element type and a length"), "{bad}");
+}
+
+/// Best-first branch and bound: priority spawns (`priority = ub`) and two shared bounds.
+fn bnb() -> TokenStream {
+    quote! {
+        pub fn bnb(sw: &[u64], i: usize, cap: u64, ub: u64, best: &Max<u64>, nodes: &Sum<u64>) {
+            if ub <= best.load() {
+                return;
+            }
+            nodes.fetch_add(1);
+            best.fetch_max(cap);
+            if i + 1 < sw.len() {
+                spawn!(bnb(sw, i + 1, cap / 2, ub - 1, best, nodes), priority = ub - 1);
+                spawn!(bnb(sw, i + 1, cap, ub - 2, best, nodes), priority = ub / 2);
+            }
+        }
+    }
+}
 
 #[test]
 fn bnb_ir() {
