@@ -183,6 +183,15 @@ pub(crate) fn read_field<A>(args: &A, f: &SliceField) -> Option<(usize, usize)> 
     Some((raw.as_ptr() as usize, raw.len()))
 }
 
+/// A value of any type, for the borrow-check witnesses that `#[gpu_cilk]` writes into the serial
+/// function (`macros/src/expand/race_witness.rs`): they stand for the arguments that are not
+/// slices in a closure that is never called. A call (not `unreachable!()`, whose type `!` would
+/// make the rest of the witness dead code that the borrow checker skips).
+#[doc(hidden)]
+pub fn race_witness_value<T>() -> T {
+    unreachable!("gpu-cilk race witnesses are never called")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,13 +211,4 @@ mod tests {
         // SAFETY: an empty pair is always valid.
         assert!(unsafe { RawSlice::<f64>::default().as_ref() }.is_empty());
     }
-}
-
-/// A value of any type, for the borrow-check witnesses that `#[gpu_cilk]` writes into the serial
-/// function (`macros/src/expand/race_witness.rs`): they stand for the arguments that are not
-/// slices in a closure that is never called. A call (not `unreachable!()`, whose type `!` would
-/// make the rest of the witness dead code that the borrow checker skips).
-#[doc(hidden)]
-pub fn race_witness_value<T>() -> T {
-    unreachable!("gpu-cilk race witnesses are never called")
 }
