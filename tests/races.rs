@@ -104,7 +104,7 @@ fn a_spawning_loop_handing_out_one_range_is_a_race() {
     let mut v = vec![0u32; 4];
     rt.run(loop_bumps::task(&mut v, 1)).expect("one child");
     let e = rt.run(loop_bumps::task(&mut v, 2)).expect_err("two children, one range");
-    assert!(e.to_string().contains("races.rs:60:"), "{e}");
+    assert!(e.to_string().contains("races.rs:61:"), "{e}");
 }
 
 #[test]
