@@ -90,10 +90,17 @@ fn smem_bytes() -> usize {
     (BLOCK as usize / 32) * (32 + LOCAL_CAP as usize * ITEM_BYTES as usize)
 }
 
-/// The expected checksum: the sum of every id (warp << 32 | k) of `warps` warps, `per_warp` each.
-fn checksum(warps: u64, per_warp: u64) -> u64 {
+/// The warps that push items: every warp in `push+pop`; in the steal pattern only the even ones
+/// (`dq_steal`'s producers), the odd ones start empty and only take.
+fn producers(warps: u64, steal: bool) -> impl Iterator<Item = u64> {
+    (0..warps).filter(move |g| !steal || g % 2 == 0)
+}
+
+/// The expected checksum: the sum of every id (warp << 32 | k) of the producing warps, `per_warp`
+/// each.
+fn checksum(warps: u64, per_warp: u64, steal: bool) -> u64 {
     let ks = per_warp * per_warp.saturating_sub(1) / 2;
-    (0..warps).fold(0u64, |s, w| s.wrapping_add((w << 32).wrapping_mul(per_warp)).wrapping_add(ks))
+    producers(warps, steal).fold(0u64, |s, w| s.wrapping_add((w << 32).wrapping_mul(per_warp)).wrapping_add(ks))
 }
 
 pub(crate) fn bench_deque(args: &Args, device: Device) -> Vec<Row> {
@@ -149,15 +156,18 @@ fn run(args: &Args, dev: &CudaDevice) -> gpu_cilk::runtime::Result<Vec<Row>> {
     let mut seen = dev.alloc_zeroed::<u32>(max_items as usize)?;
 
     let mut rows = Vec::new();
-    for (name, kernel) in [("push+pop (own stack)", &local), ("push, donate, steal (pool)", &steal)] {
+    for (name, kernel, stealing) in
+        [("push+pop (own stack)", &local, false), ("push, donate, steal (pool)", &steal, true)]
+    {
         for &w in &warps {
             let dims = if w * 32 <= BLOCK {
                 LaunchDims::linear(1, w * 32).shared_mem(smem as u32)
             } else {
                 LaunchDims::linear(w * 32 / BLOCK, BLOCK).shared_mem(smem as u32)
             };
-            let total = w as u64 * per_warp;
-            let want_sum = checksum(w as u64, per_warp);
+            // Only producers push (every warp, or the even ones when stealing): what must come out.
+            let total = producers(w as u64, stealing).count() as u64 * per_warp;
+            let want_sum = checksum(w as u64, per_warp, stealing);
             let mut p = DqParams {
                 sched: DqSched {
                     pool: pool.ptr().addr(),
@@ -205,7 +215,7 @@ fn run(args: &Args, dev: &CudaDevice) -> gpu_cilk::runtime::Result<Vec<Row>> {
                 }
                 if rep == 0 {
                     let s = dev.dtoh(&seen)?;
-                    let bad = (0..w as u64)
+                    let bad = producers(w as u64, stealing)
                         .flat_map(|g| (0..per_warp).map(move |k| (g, k)))
                         .find(|&(g, k)| s[(g * per_warp + k) as usize] != 1);
                     if let Some((g, k)) = bad {
