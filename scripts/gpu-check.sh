@@ -44,7 +44,9 @@ tests=()
 for t in "$here"/tests/*; do
   part tests || break
   name="test-$(basename "$t")"
-  step "$name" "$t" --include-ignored --test-threads=1
+  # differential and generated_programs take 2-3 minutes on an H100 (both schedulers, every
+  # configuration): TEST_STEP_TIMEOUT gives each test binary 300 s unless set.
+  STEP_TIMEOUT=${TEST_STEP_TIMEOUT:-300} step "$name" "$t" --include-ignored --test-threads=1
   counts=$(grep -E '^test result:' "$steps/$name.log" | tail -1 | sed -E 's/.*ok\. |.*FAILED\. //; s/; [0-9]+ measured.*//')
   skipped=$(grep -c '^SKIPPED' "$steps/$name.log")
   tests+=("$(printf '%-34s %s; %s skipped' "$name" "${counts:-no result line}" "$skipped")")

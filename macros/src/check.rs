@@ -61,32 +61,10 @@ fn slice_provenance(item: &ItemFn, errors: &mut Errors) {
     }
     impl Names<'_> {
         fn is_name(&self, e: &Expr) -> bool {
-            match e {
-                Expr::Path(p) => p.path.get_ident().is_some_and(|i| self.names.contains(&i.to_string())),
-                Expr::Paren(p) => self.is_name(&p.expr),
-                Expr::Group(g) => self.is_name(&g.expr),
-                _ => false,
-            }
-        }
-        /// `init` is a slice: a slice name, a sub-slice or a split of one.
-        fn is_slice(&self, init: &Expr) -> bool {
-            match init {
-                Expr::MethodCall(m) if m.method == "split_at" || m.method == "split_at_mut" => true,
-                Expr::Paren(p) => self.is_slice(&p.expr),
-                Expr::Group(g) => self.is_slice(&g.expr),
-                e => self.is_name(e) || syntax::sub_slice(e).is_some(),
-            }
+            syntax::slice_name(e, &self.names).is_some()
         }
         fn declare(&mut self, pat: &Pat, slice: bool) {
-            struct Binders(Vec<syn::Ident>);
-            impl<'ast> Visit<'ast> for Binders {
-                fn visit_pat_ident(&mut self, p: &'ast syn::PatIdent) {
-                    self.0.push(p.ident.clone());
-                }
-            }
-            let mut b = Binders(Vec::new());
-            b.visit_pat(pat);
-            for id in b.0 {
+            for id in syntax::pat_binders(pat) {
                 if self.names.contains(&id.to_string()) {
                     self.errors.push(error::slice_shadowed(&id));
                 } else if slice {
@@ -100,8 +78,7 @@ fn slice_provenance(item: &ItemFn, errors: &mut Errors) {
             if let Some(init) = &l.init {
                 self.visit_expr(&init.expr);
             }
-            let typed_slice = matches!(&l.pat, Pat::Type(t) if syntax::slice_type(&t.ty).is_some());
-            let slice = typed_slice || l.init.as_ref().is_some_and(|i| self.is_slice(&i.expr));
+            let slice = syntax::local_binds_slice(l, &self.names);
             self.declare(&l.pat, slice);
         }
         fn visit_expr_for_loop(&mut self, f: &'ast syn::ExprForLoop) {
@@ -135,14 +112,7 @@ fn slice_provenance(item: &ItemFn, errors: &mut Errors) {
             }
         }
     }
-    let mut n = Names { names: HashSet::new(), errors };
-    for arg in &item.sig.inputs {
-        if let FnArg::Typed(pt) = arg {
-            if let (Pat::Ident(pi), Some(_)) = (&*pt.pat, syntax::slice_type(&pt.ty)) {
-                n.names.insert(pi.ident.to_string());
-            }
-        }
-    }
+    let mut n = Names { names: syntax::slice_params(item), errors };
     n.visit_block(&item.block);
 }
 

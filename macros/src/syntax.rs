@@ -9,6 +9,7 @@
 
 use crate::error;
 use crate::ir::Dest;
+use std::collections::HashSet;
 use syn::punctuated::Punctuated;
 use syn::{Expr, FnArg, ItemFn, Macro, Pat, Path, Token, Type};
 
@@ -404,4 +405,58 @@ pub fn warp_attr(attr: &proc_macro2::TokenStream) -> Option<bool> {
     }
     let id: syn::Ident = syn::parse2(attr.clone()).ok()?;
     (id == "warp").then_some(true)
+}
+
+/// The identifiers a pattern binds, in textual order.
+pub fn pat_binders(p: &Pat) -> Vec<syn::Ident> {
+    struct B(Vec<syn::Ident>);
+    impl<'ast> syn::visit::Visit<'ast> for B {
+        fn visit_pat_ident(&mut self, p: &'ast syn::PatIdent) {
+            self.0.push(p.ident.clone());
+            syn::visit::visit_pat_ident(self, p);
+        }
+    }
+    let mut b = B(Vec::new());
+    syn::visit::Visit::visit_pat(&mut b, p);
+    b.0
+}
+
+/// The names of `item`'s slice parameters (`a: &[T]`, `a: &mut [T]`): where the set of slice
+/// names that `check` and the race witness track starts.
+pub fn slice_params(item: &ItemFn) -> HashSet<String> {
+    let mut names = HashSet::new();
+    for arg in &item.sig.inputs {
+        if let FnArg::Typed(pt) = arg {
+            if let (Pat::Ident(pi), Some(_)) = (&*pt.pat, slice_type(&pt.ty)) {
+                names.insert(pi.ident.to_string());
+            }
+        }
+    }
+    names
+}
+
+/// The slice name `e` is (a bare identifier in `names`, through parentheses), if it is one.
+pub fn slice_name(e: &Expr, names: &HashSet<String>) -> Option<String> {
+    match e {
+        Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()).filter(|n| names.contains(n)),
+        Expr::Paren(p) => slice_name(&p.expr, names),
+        Expr::Group(g) => slice_name(&g.expr, names),
+        _ => None,
+    }
+}
+
+/// Whether `let` binds slices: typed `&[T]`/`&mut [T]`, or initialised by a slice name, a
+/// sub-slice of one or a split (`split_at`/`split_at_mut`) — one rule for `check`'s provenance
+/// rules and the race witness.
+pub fn local_binds_slice(l: &syn::Local, names: &HashSet<String>) -> bool {
+    fn is_slice(e: &Expr, names: &HashSet<String>) -> bool {
+        match e {
+            Expr::MethodCall(m) => m.method == "split_at" || m.method == "split_at_mut",
+            Expr::Paren(p) => is_slice(&p.expr, names),
+            Expr::Group(g) => is_slice(&g.expr, names),
+            e => slice_name(e, names).is_some() || sub_slice(e).is_some(),
+        }
+    }
+    matches!(&l.pat, Pat::Type(t) if slice_type(&t.ty).is_some())
+        || l.init.as_ref().is_some_and(|i| is_slice(&i.expr, names))
 }

@@ -29,72 +29,30 @@ use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use std::collections::HashSet;
 use syn::spanned::Spanned;
-use syn::{Block, Expr, FnArg, ItemFn, Pat, Path, Stmt};
+use syn::{Block, Expr, ItemFn, Path, Stmt};
 
 /// `item` with a witness after each run of spawns that pass one slice name more than once.
 pub fn with_witnesses(item: &ItemFn) -> ItemFn {
     let mut out = item.clone();
-    let mut names = HashSet::new();
-    for arg in &item.sig.inputs {
-        if let FnArg::Typed(pt) = arg {
-            if let (Pat::Ident(pi), Some(_)) = (&*pt.pat, syntax::slice_type(&pt.ty)) {
-                names.insert(pi.ident.to_string());
-            }
-        }
-    }
+    let mut names = syntax::slice_params(item);
     slice_locals(&item.block, &mut names);
     block(&mut out.block, false, &names);
     out
 }
 
-/// Adds the locals bound to a slice (typed `&[T]`/`&mut [T]`, a sub-slice, a slice name or a
-/// split of one) anywhere in `b` to `names`, in textual order.
+/// Adds the locals bound to a slice (`syntax::local_binds_slice`) anywhere in `b` to `names`, in
+/// textual order.
 fn slice_locals(b: &Block, names: &mut HashSet<String>) {
     struct Locals<'n>(&'n mut HashSet<String>);
     impl<'ast> syn::visit::Visit<'ast> for Locals<'_> {
         fn visit_local(&mut self, l: &'ast syn::Local) {
             syn::visit::visit_local(self, l);
-            let typed = matches!(&l.pat, Pat::Type(t) if syntax::slice_type(&t.ty).is_some());
-            let init_slice = l.init.as_ref().is_some_and(|i| is_slice_expr(&i.expr, self.0));
-            let split = l.init.as_ref().is_some_and(
-                |i| matches!(&*i.expr, Expr::MethodCall(m) if m.method == "split_at" || m.method == "split_at_mut"),
-            );
-            if typed || init_slice || split {
-                let mut ids = Vec::new();
-                binders(&l.pat, &mut ids);
-                self.0.extend(ids);
+            if syntax::local_binds_slice(l, self.0) {
+                self.0.extend(syntax::pat_binders(&l.pat).iter().map(|i| i.to_string()));
             }
         }
     }
     syn::visit::Visit::visit_block(&mut Locals(names), b);
-}
-
-fn is_slice_expr(e: &Expr, names: &HashSet<String>) -> bool {
-    match e {
-        Expr::Paren(p) => is_slice_expr(&p.expr, names),
-        Expr::Group(g) => is_slice_expr(&g.expr, names),
-        e => slice_name(e, names).is_some() || syntax::sub_slice(e).is_some(),
-    }
-}
-
-fn binders(p: &Pat, out: &mut Vec<String>) {
-    struct B<'o>(&'o mut Vec<String>);
-    impl<'ast> syn::visit::Visit<'ast> for B<'_> {
-        fn visit_pat_ident(&mut self, p: &'ast syn::PatIdent) {
-            self.0.push(p.ident.to_string());
-        }
-    }
-    syn::visit::Visit::visit_pat(&mut B(out), p);
-}
-
-/// The slice name `e` is, if it is one.
-fn slice_name(e: &Expr, names: &HashSet<String>) -> Option<String> {
-    match e {
-        Expr::Path(p) => syntax::single_ident(p).map(|i| i.to_string()).filter(|n| names.contains(n)),
-        Expr::Paren(p) => slice_name(&p.expr, names),
-        Expr::Group(g) => slice_name(&g.expr, names),
-        _ => None,
-    }
 }
 
 /// The spawn a statement of a block is, if it is one: `spawn!(..);`, `let x = spawn!(..);` or
@@ -157,7 +115,7 @@ fn flush(out: &mut Vec<Stmt>, at: usize, run: &mut Vec<(Path, Vec<Expr>)>, twice
     let mut seen = HashSet::new();
     let mut repeated = false;
     for (_, args) in &spawns {
-        let mine: HashSet<String> = args.iter().filter_map(|a| slice_name(a, names)).collect();
+        let mine: HashSet<String> = args.iter().filter_map(|a| syntax::slice_name(a, names)).collect();
         for n in mine {
             repeated |= twice || !seen.insert(n);
         }
@@ -181,7 +139,7 @@ fn flush(out: &mut Vec<Stmt>, at: usize, run: &mut Vec<(Path, Vec<Expr>)>, twice
 /// `path::task(args)` with every argument that is not a slice name replaced by a value of any type
 /// (`race_witness_value()`: its value does not matter, and it is not evaluated at another place).
 fn root_call(path: &Path, args: &[Expr], names: &HashSet<String>) -> TokenStream {
-    let args = args.iter().map(|a| match slice_name(a, names) {
+    let args = args.iter().map(|a| match syntax::slice_name(a, names) {
         Some(_) => quote!(#a),
         None => quote_spanned!(a.span()=> ::gpu_cilk::runtime::slice::race_witness_value()),
     });
