@@ -138,6 +138,8 @@ enum gc_pstat : gc_u32 {
   GC_PSTAT_CYC_RUN = 9,     // warp cycles spent running segments and continuations
   GC_PSTAT_CYC_ALL = 10,    // warp cycles in the loop in total (the rest: taking, donating, frames)
   GC_PSTAT_LOCAL_JOINS = 11,  // segments whose children all stayed on the warp's stack (no atomics)
+  GC_PSTAT_UNWOUND = 12,    // inline calls unwound over the stack budget and deferred as tasks
+  GC_PSTAT_ABORTED = 13,    // inline calls unwound over `inline_abort` calls and deferred as tasks
   GC_PSTAT_TASKS = 16,      // then per task: [2 * task] tasks started, [2 * task + 1] continuations run
 };
 
@@ -163,10 +165,10 @@ struct gc_psched {
   gc_u32 free_cap;              // frame indices per warp free list
   gc_u32 inline_threshold;      // inline once the warp's stack holds this many items (0: never)
   gc_u32 max_depth;             // deepest recursion level allowed (Config::max_depth)
-  gc_u32 dev_depth_limit;       // deepest inline recursion of serial device forms
+  gc_u32 dev_stack_budget;      // stack bytes inline recursion of serial device forms may use
   gc_u32 idle_max_ns;           // longest sleep of an idle warp between two looks for work
   gc_u32 inline_budget;         // an inline call that makes more calls than this raises the floor
-  gc_u32 pad0;
+  gc_u32 inline_abort;          // an inline call that makes more calls than this unwinds (0: never)
 };
 
 // One warp's state in shared memory: the header, then `free_cap` frame indices, then `local_cap`
@@ -217,7 +219,25 @@ struct gc_cx {
   mutable gc_u64 inline_calls;
   mutable gc_u32 warp_inline;  // warp tasks run inline through their serial form (one lane)
   gc_u32 local_joins;        // segments that ended with only local children (statistics)
+  // Unwinding (see INLINE LIMITS): set by gc_dev_guard, read by generated serial forms and gc_spawn.
+  mutable gc_u32 unwinding;  // 0, or why (gc_unwind) the serial forms are returning at once
+  mutable gc_u32 dirty;      // a serial form that cannot run twice was entered in this inline call
+  mutable gc_u32 catching;   // gc_spawn re-runs the current inline call as a task on a trip
+  mutable gc_u64 dev_base;   // stack address of the outermost serial form's guard
+  mutable gc_u64 abort_at;   // inline_calls past which the current inline call unwinds (~0: never)
 };
+
+// Resets the serial-form state of a fresh `cx` (every segment start).
+__device__ __forceinline__ void gc_cx_dev_init(gc_cx& cx) {
+  cx.dev_depth = 0u;
+  cx.inline_calls = 0ull;
+  cx.warp_inline = 0u;
+  cx.unwinding = 0u;
+  cx.dirty = 0u;
+  cx.catching = 0u;
+  cx.dev_base = 0ull;
+  cx.abort_at = ~0ull;
+}
 
 __device__ inline void gc_praise(const gc_psched* P, gc_u32 code, gc_u32 site, gc_u32 task, gc_u32 level,
                                  gc_u64 detail) {
@@ -232,22 +252,54 @@ __device__ inline void gc_praise(const gc_psched* P, gc_u32 code, gc_u32 site, g
 }
 
 __device__ inline void gc_raise_cx(const gc_cx& cx, gc_u32 code, gc_u32 site, gc_u64 detail) {
+  if (cx.unwinding != 0u) return;  // a check of a placeholder value after a guard trip
   gc_praise(cx.W->P, code, site, cx.task, cx.depth + cx.dev_depth, detail);
 }
 
 __device__ inline gc_xheap* gc_temps_of(const gc_cx& cx) { return cx.W->P->temps; }
+__device__ inline bool gc_unwinding(const gc_cx& cx) { return cx.unwinding != 0u; }
 
-// Entered by every serial device form of a task (`<task>_dev`): bounds inline recursion, which
-// uses the thread's stack, and counts inline calls. `warp`: the serial form of a warp task (the
-// work of a whole warp on one lane): a call run inline from a segment that reaches one raises
+// Flags of a serial device form (the third argument of its guard, written by the compiler).
+enum gc_dev_flags : gc_u32 {
+  GC_DEV_WARP = 1u,   // the serial form of a warp task (the work of a whole warp on one lane)
+  GC_DEV_DIRTY = 2u,  // running it twice is not harmless: a `&mut` slice or `&Sum` parameter, or alloc!
+};
+// Why serial forms unwind (`cx.unwinding`).
+enum gc_unwind : gc_u32 { GC_UNWIND_STACK = 1u, GC_UNWIND_WORK = 2u };
+
+// A guard trip: every serial form returns at once from here on (generated code checks
+// `cx.unwinding` after its guard and after every call of another serial form). When gc_spawn
+// cannot re-run the inline call as a task (no frame to defer it to, a plain call of a task from a
+// segment, or a serial form that cannot run twice was entered), the run fails with a fault here.
+__device__ __noinline__ void gc_dev_trip(const gc_cx& cx, gc_u32 why, gc_u32 site) {
+  cx.unwinding = why;
+  if (cx.catching == 0u || cx.dirty != 0u) {
+    gc_praise(cx.W->P, GC_FAULT_DEV_STACK, site, cx.task, cx.depth + cx.dev_depth, cx.W->P->dev_stack_budget);
+  }
+}
+
+// Entered by every serial device form of a task (`<task>_dev`): counts inline calls and bounds
+// the inline recursion, which uses the thread's stack, in BYTES: the address of a local here
+// against the one the outermost serial form recorded, over `dev_stack_budget`. A call over the
+// budget (or, in a call gc_spawn may re-run, over `cx.abort_at` calls) trips (gc_dev_trip).
+// `GC_DEV_WARP`: a call run inline from a segment that reaches a warp task's serial form raises
 // the inline floor like a call over the budget (gc_spawn), so its level spawns tasks again.
 struct gc_dev_guard {
   const gc_cx& cx;
-  __device__ gc_dev_guard(const gc_cx& c, gc_u32 site, bool warp = false) : cx(c) {
+  __device__ gc_dev_guard(const gc_cx& c, gc_u32 site, gc_u32 flags = 0u) : cx(c) {
+    char probe;  // only its address is used: where this thread's stack is now
+    const gc_u64 here = reinterpret_cast<gc_u64>(&probe);
+    if (cx.dev_depth++ == 0u) cx.dev_base = here;
     cx.inline_calls += 1;
-    if (warp) cx.warp_inline += 1u;
-    if (++cx.dev_depth > cx.W->P->dev_depth_limit) {
-      gc_raise_cx(cx, GC_FAULT_DEV_DEPTH, site, cx.W->P->dev_depth_limit);
+    if (flags & GC_DEV_WARP) cx.warp_inline += 1u;
+    if (flags & GC_DEV_DIRTY) cx.dirty = 1u;
+    if (cx.unwinding != 0u) return;
+    // Stacks grow down on GPUs and hosts alike; the distance either way is what counts.
+    const gc_u64 used = cx.dev_base > here ? cx.dev_base - here : here - cx.dev_base;
+    if (used > (gc_u64)cx.W->P->dev_stack_budget) {
+      gc_dev_trip(cx, GC_UNWIND_STACK, site);
+    } else if (cx.inline_calls > cx.abort_at && cx.dirty == 0u) {
+      gc_dev_trip(cx, GC_UNWIND_WORK, site);
     }
   }
   __device__ ~gc_dev_guard() { cx.dev_depth -= 1; }
@@ -491,6 +543,34 @@ __device__ GC_SPAWN_LINKAGE typename Callee::Ret gc_spawn(gc_cx& cx, typename Ca
     // A warp task run inline would run on this lane alone: queue it for a whole warp.
     mode = GC_SPAWN_LOCAL;
   }
+  if (mode == GC_SPAWN_INLINE && cx.frame != nullptr) {
+    // The automatic cutoff: run the callee now, through its serial form. A call that turns out to
+    // make more than `inline_budget` calls raises the floor: children at its level or shallower
+    // run as tasks from then on, so that no lane runs a large subtree alone while others wait.
+    // A call that trips its guard (over the stack budget, or over `inline_abort` calls) unwinds
+    // instead; unless it entered a serial form that cannot run twice (the guard then failed the
+    // run), it is deferred as a task below, as if the cutoff had said so, and the floor rises.
+    const gc_u64 before = cx.inline_calls;
+    const gc_u32 warp_before = cx.warp_inline;
+    cx.catching = 1u;
+    cx.dirty = 0u;
+    cx.abort_at = P->inline_abort != 0u ? before + (gc_u64)P->inline_abort : ~0ull;
+    const Ret v = Callee::dev(cx, args);
+    cx.catching = 0u;
+    cx.abort_at = ~0ull;
+    const gc_u32 why = cx.unwinding;
+    if (why == 0u) {
+      if (cx.inline_calls - before > (gc_u64)P->inline_budget || cx.warp_inline != warp_before) {
+        atomicMax(reinterpret_cast<int*>(&P->ctl[GC_PCTL_INLINE_FLOOR]), (int)(cx.depth + 2u));
+      }
+      return v;
+    }
+    cx.unwinding = 0u;
+    if (cx.dirty != 0u) return Ret();  // gc_dev_trip raised GC_FAULT_DEV_STACK: the run stops
+    atomicMax(reinterpret_cast<int*>(&P->ctl[GC_PCTL_INLINE_FLOOR]), (int)(cx.depth + 2u));
+    atomicAdd(&P->stats[why == GC_UNWIND_STACK ? GC_PSTAT_UNWOUND : GC_PSTAT_ABORTED], 1ull);
+    mode = hungry > 0 && queued > 0 && gc_pool_has_room(P) ? GC_SPAWN_POOL : GC_SPAWN_LOCAL;
+  }
   if (mode == GC_SPAWN_LOCAL) {
     // Claim stack slots: lanes spawning together share one shared-memory atomic, in the shared
     // part while it has room, else in the deep part (global memory, still this warp's own).
@@ -542,17 +622,9 @@ __device__ GC_SPAWN_LINKAGE typename Callee::Ret gc_spawn(gc_cx& cx, typename Ca
     }
     return Ret();
   }
-  // Inline. A call from a segment (not from inside another inline call) that turns out to make
-  // more than `inline_budget` calls raises the floor: children at its level or shallower run as
-  // tasks from then on, so that no lane runs a large subtree alone while others wait.
-  if (cx.frame == nullptr) return Callee::dev(cx, args);  // no frame slot: forced, not measured
-  const gc_u64 before = cx.inline_calls;
-  const gc_u32 warp_before = cx.warp_inline;
-  const Ret v = Callee::dev(cx, args);
-  if (cx.inline_calls - before > (gc_u64)P->inline_budget || cx.warp_inline != warp_before) {
-    atomicMax(reinterpret_cast<int*>(&P->ctl[GC_PCTL_INLINE_FLOOR]), (int)(cx.depth + 2u));
-  }
-  return v;
+  // Inline because nothing else can take the call: no frame slot, or both parts of the stack and
+  // the pool are full. Not measured, and not undone: a trip of its guard fails the run.
+  return Callee::dev(cx, args);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -667,9 +739,7 @@ __device__ gc_frame_hdr* gc_pstart(gc_pwarp* W, const Item& it, gc_frame_hdr* fr
   cx.remote = 0u;
   cx.local_joins = 0u;
   cx.task = Task::ID;
-  cx.dev_depth = 0u;
-  cx.inline_calls = 0ull;
-  cx.warp_inline = 0u;
+  gc_cx_dev_init(cx);
   if (frame != nullptr) frame->pending = 0;
   typename Task::Frame out;
   typename Task::Ret ret = typename Task::Ret();
@@ -699,9 +769,7 @@ __device__ gc_frame_hdr* gc_pwarp_start(gc_pwarp* W, const Item& it, bool owner,
   cx.remote = 0u;
   cx.local_joins = 0u;
   cx.task = Task::ID;
-  cx.dev_depth = 0u;
-  cx.inline_calls = 0ull;
-  cx.warp_inline = 0u;
+  gc_cx_dev_init(cx);
   cx.depth = it.h.depth;
   typename Task::Frame out;
   typename Task::Ret ret = typename Task::Ret();
@@ -747,9 +815,7 @@ template <typename Task> __device__ gc_frame_hdr* gc_presume(gc_pwarp* W, gc_fra
   cx.local_joins = 0u;
   cx.depth = h->depth;
   cx.task = Task::ID;
-  cx.dev_depth = 0u;
-  cx.inline_calls = 0ull;
-  cx.warp_inline = 0u;
+  gc_cx_dev_init(cx);
   const gc_u32 seg = h->next_segment;
   typename Task::Frame f = slot->frame;
   typename Task::Frame out;

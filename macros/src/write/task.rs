@@ -340,15 +340,21 @@ fn device_text(
     let proto = format!("__device__ {ret_cxx} {dev_cname}({})", params_cxx.join(", "));
     writer.line(&format!("{proto} {{"));
     writer.depth = 1;
-    if task.is_some() {
-        // A task run serially recurses on the thread's stack: the scheduler bounds the depth.
+    if let Some(t) = task {
+        // A task run serially recurses on the thread's stack: the scheduler bounds the stack it
+        // uses, and a guard that trips makes every serial form return at once (unwinding).
         let site = writer.site(name.span());
-        if task.is_some_and(|t| t.warp) {
+        let mut flags = Vec::new();
+        if t.warp {
             // A warp task run on one lane: the work of a whole warp (see persistent.cuh).
-            writer.line(&format!("gc_dev_guard gc_guard(cx, {site}, /*warp=*/true);"));
-        } else {
-            writer.line(&format!("gc_dev_guard gc_guard(cx, {site});"));
+            flags.push("GC_DEV_WARP");
         }
+        if !restartable(t) {
+            flags.push("GC_DEV_DIRTY");
+        }
+        let flags = if flags.is_empty() { String::new() } else { format!(", {}", flags.join(" | ")) };
+        writer.line(&format!("gc_dev_guard gc_guard(cx, {site}{flags});"));
+        writer.unwind_check();
     }
     match body {
         DeviceBody::Function(f) => {
@@ -387,6 +393,19 @@ fn device_text(
         helpers: writer.helpers,
         calls: writer.calls,
     }
+}
+
+/// Whether running a task's serial form twice is harmless, so that the persistent scheduler may
+/// unwind an inline call of it and run the call again as a task (persistent.cuh, INLINE LIMITS):
+/// not when it writes through a `&mut` slice, adds to a `&Sum` bound (`Max`/`Min` updates are
+/// monotone: a second run changes nothing), takes a `Temp` (its heap memory) or allocates one
+/// (`alloc!`: an early return would leak it).
+fn restartable(task: &Task) -> bool {
+    let writes = task.params.iter().any(|p| match crate::syntax::slice_type(&p.ty) {
+        Some((mutable, _)) => mutable,
+        None => matches!(ty_of_type(&p.ty), Ty::Temp(_)) || matches!(ty_of_type(&p.ty), Ty::Bound(k, _) if k == "sum"),
+    });
+    !writes && !task.frame.iter().any(|f| f.temp)
 }
 
 /// What a device function's body comes from.
