@@ -54,7 +54,8 @@ impl Writer<'_> {
         self.stmt_inner(s, rest, tail);
         // In a serial device form, a value returned by a call of another one (a spawn, or a plain
         // call in the statement) is a placeholder when that call unwound: return before using it.
-        let called = matches!(s, Stmt::Spawn(_)) || (matches!(s, Stmt::Let(_) | Stmt::Expr { .. }) && self.calls.len() > calls);
+        let called =
+            matches!(s, Stmt::Spawn(_)) || (matches!(s, Stmt::Let(_) | Stmt::Expr { .. }) && self.calls.len() > calls);
         if self.mode == Mode::Device && called {
             self.unwind_check();
         }

@@ -236,7 +236,11 @@ impl<'a, D: Target> PersistentRun<'a, D> {
             dev_stack_budget: config.device_inline_stack_budget(),
             idle_max_ns: st.idle_max_ns,
             inline_budget: st.inline_budget,
-            inline_abort: if config.device_inline { config.device_inline_abort.min(u32::MAX as usize) as u32 } else { 0 },
+            inline_abort: if config.device_inline {
+                config.device_inline_abort.min(u32::MAX as usize) as u32
+            } else {
+                0
+            },
         };
         dev.launch_resident(&st.kernel, st.dims, &params)?;
         dev.sync()?;
