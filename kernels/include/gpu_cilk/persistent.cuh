@@ -26,7 +26,8 @@
 //   work, or when its stack is full (both parts). The floor (ctl word GC_PCTL_INLINE_FLOOR, 0 at
 //   the start) rises when a call inlined from a segment turns out to make more than `inline_budget`
 //   calls: spawns at that level and above stay tasks from then on, so that no lane runs a large
-//   subtree alone while the other lanes and warps wait. A deferred child needs the
+//   subtree alone while the other lanes and warps wait. The floor also rises when an inline call
+//   is UNWOUND and deferred after all (INLINE LIMITS). A deferred child needs the
 //   parent's FRAME: each lane gets a frame slot from its warp's free list before it starts an item
 //   (no frame available: every spawn of that item runs inline).
 // - JOIN COUNTERS (no level barrier). A frame header counts outstanding children in `pending`
@@ -51,7 +52,34 @@
 //   child; a chain of depth d holds d frames, a balanced tree about depth x 32 x warps) plus the
 //   items waiting in stacks and the pool (bounded by their capacities; a full stack and pool make
 //   spawns run inline). No item is ever dropped: a spawn that can be neither deferred nor inlined
-//   (no frame, inline recursion too deep) fails the run with a fault.
+//   (no frame, inline recursion over its stack budget and not restartable) fails the run with a
+//   fault. Inline recursion is bounded in BYTES of the thread's stack (INLINE LIMITS), never by
+//   an overflow.
+//
+// INLINE LIMITS (the guard of every serial form, gc_dev_guard, and gc_spawn's inline path)
+// - The stack: the host sets each thread's stack (Config::device_stack_bytes, 16 KiB) and gives
+//   inline recursion a budget of it (`dev_stack_budget`, by default 4 KiB less, for the
+//   scheduler's and the segment's frames below the first serial form and the frames of the last
+//   one). The outermost serial form of an inline call records the address of a local
+//   (`cx.dev_base`); every guard compares its own local's address with it.
+// - The work: an inline call that gc_spawn may re-run (below) makes at most `inline_abort` calls
+//   (Config::device_inline_abort, default 64 x the inline budget, 0 = no limit). The budget only
+//   raises the floor after a large call has FINISHED; the abort bounds how long one lane runs a
+//   subtree alone, and the work thrown away per abort (`inline_abort` calls; every abort raises
+//   the floor, so each level aborts only while lanes have not yet seen the new floor).
+// - A guard over either limit TRIPS: it sets `cx.unwinding`, and every serial form returns at
+//   once (generated code checks it after its guard, after every spawn and after every statement
+//   that calls a function; raised faults and bound updates are ignored while it is set, their
+//   values being placeholders). Re-running is harmless only for serial forms without a `&mut`
+//   slice, `&Sum` or `Temp` parameter and without alloc! (the compiler passes GC_DEV_DIRTY to the
+//   guard otherwise; `Max`/`Min` updates are monotone: a re-run changes nothing). When the trip
+//   is in a call gc_spawn made by the cutoff (it has a frame) and no dirty serial form was
+//   entered in it (`cx.dirty`), gc_spawn clears `unwinding`, counts the call (GC_PSTAT_UNWOUND or
+//   GC_PSTAT_ABORTED), raises the floor and DEFERS the spawn as a task instead (the LOCAL or POOL
+//   path); otherwise (dirty, no frame, stack and pool full, or a plain call of a task from a
+//   segment) the guard fails the run with GC_FAULT_DEV_STACK at its site (the function's).
+//   No stack overflow as long as the reserve holds the frames below the first serial form and
+//   those of one more serial form and its helpers (the default 4 KiB does for generated code).
 //
 // MEMORY ORDERING (plain CUDA atomics are relaxed; "fence; atomic" releases, "atomic; fence"
 // acquires; gc_join_add is one acquire-release RMW at GPU scope, which does both):
