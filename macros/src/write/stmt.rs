@@ -38,15 +38,13 @@ impl Writer<'_> {
     }
 
     /// In a serial device form: returns at once when serial forms unwind (a guard tripped;
-    /// persistent.cuh, INLINE LIMITS), freeing the function's temporaries. One load and a branch.
+    /// persistent.cuh, INLINE LIMITS). One load and a branch. Live temporaries are not freed (a
+    /// free at every check made Strassen's PTX half again as large): a serial form that allocates
+    /// is marked `GC_DEV_DIRTY`, so an unwinding through it has failed the run, which leaves its
+    /// temporaries behind like every task a fault stops.
     pub(super) fn unwind_check(&mut self) {
         let t = self.ret.as_ref().map_or("gc_unit".to_string(), Ty::cxx);
-        if self.temps.is_empty() {
-            self.line(&format!("if (gc_unwinding(cx)) return {t}();"));
-        } else {
-            let frees: Vec<String> = self.temps.iter().map(|t| format!("gc_free_temp(cx, {t});")).collect();
-            self.line(&format!("if (gc_unwinding(cx)) {{ {} return {t}(); }}", frees.join(" ")));
-        }
+        self.line(&format!("if (gc_unwinding(cx)) return {t}();"));
     }
 
     fn stmt(&mut self, s: &Stmt, rest: &[Stmt], tail: Option<&Expr>) {
