@@ -337,7 +337,12 @@ fn device_text(
         let n = writer.declare(&p.name, Some(t.clone()));
         params_cxx.push(format!("{} {n}", t.cxx()));
     }
-    let proto = format!("__device__ {ret_cxx} {dev_cname}({})", params_cxx.join(", "));
+    // A task's serial form that allocates (`alloc!`) is never inlined: it holds the allocator's
+    // paths, and inlining its recursion multiplies them (with the unwinding checks, NVCC inlined
+    // Strassen's seven recursive calls into `strassen_task::dev`: 1.11 -> 1.56 MB of PTX; out of
+    // line, 1.09 MB). A call costs little next to an allocation.
+    let linkage = if task.is_some_and(|t| t.frame.iter().any(|f| f.temp)) { "__noinline__ " } else { "" };
+    let proto = format!("__device__ {linkage}{ret_cxx} {dev_cname}({})", params_cxx.join(", "));
     writer.line(&format!("{proto} {{"));
     writer.depth = 1;
     if let Some(t) = task {
