@@ -620,4 +620,16 @@ mod tests {
         assert!(Config::default().stack_bytes(1024).validate().is_err());
         assert!(Config::default().segment_capacity(64).pool_capacity(8).validate().is_err());
     }
+
+    #[test]
+    fn the_inline_stack_budget_leaves_room_for_the_scheduler() {
+        let c = Config::default();
+        assert_eq!(c.device_inline_stack_budget(), (16 << 10) - (4 << 10));
+        assert_eq!(c.clone().device_stack_bytes(64 << 10).device_inline_stack_budget(), 60 << 10);
+        assert_eq!(c.clone().device_inline_stack_bytes(1024).device_inline_stack_budget(), 1024);
+        assert!(c.clone().device_inline_stack_bytes(16 << 10).validate().is_err());
+        assert!(c.clone().device_stack_bytes(1024).validate().is_err());
+        assert!(c.clone().device_inline_abort(0).validate().is_ok());
+        assert!(c.device_inline_abort(1 << 40).validate().is_err());
+    }
 }

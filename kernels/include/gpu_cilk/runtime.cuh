@@ -54,7 +54,7 @@ enum gc_fault_code : gc_u32 {
   GC_FAULT_SPILL_POOL = 6,   // the spill pool is exhausted (detail: its bytes)
   GC_FAULT_TEMP_POOL = 7,    // alloc! found no room in the temporary heap (detail: size << 56 | n)
   GC_FAULT_DEPTH = 8,        // a spawn deeper than Config::max_depth (detail: the limit)
-  GC_FAULT_DEV_DEPTH = 9,    // inline serial recursion deeper than the device allows (detail: limit)
+  GC_FAULT_DEV_DEPTH = 9,    // (no longer raised: inline recursion is bounded in bytes, below)
   GC_FAULT_DEV_STACK = 10,   // inline serial recursion used more stack than its budget and could not
                              // be restarted as a task (detail: the budget in bytes)
 };

@@ -270,6 +270,7 @@ pub(crate) enum FaultCode {
     /// A spawn deeper than `Config::max_depth` (detail: the limit).
     Depth = 8,
     /// Serial recursion through task device forms deeper than the device allows (detail: the limit).
+    /// No longer raised (the limit is in bytes now: [`FaultCode::DevStack`]); kept for its number.
     DevDepth = 9,
     /// Serial recursion through task device forms used more stack than its budget and could not
     /// be restarted as a task (detail: the budget in bytes).
