@@ -318,10 +318,12 @@ struct gc_dev_guard {
     char probe;  // only its address is used: where this thread's stack is now
     const gc_u64 here = reinterpret_cast<gc_u64>(&probe);
     if (cx.dev_depth++ == 0u) cx.dev_base = here;
+    // Unwinding: the serial form returns at once (a call in an expression can still enter one),
+    // and `dirty` must keep saying what was entered BEFORE the trip (gc_spawn reads it).
+    if (cx.unwinding != 0u) return;
     cx.inline_calls += 1;
     if (flags & GC_DEV_WARP) cx.warp_inline += 1u;
     if (flags & GC_DEV_DIRTY) cx.dirty = 1u;
-    if (cx.unwinding != 0u) return;
     // Stacks grow down on GPUs and hosts alike; the distance either way is what counts.
     const gc_u64 used = cx.dev_base > here ? cx.dev_base - here : here - cx.dev_base;
     if (used > (gc_u64)cx.W->P->dev_stack_budget) {
