@@ -65,8 +65,9 @@
 // - The work: an inline call that gc_spawn may re-run (below) makes at most `inline_abort` calls
 //   (Config::device_inline_abort, default 64 x the inline budget, 0 = no limit). The budget only
 //   raises the floor after a large call has FINISHED; the abort bounds how long one lane runs a
-//   subtree alone, and the work thrown away per abort (`inline_abort` calls; every abort raises
-//   the floor, so each level aborts only while lanes have not yet seen the new floor).
+//   subtree alone, and the work thrown away per abort (at most `inline_abort` calls; every abort
+//   raises the floor above the aborted call's level, so that level's later spawns stay tasks and
+//   only lanes that have not yet seen the new floor abort there again).
 // - A guard over either limit TRIPS: it sets `cx.unwinding`, and every serial form returns at
 //   once (generated code checks it after its guard, after every spawn and after every statement
 //   that calls a function; raised faults and bound updates are ignored while it is set, their
@@ -79,7 +80,8 @@
 //   path); otherwise (dirty, no frame, stack and pool full, or a plain call of a task from a
 //   segment) the guard fails the run with GC_FAULT_DEV_STACK at its site (the function's).
 //   No stack overflow as long as the reserve holds the frames below the first serial form and
-//   those of one more serial form and its helpers (the default 4 KiB does for generated code).
+//   those of one more serial form and its helpers (4 KiB by default; frames of tasks with large
+//   local arrays may need Config::device_inline_stack_bytes lower).
 //
 // MEMORY ORDERING (plain CUDA atomics are relaxed; "fence; atomic" releases, "atomic; fence"
 // acquires; gc_join_add is one acquire-release RMW at GPU scope, which does both):
