@@ -156,6 +156,32 @@ pub fn forest(k: u32, n: u32) -> u64 {
     a + b
 }
 
+/// `spine` that counts its nodes in a `&Sum`: an inline call of it may still be unwound and run
+/// again (the scheduler holds its adds back until the call completes), and the count stays exact.
+#[gpu_cilk]
+pub fn counted_spine(n: u32, nodes: &Sum<u64>) -> u64 {
+    nodes.fetch_add(1);
+    if n == 0 {
+        return 1;
+    }
+    let b = spawn!(leaf(n));
+    let a = spawn!(counted_spine(n - 1, nodes));
+    sync!();
+    a + b
+}
+
+/// `forest` of counted spines.
+#[gpu_cilk]
+pub fn counted_forest(k: u32, n: u32, nodes: &Sum<u64>) -> u64 {
+    if k == 0 {
+        return 0;
+    }
+    let a = spawn!(counted_spine(n, nodes));
+    let b = spawn!(counted_forest(k - 1, n, nodes));
+    sync!();
+    a + b
+}
+
 /// A recursion of plain calls (serial forms, on the thread's stack) `n` deep that writes through
 /// a `&mut` slice on the way: it cannot be unwound and run again. Returns `n`.
 #[gpu_cilk]
@@ -190,6 +216,19 @@ fn inline_limits(base: Config) {
         }
     }
     assert!(unwound > 0, "no inline call was unwound over the stack budget");
+    // The same with a node count in a `&Sum`: unwound calls add nothing twice.
+    let mut unwound = 0;
+    for _ in 0..8 {
+        let nodes = Sum::new(0u64);
+        let r = rt.run_with_stats(counted_forest::task(k, n, &nodes)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.value, expect);
+        assert_eq!(nodes.get(), u64::from(k) * u64::from(n + 1), "every spine node counted once");
+        unwound += r.stats.inline_unwound;
+        if unwound > 0 {
+            break;
+        }
+    }
+    assert!(unwound > 0, "no counted inline call was unwound over the stack budget");
 
     let mut out = [0u64; 1];
     match rt.run(scribble::task(&mut out, 10_000)) {

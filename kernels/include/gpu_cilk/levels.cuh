@@ -89,6 +89,8 @@ __device__ inline void gc_raise_cx(const gc_cx& cx, gc_u32 code, gc_u32 site, gc
 
 __device__ inline gc_xheap* gc_temps_of(const gc_cx& cx) { return cx.L->temps; }
 __device__ inline bool gc_unwinding(const gc_cx& cx) { return cx.unwinding != 0u; }
+// `&Sum` adds (`gc_bound_sum::fetch_add`): one atomic each (this scheduler never re-runs a call).
+template <typename U> __device__ inline U gc_sum_add(const gc_cx&, U* ptr, U v) { return atomicAdd(ptr, v); }
 
 // Flags of a serial device form (the third argument of its guard; persistent.cuh reads them,
 // this scheduler runs no inline call it could re-run).

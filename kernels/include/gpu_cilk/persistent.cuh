@@ -72,7 +72,8 @@
 //   once (generated code checks it after its guard, after every spawn and after every statement
 //   that calls a function; raised faults and bound updates are ignored while it is set, their
 //   values being placeholders). Re-running is harmless only for serial forms without a `&mut`
-//   slice, `&Sum` or `Temp` parameter and without alloc! (the compiler passes GC_DEV_DIRTY to the
+//   slice or `Temp` parameter and without alloc! (`&Sum` adds are held back until the call
+//   completes, gc_sum_add; the compiler passes GC_DEV_DIRTY to the
 //   guard otherwise; `Max`/`Min` updates are monotone: a re-run changes nothing). When the trip
 //   is in a call gc_spawn made by the cutoff (it has a frame) and no dirty serial form was
 //   entered in it (`cx.dirty`), gc_spawn clears `unwinding`, counts the call (GC_PSTAT_UNWOUND or
@@ -255,6 +256,10 @@ struct gc_cx {
   mutable gc_u32 catching;   // gc_spawn re-runs the current inline call as a task on a trip
   mutable gc_u64 dev_base;   // stack address of the outermost serial form's guard
   mutable gc_u64 abort_at;   // inline_calls past which the current inline call unwinds (~0: never)
+  // `&Sum` adds of a call gc_spawn may re-run, held back until it completes (gc_sum_add).
+  mutable gc_u64 sum_ptr;    // the one Sum word held back in this inline call (0: none yet)
+  mutable gc_u64 sum_acc;    // the adds held back (two's complement; the word's width at the flush)
+  mutable gc_u32 sum_width;  // that word's bytes (4 or 8)
 };
 
 // Resets the serial-form state of a fresh `cx` (every segment start).
@@ -267,6 +272,9 @@ __device__ __forceinline__ void gc_cx_dev_init(gc_cx& cx) {
   cx.catching = 0u;
   cx.dev_base = 0ull;
   cx.abort_at = ~0ull;
+  cx.sum_ptr = 0ull;
+  cx.sum_acc = 0ull;
+  cx.sum_width = 0u;
 }
 
 __device__ inline void gc_praise(const gc_psched* P, gc_u32 code, gc_u32 site, gc_u32 task, gc_u32 level,
@@ -289,10 +297,44 @@ __device__ inline void gc_raise_cx(const gc_cx& cx, gc_u32 code, gc_u32 site, gc
 __device__ inline gc_xheap* gc_temps_of(const gc_cx& cx) { return cx.W->P->temps; }
 __device__ inline bool gc_unwinding(const gc_cx& cx) { return cx.unwinding != 0u; }
 
+// Adds the `&Sum` adds an inline call held back to their word (at the call's completion, or when
+// a second Sum word makes the call one that cannot run twice), and forgets them.
+__device__ inline void gc_sum_flush(const gc_cx& cx) {
+  if (cx.sum_ptr != 0ull && cx.sum_acc != 0ull) {
+    if (cx.sum_width == 4u) atomicAdd(reinterpret_cast<gc_u32*>(cx.sum_ptr), (gc_u32)cx.sum_acc);
+    else atomicAdd(reinterpret_cast<unsigned long long*>(cx.sum_ptr), (unsigned long long)cx.sum_acc);
+  }
+  cx.sum_ptr = 0ull;
+  cx.sum_acc = 0ull;
+}
+
+// `&Sum` adds (`gc_bound_sum::fetch_add`, U: the word's unsigned type). In an inline call gc_spawn
+// may re-run as a task (`catching`, nothing dirty entered) the adds to ONE Sum word are summed in
+// `cx` instead: gc_spawn flushes them when the call completes and drops them when it unwinds, so
+// a re-run adds nothing twice and a node counter stays exact. The value returned is then the word
+// plus what is held back (fetch_add's result is "some earlier total" on a parallel backend
+// anyway). A second Sum word in the same call flushes and marks the call dirty (it can no longer
+// be re-run: a later trip fails the run, INLINE LIMITS). Elsewhere: one atomic add.
+template <typename U> __device__ inline U gc_sum_add(const gc_cx& cx, U* ptr, U v) {
+  if (cx.catching != 0u && cx.dirty == 0u) {
+    const gc_u64 p = reinterpret_cast<gc_u64>(ptr);
+    if (cx.sum_ptr == 0ull || cx.sum_ptr == p) {
+      const U seen = (U)(*(volatile U*)ptr + (U)cx.sum_acc);
+      cx.sum_ptr = p;
+      cx.sum_width = (gc_u32)sizeof(U);
+      cx.sum_acc += (gc_u64)v;
+      return seen;
+    }
+    gc_sum_flush(cx);
+    cx.dirty = 1u;
+  }
+  return atomicAdd(ptr, v);
+}
+
 // Flags of a serial device form (the third argument of its guard, written by the compiler).
 enum gc_dev_flags : gc_u32 {
   GC_DEV_WARP = 1u,   // the serial form of a warp task (the work of a whole warp on one lane)
-  GC_DEV_DIRTY = 2u,  // running it twice is not harmless: a `&mut` slice or `&Sum` parameter, or alloc!
+  GC_DEV_DIRTY = 2u,  // running it twice is not harmless: a `&mut` slice or `Temp` parameter, or alloc!
 };
 // Why serial forms unwind (`cx.unwinding`).
 enum gc_unwind : gc_u32 { GC_UNWIND_STACK = 1u, GC_UNWIND_WORK = 2u };
@@ -591,6 +633,9 @@ __device__ GC_SPAWN_LINKAGE typename Callee::Ret gc_spawn(gc_cx& cx, typename Ca
     cx.catching = 0u;
     cx.abort_at = ~0ull;
     const gc_u32 why = cx.unwinding;
+    if (why == 0u) gc_sum_flush(cx);  // the call completed: its held-back Sum adds count
+    cx.sum_ptr = 0ull;                // (after a trip they are dropped: the re-run adds them again)
+    cx.sum_acc = 0ull;
     if (why == 0u) {
       if (cx.inline_calls - before > (gc_u64)P->inline_budget || cx.warp_inline != warp_before) {
         atomicMax(reinterpret_cast<int*>(&P->ctl[GC_PCTL_INLINE_FLOOR]), (int)(cx.depth + 2u));

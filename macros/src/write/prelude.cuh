@@ -92,10 +92,12 @@ template <typename T> struct gc_bound_sum {
   gc_u64 n;
   __device__ T load() const { return *(volatile T*)ptr; }
   // Wrapping, as Rust's `fetch_add` (two's complement: the unsigned add of the same width).
+  // The scheduler's gc_sum_add: an atomic add, except inside an inline call the persistent
+  // scheduler may re-run as a task, which holds its adds back until the call completes.
   __device__ T fetch_add(const gc_cx& cx, T v) const {
     typedef typename gc_uns<T>::t U;
     if (gc_unwinding(cx)) return load();
-    return (T)atomicAdd((U*)ptr, (U)v);
+    return (T)gc_sum_add<U>(cx, (U*)ptr, (U)v);
   }
 };
 template <typename T> struct gc_slice {

@@ -402,13 +402,14 @@ fn device_text(
 
 /// Whether running a task's serial form twice is harmless, so that the persistent scheduler may
 /// unwind an inline call of it and run the call again as a task (persistent.cuh, INLINE LIMITS):
-/// not when it writes through a `&mut` slice, adds to a `&Sum` bound (`Max`/`Min` updates are
-/// monotone: a second run changes nothing), takes a `Temp` (its heap memory) or allocates one
-/// (`alloc!`: an early return would leak it).
+/// not when it writes through a `&mut` slice, takes a `Temp` (its heap memory) or allocates one
+/// (`alloc!`: an early return would leak it). Bounds are harmless: `Max`/`Min` updates are
+/// monotone (a second run changes nothing) and the scheduler holds a `&Sum`'s adds back until the
+/// inline call completes (persistent.cuh, `gc_sum_add`).
 fn restartable(task: &Task) -> bool {
     let writes = task.params.iter().any(|p| match crate::syntax::slice_type(&p.ty) {
         Some((mutable, _)) => mutable,
-        None => matches!(ty_of_type(&p.ty), Ty::Temp(_)) || matches!(ty_of_type(&p.ty), Ty::Bound(k, _) if k == "sum"),
+        None => matches!(ty_of_type(&p.ty), Ty::Temp(_)),
     });
     !writes && !task.frame.iter().any(|f| f.temp)
 }
