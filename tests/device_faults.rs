@@ -122,6 +122,161 @@ fn max_depth_is_enforced_on_the_simulation() {
     }
 }
 
+/// A leaf: the second child of every `spine` node.
+#[gpu_cilk]
+pub fn leaf(n: u32) -> u64 {
+    n as u64
+}
+
+/// A spine of depth `n` with a leaf beside every node: the leaf is spawned first, so the warp's
+/// stack holds work when the spine's spawn comes and the depth-first cutoff may run it inline; an
+/// inline call of a deep spine recurses `n` serial forms deep. Pure: an inline call of it may be unwound and rerun.
+/// `1 + 1 + 2 + .. + n`.
+#[gpu_cilk]
+pub fn spine(n: u32) -> u64 {
+    if n == 0 {
+        return 1;
+    }
+    let b = spawn!(leaf(n));
+    let a = spawn!(spine(n - 1));
+    sync!();
+    a + b
+}
+
+/// `k` spines of depth `n` side by side: enough work for every warp, so that none is hungry and
+/// the cutoff runs spawns inline.
+#[gpu_cilk]
+pub fn forest(k: u32, n: u32) -> u64 {
+    if k == 0 {
+        return 0;
+    }
+    let a = spawn!(spine(n));
+    let b = spawn!(forest(k - 1, n));
+    sync!();
+    a + b
+}
+
+/// `spine` that counts its nodes in a `&Sum`: an inline call of it may still be unwound and run
+/// again (the scheduler holds its adds back until the call completes), and the count stays exact.
+#[gpu_cilk]
+pub fn counted_spine(n: u32, nodes: &Sum<u64>) -> u64 {
+    nodes.fetch_add(1);
+    if n == 0 {
+        return 1;
+    }
+    let b = spawn!(leaf(n));
+    let a = spawn!(counted_spine(n - 1, nodes));
+    sync!();
+    a + b
+}
+
+/// `forest` of counted spines.
+#[gpu_cilk]
+pub fn counted_forest(k: u32, n: u32, nodes: &Sum<u64>) -> u64 {
+    if k == 0 {
+        return 0;
+    }
+    let a = spawn!(counted_spine(n, nodes));
+    let b = spawn!(counted_forest(k - 1, n, nodes));
+    sync!();
+    a + b
+}
+
+/// A recursion of plain calls (serial forms, on the thread's stack) `n` deep that writes through
+/// a `&mut` slice on the way: it cannot be unwound and run again. Returns `n`.
+#[gpu_cilk]
+pub fn scribble(out: &mut [u64], n: u32) -> u64 {
+    if n == 0 {
+        return 0;
+    }
+    out[0] += 1;
+    scribble(out, n - 1) + 1
+}
+
+/// Inline recursion over the stack budget, on the persistent scheduler: an inline call whose
+/// serial forms may run twice is unwound and run again as a task (counted in
+/// `Stats::inline_unwound`), with the right result; a recursion that cannot (a plain call, which
+/// has no task to fall back to, through a `&mut` slice) fails the run with a `DeviceFault` naming
+/// the function and the budget. Never a crash. Inline calls over `device_inline_abort` calls are
+/// unwound the same way (`Stats::inline_aborted`).
+fn inline_limits(base: Config) {
+    let (k, n) = (32u32, 200u32);
+    let expect = u64::from(k) * (1 + u64::from(n) * u64::from(n + 1) / 2);
+    // A 1 KiB budget: a few serial forms deep on a host thread or a GPU.
+    let cutoff = base.clone().device_inline_threshold(1).device_inline_stack_bytes(1024);
+    let rt = Runtime::with_config(cutoff.clone()).unwrap_or_else(|e| panic!("{e}"));
+    // Whether the cutoff inlines depends on the warps' timing: run until it did.
+    let mut unwound = 0;
+    for _ in 0..8 {
+        let r = rt.run_with_stats(forest::task(k, n)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.value, expect);
+        unwound += r.stats.inline_unwound;
+        if unwound > 0 {
+            break;
+        }
+    }
+    assert!(unwound > 0, "no inline call was unwound over the stack budget");
+    // The same with a node count in a `&Sum`: unwound calls add nothing twice.
+    let mut unwound = 0;
+    for _ in 0..8 {
+        let nodes = Sum::new(0u64);
+        let r = rt.run_with_stats(counted_forest::task(k, n, &nodes)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.value, expect);
+        assert_eq!(nodes.get(), u64::from(k) * u64::from(n + 1), "every spine node counted once");
+        unwound += r.stats.inline_unwound;
+        if unwound > 0 {
+            break;
+        }
+    }
+    assert!(unwound > 0, "no counted inline call was unwound over the stack budget");
+
+    let mut out = [0u64; 1];
+    match rt.run(scribble::task(&mut out, 10_000)) {
+        Err(Error::DeviceFault { task, message, .. }) => {
+            assert_eq!(task, "scribble");
+            assert!(message.contains("1024 bytes of device stack"), "{message}");
+            assert!(message.contains("GPU_CILK_DEVICE_INLINE"), "{message}");
+        }
+        other => panic!("expected a DeviceFault naming `scribble`, got {other:?}"),
+    }
+    let mut out = [0u64; 1];
+    assert_eq!(rt.run(scribble::task(&mut out, 3)).unwrap(), 3, "the runtime stays usable");
+    assert_eq!(out[0], 3);
+
+    let abort = base.device_inline_threshold(1).device_inline_abort(4);
+    let rt = Runtime::with_config(abort).unwrap_or_else(|e| panic!("{e}"));
+    let mut aborted = 0;
+    for _ in 0..8 {
+        let r = rt.run_with_stats(forest::task(k, n)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.value, expect);
+        aborted += r.stats.inline_aborted;
+        if aborted > 0 {
+            break;
+        }
+    }
+    assert!(aborted > 0, "no inline call was unwound over the inline abort");
+}
+
+#[test]
+fn inline_limits_on_the_simulation() {
+    let sim = Config::default().backend(BackendKind::CudaSim).scheduler(gpu_cilk::runtime::SchedulerKind::Persistent);
+    if let Err(e) = Runtime::with_config(sim.clone()) {
+        backends::gate::sim_missing("the inline limits test", &e);
+        return;
+    }
+    inline_limits(sim);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
+fn inline_limits_on_cuda() {
+    let base = Config::default().backend(BackendKind::Cuda).scheduler(gpu_cilk::runtime::SchedulerKind::Persistent);
+    if let Err(e) = Runtime::with_config(base.clone()) {
+        backends::gate::no_gpu("the inline limits test", &e);
+    }
+    inline_limits(base);
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
 fn a_kernel_that_never_finishes_times_out() {

@@ -61,10 +61,10 @@ struct DqSched {
     free_cap: u32,
     inline_threshold: u32,
     max_depth: u32,
-    dev_depth_limit: u32,
+    dev_stack_budget: u32,
     idle_max_ns: u32,
     inline_budget: u32,
-    pad0: u32,
+    inline_abort: u32,
 }
 const _: () = assert!(std::mem::size_of::<DqSched>() == 168);
 

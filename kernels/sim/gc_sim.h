@@ -36,6 +36,10 @@
 //   in a child process) SIGSEGV / SIGBUS / SIGFPE / SIGILL / SIGABRT write a message naming the
 //   kernel, block and thread into the launch's message buffer and end the process (_exit(86) when
 //   isolated; abort() in-process, so a debugger stops there).
+// - Stacks: a simulated thread runs on its host thread's stack (std::thread: 8 MiB on Linux), which
+//   grows down as on a GPU, so gpu-cilk's inline guard (gc_dev_guard: the distance between two
+//   locals' addresses against the budget the host sets) works unchanged; the GPU's per-thread
+//   stack limit (cuCtxSetLimit) is not modelled, so only that budget bounds inline recursion here.
 // - Not modelled: more than one lane per warp, the GPU's weak memory orderings, timing, limits
 //   other than the launch shape, device-side malloc persisting across launches, textures,
 //   cooperative-groups, cluster and tensor-core intrinsics.

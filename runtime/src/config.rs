@@ -188,6 +188,27 @@ pub struct Config {
     /// (`GPU_CILK_DEVICE_INLINE_BUDGET`, default 4096). Keeps one lane from running a large
     /// subtree alone while the others wait.
     pub device_inline_budget: usize,
+    /// Persistent device scheduler: an inline call (run by the automatic cutoff from a segment)
+    /// whose subtree makes more than this many calls, and that may run twice (see
+    /// [`Config::device_inline_stack_bytes`]), is unwound and run again as a task, and the inline
+    /// floor rises (`GPU_CILK_DEVICE_INLINE_ABORT`, default 262144 = 64 × the default
+    /// [`Config::device_inline_budget`]; 0 = never). The budget only acts after a large call has
+    /// finished; this bounds how long one lane runs a subtree alone while the others wait, and
+    /// the work thrown away per abort (at most this many calls). Large enough that a call the
+    /// budget lets through (and that then raises the floor) is rarely aborted.
+    pub device_inline_abort: usize,
+    /// cuda backend: the stack each device thread gets, in bytes (`GPU_CILK_DEVICE_STACK_BYTES`,
+    /// default 16 KiB; the driver reserves it for every resident thread). Inline calls (the
+    /// serial device forms `<task>_dev`) recurse on it.
+    pub device_stack_bytes: usize,
+    /// cuda backend: the stack bytes inline recursion through serial device forms may use
+    /// (`GPU_CILK_DEVICE_INLINE_STACK_BYTES`; default 0 = [`Config::device_stack_bytes`] less 4 KiB
+    /// for the scheduler's and the segment's own frames and the last call's). A deeper call
+    /// trips the guard of its serial form: on the persistent scheduler, an inline call from a
+    /// segment whose serial forms may all run twice (no `&mut` slice, `&Sum` or `Temp` parameter,
+    /// no `alloc!`) is unwound and run again as a task; otherwise the run fails with
+    /// [`Error::DeviceFault`](crate::Error::DeviceFault) naming the function. Never a stack overflow.
+    pub device_inline_stack_bytes: usize,
     /// Persistent device scheduler: bytes of the device frame pool, which holds one frame per
     /// task waiting for children (`GPU_CILK_DEVICE_FRAME_POOL_BYTES`, default 1 GiB).
     pub device_frame_pool_bytes: usize,
@@ -226,6 +247,9 @@ impl Default for Config {
             device_idle_max_ns: 2048,
             device_warp_stack_items: 1024,
             device_inline_budget: 4096,
+            device_inline_abort: 64 * 4096,
+            device_stack_bytes: 16 << 10,
+            device_inline_stack_bytes: 0,
             device_frame_pool_bytes: 1 << 30,
             temp_heap_bytes: 1 << 26,
             timeout: None,
@@ -315,6 +339,15 @@ impl Config {
         }
         if let Some(v) = num("GPU_CILK_DEVICE_INLINE_BUDGET")? {
             c.device_inline_budget = v;
+        }
+        if let Some(v) = num("GPU_CILK_DEVICE_INLINE_ABORT")? {
+            c.device_inline_abort = v;
+        }
+        if let Some(v) = num("GPU_CILK_DEVICE_STACK_BYTES")? {
+            c.device_stack_bytes = v;
+        }
+        if let Some(v) = num("GPU_CILK_DEVICE_INLINE_STACK_BYTES")? {
+            c.device_inline_stack_bytes = v;
         }
         if let Some(v) = num("GPU_CILK_DEVICE_FRAME_POOL_BYTES")? {
             c.device_frame_pool_bytes = v;
@@ -451,6 +484,34 @@ impl Config {
         self
     }
 
+    /// Sets the persistent device scheduler's inline abort ([`Config::device_inline_abort`]).
+    pub fn device_inline_abort(mut self, calls: usize) -> Self {
+        self.device_inline_abort = calls;
+        self
+    }
+
+    /// Sets the stack of each device thread in bytes ([`Config::device_stack_bytes`]).
+    pub fn device_stack_bytes(mut self, bytes: usize) -> Self {
+        self.device_stack_bytes = bytes;
+        self
+    }
+
+    /// Sets the stack bytes inline recursion may use ([`Config::device_inline_stack_bytes`]).
+    pub fn device_inline_stack_bytes(mut self, bytes: usize) -> Self {
+        self.device_inline_stack_bytes = bytes;
+        self
+    }
+
+    /// The stack bytes inline recursion may use on the device: [`Config::device_inline_stack_bytes`],
+    /// or by default [`Config::device_stack_bytes`] less 4 KiB.
+    pub fn device_inline_stack_budget(&self) -> u32 {
+        let b = match self.device_inline_stack_bytes {
+            0 => self.device_stack_bytes.saturating_sub(4 << 10),
+            n => n,
+        };
+        b.min(u32::MAX as usize) as u32
+    }
+
     /// Sets the size of the persistent device scheduler's frame pool in bytes.
     pub fn device_frame_pool_bytes(mut self, bytes: usize) -> Self {
         self.device_frame_pool_bytes = bytes;
@@ -504,6 +565,24 @@ impl Config {
                 self.device_inline_budget
             )));
         }
+        if self.device_inline_abort > u32::MAX as usize {
+            return Err(Error::Config(format!(
+                "device_inline_abort ({}) must be at most 4294967295",
+                self.device_inline_abort
+            )));
+        }
+        if !(8 << 10..=1 << 20).contains(&self.device_stack_bytes) {
+            return Err(Error::Config(format!(
+                "device_stack_bytes ({}) must be between 8 KiB and 1 MiB",
+                self.device_stack_bytes
+            )));
+        }
+        if self.device_inline_stack_bytes >= self.device_stack_bytes {
+            return Err(Error::Config(format!(
+                "device_inline_stack_bytes ({}) must be less than device_stack_bytes ({}): the scheduler's own frames need room",
+                self.device_inline_stack_bytes, self.device_stack_bytes
+            )));
+        }
         if self.stack_bytes < 64 << 10 {
             return Err(Error::Config(format!("stack_bytes ({}) must be at least 64 KiB", self.stack_bytes)));
         }
@@ -540,5 +619,17 @@ mod tests {
         assert!(Config::default().max_depth(0).validate().is_err());
         assert!(Config::default().stack_bytes(1024).validate().is_err());
         assert!(Config::default().segment_capacity(64).pool_capacity(8).validate().is_err());
+    }
+
+    #[test]
+    fn the_inline_stack_budget_leaves_room_for_the_scheduler() {
+        let c = Config::default();
+        assert_eq!(c.device_inline_stack_budget(), (16 << 10) - (4 << 10));
+        assert_eq!(c.clone().device_stack_bytes(64 << 10).device_inline_stack_budget(), 60 << 10);
+        assert_eq!(c.clone().device_inline_stack_bytes(1024).device_inline_stack_budget(), 1024);
+        assert!(c.clone().device_inline_stack_bytes(16 << 10).validate().is_err());
+        assert!(c.clone().device_stack_bytes(1024).validate().is_err());
+        assert!(c.clone().device_inline_abort(0).validate().is_ok());
+        assert!(c.device_inline_abort(1 << 40).validate().is_err());
     }
 }

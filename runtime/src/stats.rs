@@ -73,6 +73,14 @@ pub struct Stats {
     /// Persistent device scheduler: spawns that ran inline only because both the warp's stack
     /// and the global pool were full.
     pub pool_full_inlined: u64,
+    /// Persistent device scheduler: inline calls that needed more stack than
+    /// [`Config::device_inline_stack_bytes`](crate::Config::device_inline_stack_bytes) allows,
+    /// unwound and run again as tasks.
+    pub inline_unwound: u64,
+    /// Persistent device scheduler: inline calls that made more than
+    /// [`Config::device_inline_abort`](crate::Config::device_inline_abort) calls, unwound and run
+    /// again as tasks.
+    pub inline_aborted: u64,
     /// cuda backends: time spent copying the root's slice arguments to the device before the run
     /// and the mutable ones back after it (zero without slices, and on host backends, which
     /// use the caller's memory in place). Not part of [`Stats::wall`].
@@ -186,6 +194,11 @@ impl fmt::Display for Stats {
                 self.total_tasks(),
                 self.calls_inlined,
                 self.pool_full_inlined
+            )?;
+            writeln!(
+                f,
+                "unwound            {} inline calls over the stack budget, {} over the inline abort (run again as tasks)",
+                self.inline_unwound, self.inline_aborted
             )?;
             writeln!(f, "pool               {} items donated to hungry warps, {} taken", self.donated, self.steals)?;
             writeln!(

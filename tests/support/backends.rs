@@ -27,13 +27,20 @@ pub fn host(base: Config) -> Vec<Runtime> {
 /// The persistent device scheduler on the host simulation (`cuda-sim`), from `base`: with its
 /// depth-first cutoff, with every spawn a task, with a frame pool too small for the tree (the
 /// smallest pool the scheduler makes, 1024 frames), so spawns run inline when it runs out, and
-/// with a 2-item deep stack part per warp (it wraps and fills at once) and an inline budget of 1
-/// call (the first inlined call with a spawn raises the inline floor). Empty,
+/// with a 2-item deep stack part per warp (it wraps and fills at once), an inline budget of 1
+/// call (the first inlined call with a spawn raises the inline floor) and an inline abort of 4
+/// calls (an inlined call whose serial forms may run twice is unwound after 4 calls and run again
+/// as a task). Empty,
 /// after printing why, when no C++ compiler can be run (a failure under `GPU_CILK_REQUIRE_SIM=1`).
 pub fn sim(base: Config) -> Vec<Runtime> {
     let sim = base.backend(BackendKind::CudaSim).scheduler(SchedulerKind::Persistent);
     let mut rts = Vec::new();
-    let tiny = sim.clone().device_warp_stack_items(2).device_inline_threshold(1).device_inline_budget(1);
+    let tiny = sim
+        .clone()
+        .device_warp_stack_items(2)
+        .device_inline_threshold(1)
+        .device_inline_budget(1)
+        .device_inline_abort(4);
     for c in [sim.clone(), sim.clone().device_inline(false), sim.device_frame_pool_bytes(1), tiny] {
         match Runtime::with_config(c) {
             Ok(rt) => rts.push(rt),
@@ -56,7 +63,8 @@ pub fn cuda(config: Config) -> Runtime {
 
 /// The cuda backends, from `base`: the persistent scheduler (the default) with its depth-first
 /// cutoff, with every spawn a task, with a frame pool so small that spawns must run inline when
-/// it runs out, and with 2-item deep stacks and an inline budget of 1 call; and the levelized scheduler with default device channels and 64-element ones.
+/// it runs out, and with 2-item deep stacks, an inline budget of 1 call and an inline abort of 4
+/// calls; and the levelized scheduler with default device channels and 64-element ones.
 pub fn cuda_all(base: Config) -> Vec<Runtime> {
     vec![
         cuda(base.clone().scheduler(SchedulerKind::Persistent)),
@@ -67,7 +75,8 @@ pub fn cuda_all(base: Config) -> Vec<Runtime> {
                 .scheduler(SchedulerKind::Persistent)
                 .device_warp_stack_items(2)
                 .device_inline_threshold(1)
-                .device_inline_budget(1),
+                .device_inline_budget(1)
+                .device_inline_abort(4),
         ),
         cuda(base.clone().scheduler(SchedulerKind::Levels)),
         cuda(base.scheduler(SchedulerKind::Levels).device_level_capacity(64)),

@@ -53,7 +53,7 @@ struct gc_launch {
   gc_u64 spill_capacity;   // bytes in the pool
   gc_u64 spill_stride;     // 8-byte header + the largest pre-spawn element, 8-aligned
   gc_xheap* temps;         // the temporary heap (temp.cuh), null when no task uses alloc!
-  gc_u32 dev_depth_limit;  // deepest serial recursion through task device forms
+  gc_u32 dev_stack_budget; // stack bytes serial recursion through task device forms may use
   gc_u32 pad0;
 };
 
@@ -69,6 +69,8 @@ struct gc_cx {             // what a running segment needs
   gc_u32 spawned;
   unsigned char* frame_slot; // reserved at the first spawn, null before
   mutable gc_u32 dev_depth;  // depth of serial recursion through task device forms (gc_dev_guard)
+  mutable gc_u32 unwinding;  // a guard tripped: serial forms return at once (the run has failed)
+  mutable gc_u64 dev_base;   // stack address of the outermost serial form's guard
 };
 
 __device__ inline void gc_raise(const gc_launch* L, gc_u32 code, gc_u32 site, gc_u64 detail) {
@@ -81,19 +83,36 @@ __device__ inline void gc_raise(const gc_launch* L, gc_u32 code, gc_u32 site, gc
 }
 
 __device__ inline void gc_raise_cx(const gc_cx& cx, gc_u32 code, gc_u32 site, gc_u64 detail) {
+  if (cx.unwinding != 0u) return;  // a check of a placeholder value after a guard trip
   gc_raise(cx.L, code, site, detail);
 }
 
 __device__ inline gc_xheap* gc_temps_of(const gc_cx& cx) { return cx.L->temps; }
+__device__ inline bool gc_unwinding(const gc_cx& cx) { return cx.unwinding != 0u; }
+// `&Sum` adds (`gc_bound_sum::fetch_add`): one atomic each (this scheduler never re-runs a call).
+template <typename U> __device__ inline U gc_sum_add(const gc_cx&, U* ptr, U v) { return atomicAdd(ptr, v); }
+
+// Flags of a serial device form (the third argument of its guard; persistent.cuh reads them,
+// this scheduler runs no inline call it could re-run).
+enum gc_dev_flags : gc_u32 { GC_DEV_WARP = 1u, GC_DEV_DIRTY = 2u };
 
 // Entered by every serial device form of a task (`<task>_dev`, a plain call of a task from device
-// code): bounds that recursion, which uses the thread's stack.
+// code): bounds that recursion, which uses the thread's stack, in bytes (the address of a local
+// here against the outermost serial form's, as in persistent.cuh). A trip fails the run with
+// GC_FAULT_DEV_STACK and sets `cx.unwinding`: every serial form then returns at once.
 struct gc_dev_guard {
   const gc_cx& cx;
-  // `warp`: a warp task's serial form (persistent.cuh counts those; this scheduler does not).
-  __device__ gc_dev_guard(const gc_cx& c, gc_u32 site, bool warp = false) : cx(c) {
-    (void)warp;
-    if (++cx.dev_depth > cx.L->dev_depth_limit) gc_raise_cx(cx, GC_FAULT_DEV_DEPTH, site, cx.L->dev_depth_limit);
+  __device__ gc_dev_guard(const gc_cx& c, gc_u32 site, gc_u32 flags = 0u) : cx(c) {
+    (void)flags;
+    char probe;  // only its address is used
+    const gc_u64 here = reinterpret_cast<gc_u64>(&probe);
+    if (cx.dev_depth++ == 0u) cx.dev_base = here;
+    if (cx.unwinding != 0u) return;
+    const gc_u64 used = cx.dev_base > here ? cx.dev_base - here : here - cx.dev_base;
+    if (used > (gc_u64)cx.L->dev_stack_budget) {
+      gc_raise_cx(cx, GC_FAULT_DEV_STACK, site, cx.L->dev_stack_budget);
+      cx.unwinding = 1u;
+    }
   }
   __device__ ~gc_dev_guard() { cx.dev_depth -= 1; }
 };
@@ -235,6 +254,8 @@ template <typename Task> __device__ void gc_run(const gc_launch& L, gc_u32 q) {
   cx.spawned = 0;
   cx.frame_slot = nullptr;
   cx.dev_depth = 0;
+  cx.unwinding = 0u;
+  cx.dev_base = 0ull;
   typename Task::Frame frame;
   typename Task::Ret ret;
   void* dest;

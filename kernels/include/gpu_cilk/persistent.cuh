@@ -26,7 +26,8 @@
 //   work, or when its stack is full (both parts). The floor (ctl word GC_PCTL_INLINE_FLOOR, 0 at
 //   the start) rises when a call inlined from a segment turns out to make more than `inline_budget`
 //   calls: spawns at that level and above stay tasks from then on, so that no lane runs a large
-//   subtree alone while the other lanes and warps wait. A deferred child needs the
+//   subtree alone while the other lanes and warps wait. The floor also rises when an inline call
+//   is UNWOUND and deferred after all (INLINE LIMITS). A deferred child needs the
 //   parent's FRAME: each lane gets a frame slot from its warp's free list before it starts an item
 //   (no frame available: every spawn of that item runs inline).
 // - JOIN COUNTERS (no level barrier). A frame header counts outstanding children in `pending`
@@ -51,7 +52,37 @@
 //   child; a chain of depth d holds d frames, a balanced tree about depth x 32 x warps) plus the
 //   items waiting in stacks and the pool (bounded by their capacities; a full stack and pool make
 //   spawns run inline). No item is ever dropped: a spawn that can be neither deferred nor inlined
-//   (no frame, inline recursion too deep) fails the run with a fault.
+//   (no frame, inline recursion over its stack budget and not restartable) fails the run with a
+//   fault. Inline recursion is bounded in BYTES of the thread's stack (INLINE LIMITS), never by
+//   an overflow.
+//
+// INLINE LIMITS (the guard of every serial form, gc_dev_guard, and gc_spawn's inline path)
+// - The stack: the host sets each thread's stack (Config::device_stack_bytes, 16 KiB) and gives
+//   inline recursion a budget of it (`dev_stack_budget`, by default 4 KiB less, for the
+//   scheduler's and the segment's frames below the first serial form and the frames of the last
+//   one). The outermost serial form of an inline call records the address of a local
+//   (`cx.dev_base`); every guard compares its own local's address with it.
+// - The work: an inline call that gc_spawn may re-run (below) makes at most `inline_abort` calls
+//   (Config::device_inline_abort, default 64 x the inline budget, 0 = no limit). The budget only
+//   raises the floor after a large call has FINISHED; the abort bounds how long one lane runs a
+//   subtree alone, and the work thrown away per abort (at most `inline_abort` calls; every abort
+//   raises the floor above the aborted call's level, so that level's later spawns stay tasks and
+//   only lanes that have not yet seen the new floor abort there again).
+// - A guard over either limit TRIPS: it sets `cx.unwinding`, and every serial form returns at
+//   once (generated code checks it after its guard, after every spawn and after every statement
+//   that calls a function; raised faults and bound updates are ignored while it is set, their
+//   values being placeholders). Re-running is harmless only for serial forms without a `&mut`
+//   slice or `Temp` parameter and without alloc! (`&Sum` adds are held back until the call
+//   completes, gc_sum_add; the compiler passes GC_DEV_DIRTY to the
+//   guard otherwise; `Max`/`Min` updates are monotone: a re-run changes nothing). When the trip
+//   is in a call gc_spawn made by the cutoff (it has a frame) and no dirty serial form was
+//   entered in it (`cx.dirty`), gc_spawn clears `unwinding`, counts the call (GC_PSTAT_UNWOUND or
+//   GC_PSTAT_ABORTED), raises the floor and DEFERS the spawn as a task instead (the LOCAL or POOL
+//   path); otherwise (dirty, no frame, stack and pool full, or a plain call of a task from a
+//   segment) the guard fails the run with GC_FAULT_DEV_STACK at its site (the function's).
+//   No stack overflow as long as the reserve holds the frames below the first serial form and
+//   those of one more serial form and its helpers (4 KiB by default; frames of tasks with large
+//   local arrays may need Config::device_inline_stack_bytes lower).
 //
 // MEMORY ORDERING (plain CUDA atomics are relaxed; "fence; atomic" releases, "atomic; fence"
 // acquires; gc_join_add is one acquire-release RMW at GPU scope, which does both):
@@ -138,6 +169,8 @@ enum gc_pstat : gc_u32 {
   GC_PSTAT_CYC_RUN = 9,     // warp cycles spent running segments and continuations
   GC_PSTAT_CYC_ALL = 10,    // warp cycles in the loop in total (the rest: taking, donating, frames)
   GC_PSTAT_LOCAL_JOINS = 11,  // segments whose children all stayed on the warp's stack (no atomics)
+  GC_PSTAT_UNWOUND = 12,    // inline calls unwound over the stack budget and deferred as tasks
+  GC_PSTAT_ABORTED = 13,    // inline calls unwound over `inline_abort` calls and deferred as tasks
   GC_PSTAT_TASKS = 16,      // then per task: [2 * task] tasks started, [2 * task + 1] continuations run
 };
 
@@ -163,10 +196,10 @@ struct gc_psched {
   gc_u32 free_cap;              // frame indices per warp free list
   gc_u32 inline_threshold;      // inline once the warp's stack holds this many items (0: never)
   gc_u32 max_depth;             // deepest recursion level allowed (Config::max_depth)
-  gc_u32 dev_depth_limit;       // deepest inline recursion of serial device forms
+  gc_u32 dev_stack_budget;      // stack bytes inline recursion of serial device forms may use
   gc_u32 idle_max_ns;           // longest sleep of an idle warp between two looks for work
   gc_u32 inline_budget;         // an inline call that makes more calls than this raises the floor
-  gc_u32 pad0;
+  gc_u32 inline_abort;          // an inline call that makes more calls than this unwinds (0: never)
 };
 
 // One warp's state in shared memory: the header, then `free_cap` frame indices, then `local_cap`
@@ -217,7 +250,32 @@ struct gc_cx {
   mutable gc_u64 inline_calls;
   mutable gc_u32 warp_inline;  // warp tasks run inline through their serial form (one lane)
   gc_u32 local_joins;        // segments that ended with only local children (statistics)
+  // Unwinding (see INLINE LIMITS): set by gc_dev_guard, read by generated serial forms and gc_spawn.
+  mutable gc_u32 unwinding;  // 0, or why (gc_unwind) the serial forms are returning at once
+  mutable gc_u32 dirty;      // a serial form that cannot run twice was entered in this inline call
+  mutable gc_u32 catching;   // gc_spawn re-runs the current inline call as a task on a trip
+  mutable gc_u64 dev_base;   // stack address of the outermost serial form's guard
+  mutable gc_u64 abort_at;   // inline_calls past which the current inline call unwinds (~0: never)
+  // `&Sum` adds of a call gc_spawn may re-run, held back until it completes (gc_sum_add).
+  mutable gc_u64 sum_ptr;    // the one Sum word held back in this inline call (0: none yet)
+  mutable gc_u64 sum_acc;    // the adds held back (two's complement; the word's width at the flush)
+  mutable gc_u32 sum_width;  // that word's bytes (4 or 8)
 };
+
+// Resets the serial-form state of a fresh `cx` (every segment start).
+__device__ __forceinline__ void gc_cx_dev_init(gc_cx& cx) {
+  cx.dev_depth = 0u;
+  cx.inline_calls = 0ull;
+  cx.warp_inline = 0u;
+  cx.unwinding = 0u;
+  cx.dirty = 0u;
+  cx.catching = 0u;
+  cx.dev_base = 0ull;
+  cx.abort_at = ~0ull;
+  cx.sum_ptr = 0ull;
+  cx.sum_acc = 0ull;
+  cx.sum_width = 0u;
+}
 
 __device__ inline void gc_praise(const gc_psched* P, gc_u32 code, gc_u32 site, gc_u32 task, gc_u32 level,
                                  gc_u64 detail) {
@@ -232,22 +290,90 @@ __device__ inline void gc_praise(const gc_psched* P, gc_u32 code, gc_u32 site, g
 }
 
 __device__ inline void gc_raise_cx(const gc_cx& cx, gc_u32 code, gc_u32 site, gc_u64 detail) {
+  if (cx.unwinding != 0u) return;  // a check of a placeholder value after a guard trip
   gc_praise(cx.W->P, code, site, cx.task, cx.depth + cx.dev_depth, detail);
 }
 
 __device__ inline gc_xheap* gc_temps_of(const gc_cx& cx) { return cx.W->P->temps; }
+__device__ inline bool gc_unwinding(const gc_cx& cx) { return cx.unwinding != 0u; }
 
-// Entered by every serial device form of a task (`<task>_dev`): bounds inline recursion, which
-// uses the thread's stack, and counts inline calls. `warp`: the serial form of a warp task (the
-// work of a whole warp on one lane): a call run inline from a segment that reaches one raises
+// Adds the `&Sum` adds an inline call held back to their word (at the call's completion, or when
+// a second Sum word makes the call one that cannot run twice), and forgets them.
+__device__ inline void gc_sum_flush(const gc_cx& cx) {
+  if (cx.sum_ptr != 0ull && cx.sum_acc != 0ull) {
+    if (cx.sum_width == 4u) atomicAdd(reinterpret_cast<gc_u32*>(cx.sum_ptr), (gc_u32)cx.sum_acc);
+    else atomicAdd(reinterpret_cast<unsigned long long*>(cx.sum_ptr), (unsigned long long)cx.sum_acc);
+  }
+  cx.sum_ptr = 0ull;
+  cx.sum_acc = 0ull;
+}
+
+// `&Sum` adds (`gc_bound_sum::fetch_add`, U: the word's unsigned type). In an inline call gc_spawn
+// may re-run as a task (`catching`, nothing dirty entered) the adds to ONE Sum word are summed in
+// `cx` instead: gc_spawn flushes them when the call completes and drops them when it unwinds, so
+// a re-run adds nothing twice and a node counter stays exact. The value returned is then the word
+// plus what is held back (fetch_add's result is "some earlier total" on a parallel backend
+// anyway). A second Sum word in the same call flushes and marks the call dirty (it can no longer
+// be re-run: a later trip fails the run, INLINE LIMITS). Elsewhere: one atomic add.
+template <typename U> __device__ inline U gc_sum_add(const gc_cx& cx, U* ptr, U v) {
+  if (cx.catching != 0u && cx.dirty == 0u) {
+    const gc_u64 p = reinterpret_cast<gc_u64>(ptr);
+    if (cx.sum_ptr == 0ull || cx.sum_ptr == p) {
+      const U seen = (U)(*(volatile U*)ptr + (U)cx.sum_acc);
+      cx.sum_ptr = p;
+      cx.sum_width = (gc_u32)sizeof(U);
+      cx.sum_acc += (gc_u64)v;
+      return seen;
+    }
+    gc_sum_flush(cx);
+    cx.dirty = 1u;
+  }
+  return atomicAdd(ptr, v);
+}
+
+// Flags of a serial device form (the third argument of its guard, written by the compiler).
+enum gc_dev_flags : gc_u32 {
+  GC_DEV_WARP = 1u,   // the serial form of a warp task (the work of a whole warp on one lane)
+  GC_DEV_DIRTY = 2u,  // running it twice is not harmless: a `&mut` slice or `Temp` parameter, or alloc!
+};
+// Why serial forms unwind (`cx.unwinding`).
+enum gc_unwind : gc_u32 { GC_UNWIND_STACK = 1u, GC_UNWIND_WORK = 2u };
+
+// A guard trip: every serial form returns at once from here on (generated code checks
+// `cx.unwinding` after its guard and after every call of another serial form). When gc_spawn
+// cannot re-run the inline call as a task (no frame to defer it to, a plain call of a task from a
+// segment, or a serial form that cannot run twice was entered), the run fails with a fault here.
+__device__ __noinline__ void gc_dev_trip(const gc_cx& cx, gc_u32 why, gc_u32 site) {
+  cx.unwinding = why;
+  if (cx.catching == 0u || cx.dirty != 0u) {
+    gc_praise(cx.W->P, GC_FAULT_DEV_STACK, site, cx.task, cx.depth + cx.dev_depth, cx.W->P->dev_stack_budget);
+  }
+}
+
+// Entered by every serial device form of a task (`<task>_dev`): counts inline calls and bounds
+// the inline recursion, which uses the thread's stack, in BYTES: the address of a local here
+// against the one the outermost serial form recorded, over `dev_stack_budget`. A call over the
+// budget (or, in a call gc_spawn may re-run, over `cx.abort_at` calls) trips (gc_dev_trip).
+// `GC_DEV_WARP`: a call run inline from a segment that reaches a warp task's serial form raises
 // the inline floor like a call over the budget (gc_spawn), so its level spawns tasks again.
 struct gc_dev_guard {
   const gc_cx& cx;
-  __device__ gc_dev_guard(const gc_cx& c, gc_u32 site, bool warp = false) : cx(c) {
+  __device__ gc_dev_guard(const gc_cx& c, gc_u32 site, gc_u32 flags = 0u) : cx(c) {
+    char probe;  // only its address is used: where this thread's stack is now
+    const gc_u64 here = reinterpret_cast<gc_u64>(&probe);
+    if (cx.dev_depth++ == 0u) cx.dev_base = here;
+    // Unwinding: the serial form returns at once (a call in an expression can still enter one),
+    // and `dirty` must keep saying what was entered BEFORE the trip (gc_spawn reads it).
+    if (cx.unwinding != 0u) return;
     cx.inline_calls += 1;
-    if (warp) cx.warp_inline += 1u;
-    if (++cx.dev_depth > cx.W->P->dev_depth_limit) {
-      gc_raise_cx(cx, GC_FAULT_DEV_DEPTH, site, cx.W->P->dev_depth_limit);
+    if (flags & GC_DEV_WARP) cx.warp_inline += 1u;
+    if (flags & GC_DEV_DIRTY) cx.dirty = 1u;
+    // Stacks grow down on GPUs and hosts alike; the distance either way is what counts.
+    const gc_u64 used = cx.dev_base > here ? cx.dev_base - here : here - cx.dev_base;
+    if (used > (gc_u64)cx.W->P->dev_stack_budget) {
+      gc_dev_trip(cx, GC_UNWIND_STACK, site);
+    } else if (cx.inline_calls > cx.abort_at && cx.dirty == 0u) {
+      gc_dev_trip(cx, GC_UNWIND_WORK, site);
     }
   }
   __device__ ~gc_dev_guard() { cx.dev_depth -= 1; }
@@ -491,6 +617,37 @@ __device__ GC_SPAWN_LINKAGE typename Callee::Ret gc_spawn(gc_cx& cx, typename Ca
     // A warp task run inline would run on this lane alone: queue it for a whole warp.
     mode = GC_SPAWN_LOCAL;
   }
+  if (mode == GC_SPAWN_INLINE && cx.frame != nullptr) {
+    // The automatic cutoff: run the callee now, through its serial form. A call that turns out to
+    // make more than `inline_budget` calls raises the floor: children at its level or shallower
+    // run as tasks from then on, so that no lane runs a large subtree alone while others wait.
+    // A call that trips its guard (over the stack budget, or over `inline_abort` calls) unwinds
+    // instead; unless it entered a serial form that cannot run twice (the guard then failed the
+    // run), it is deferred as a task below, as if the cutoff had said so, and the floor rises.
+    const gc_u64 before = cx.inline_calls;
+    const gc_u32 warp_before = cx.warp_inline;
+    cx.catching = 1u;
+    cx.dirty = 0u;
+    cx.abort_at = P->inline_abort != 0u ? before + (gc_u64)P->inline_abort : ~0ull;
+    const Ret v = Callee::dev(cx, args);
+    cx.catching = 0u;
+    cx.abort_at = ~0ull;
+    const gc_u32 why = cx.unwinding;
+    if (why == 0u) gc_sum_flush(cx);  // the call completed: its held-back Sum adds count
+    cx.sum_ptr = 0ull;                // (after a trip they are dropped: the re-run adds them again)
+    cx.sum_acc = 0ull;
+    if (why == 0u) {
+      if (cx.inline_calls - before > (gc_u64)P->inline_budget || cx.warp_inline != warp_before) {
+        atomicMax(reinterpret_cast<int*>(&P->ctl[GC_PCTL_INLINE_FLOOR]), (int)(cx.depth + 2u));
+      }
+      return v;
+    }
+    cx.unwinding = 0u;
+    if (cx.dirty != 0u) return Ret();  // gc_dev_trip raised GC_FAULT_DEV_STACK: the run stops
+    atomicMax(reinterpret_cast<int*>(&P->ctl[GC_PCTL_INLINE_FLOOR]), (int)(cx.depth + 2u));
+    atomicAdd(&P->stats[why == GC_UNWIND_STACK ? GC_PSTAT_UNWOUND : GC_PSTAT_ABORTED], 1ull);
+    mode = hungry > 0 && queued > 0 && gc_pool_has_room(P) ? GC_SPAWN_POOL : GC_SPAWN_LOCAL;
+  }
   if (mode == GC_SPAWN_LOCAL) {
     // Claim stack slots: lanes spawning together share one shared-memory atomic, in the shared
     // part while it has room, else in the deep part (global memory, still this warp's own).
@@ -542,17 +699,9 @@ __device__ GC_SPAWN_LINKAGE typename Callee::Ret gc_spawn(gc_cx& cx, typename Ca
     }
     return Ret();
   }
-  // Inline. A call from a segment (not from inside another inline call) that turns out to make
-  // more than `inline_budget` calls raises the floor: children at its level or shallower run as
-  // tasks from then on, so that no lane runs a large subtree alone while others wait.
-  if (cx.frame == nullptr) return Callee::dev(cx, args);  // no frame slot: forced, not measured
-  const gc_u64 before = cx.inline_calls;
-  const gc_u32 warp_before = cx.warp_inline;
-  const Ret v = Callee::dev(cx, args);
-  if (cx.inline_calls - before > (gc_u64)P->inline_budget || cx.warp_inline != warp_before) {
-    atomicMax(reinterpret_cast<int*>(&P->ctl[GC_PCTL_INLINE_FLOOR]), (int)(cx.depth + 2u));
-  }
-  return v;
+  // Inline because nothing else can take the call: no frame slot, or both parts of the stack and
+  // the pool are full. Not measured, and not undone: a trip of its guard fails the run.
+  return Callee::dev(cx, args);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -667,9 +816,7 @@ __device__ gc_frame_hdr* gc_pstart(gc_pwarp* W, const Item& it, gc_frame_hdr* fr
   cx.remote = 0u;
   cx.local_joins = 0u;
   cx.task = Task::ID;
-  cx.dev_depth = 0u;
-  cx.inline_calls = 0ull;
-  cx.warp_inline = 0u;
+  gc_cx_dev_init(cx);
   if (frame != nullptr) frame->pending = 0;
   typename Task::Frame out;
   typename Task::Ret ret = typename Task::Ret();
@@ -699,9 +846,7 @@ __device__ gc_frame_hdr* gc_pwarp_start(gc_pwarp* W, const Item& it, bool owner,
   cx.remote = 0u;
   cx.local_joins = 0u;
   cx.task = Task::ID;
-  cx.dev_depth = 0u;
-  cx.inline_calls = 0ull;
-  cx.warp_inline = 0u;
+  gc_cx_dev_init(cx);
   cx.depth = it.h.depth;
   typename Task::Frame out;
   typename Task::Ret ret = typename Task::Ret();
@@ -747,9 +892,7 @@ template <typename Task> __device__ gc_frame_hdr* gc_presume(gc_pwarp* W, gc_fra
   cx.local_joins = 0u;
   cx.depth = h->depth;
   cx.task = Task::ID;
-  cx.dev_depth = 0u;
-  cx.inline_calls = 0ull;
-  cx.warp_inline = 0u;
+  gc_cx_dev_init(cx);
   const gc_u32 seg = h->next_segment;
   typename Task::Frame f = slot->frame;
   typename Task::Frame out;

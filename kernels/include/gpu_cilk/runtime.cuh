@@ -54,7 +54,9 @@ enum gc_fault_code : gc_u32 {
   GC_FAULT_SPILL_POOL = 6,   // the spill pool is exhausted (detail: its bytes)
   GC_FAULT_TEMP_POOL = 7,    // alloc! found no room in the temporary heap (detail: size << 56 | n)
   GC_FAULT_DEPTH = 8,        // a spawn deeper than Config::max_depth (detail: the limit)
-  GC_FAULT_DEV_DEPTH = 9,    // inline serial recursion deeper than the device allows (detail: limit)
+  GC_FAULT_DEV_DEPTH = 9,    // (no longer raised: inline recursion is bounded in bytes, below)
+  GC_FAULT_DEV_STACK = 10,   // inline serial recursion used more stack than its budget and could not
+                             // be restarted as a task (detail: the budget in bytes)
 };
 
 struct gc_fault {
@@ -67,10 +69,14 @@ struct gc_fault {
 
 struct gc_cx;               // the scheduler header's: what a running segment sees
 struct gc_xheap;            // xmalloc.cuh: the device temporary heap (alloc!)
-// Records fault `code` at `site` for the task `cx` runs (first fault wins). The scheduler's.
+// Records fault `code` at `site` for the task `cx` runs (first fault wins; ignored while serial
+// forms unwind after a guard trip, whose values are then placeholders). The scheduler's.
 __device__ inline void gc_raise_cx(const gc_cx& cx, gc_u32 code, gc_u32 site, gc_u64 detail);
 // The temporary heap of the run `cx` belongs to (null when no task uses alloc!). The scheduler's.
 __device__ inline gc_xheap* gc_temps_of(const gc_cx& cx);
+// Whether a serial device form's guard tripped and serial forms are returning at once (their
+// values are placeholders: nothing with a side effect may use them). The scheduler's.
+__device__ inline bool gc_unwinding(const gc_cx& cx);
 
 // ---------------------------------------------------------------------------------------------
 // Rust semantics.

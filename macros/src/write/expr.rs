@@ -273,7 +273,7 @@ impl Writer<'_> {
                 return format!("{r}.load()");
             }
             let a = args.first().map(|a| self.expr(a, Some(&e))).unwrap_or_default();
-            return format!("{r}.{name}(({})({a}))", e.cxx());
+            return format!("{r}.{name}(cx, ({})({a}))", e.cxx());
         }
         if name == "len" {
             // `Temp<T>`, slices (`gc_slice<T>::len()`) and arrays (`gc_array<T, N>::len()`).

@@ -74,26 +74,30 @@ __device__ gc_u64 gc_slice_sink[2];
 // the cuda backend uploaded before the run and downloads after it. Every task updates it with an
 // atomic that moves it one way only, so its final value does not depend on the order of tasks.
 // `load` is a volatile read (some value the word has had). T: gc_u32, gc_i32, gc_u64, gc_i64.
+// An update is skipped while serial forms unwind (gc_unwinding): its value may be a placeholder.
 template <typename T> struct gc_bound_max {
   T* ptr;
   gc_u64 n;
   __device__ T load() const { return *(volatile T*)ptr; }
-  __device__ T fetch_max(T v) const { return (T)atomicMax(ptr, v); }
+  __device__ T fetch_max(const gc_cx& cx, T v) const { return gc_unwinding(cx) ? load() : (T)atomicMax(ptr, v); }
 };
 template <typename T> struct gc_bound_min {
   T* ptr;
   gc_u64 n;
   __device__ T load() const { return *(volatile T*)ptr; }
-  __device__ T fetch_min(T v) const { return (T)atomicMin(ptr, v); }
+  __device__ T fetch_min(const gc_cx& cx, T v) const { return gc_unwinding(cx) ? load() : (T)atomicMin(ptr, v); }
 };
 template <typename T> struct gc_bound_sum {
   T* ptr;
   gc_u64 n;
   __device__ T load() const { return *(volatile T*)ptr; }
   // Wrapping, as Rust's `fetch_add` (two's complement: the unsigned add of the same width).
-  __device__ T fetch_add(T v) const {
+  // The scheduler's gc_sum_add: an atomic add, except inside an inline call the persistent
+  // scheduler may re-run as a task, which holds its adds back until the call completes.
+  __device__ T fetch_add(const gc_cx& cx, T v) const {
     typedef typename gc_uns<T>::t U;
-    return (T)atomicAdd((U*)ptr, (U)v);
+    if (gc_unwinding(cx)) return load();
+    return (T)gc_sum_add<U>(cx, (U*)ptr, (U)v);
   }
 };
 template <typename T> struct gc_slice {

@@ -37,7 +37,29 @@ impl Writer<'_> {
         self.depth -= 1;
     }
 
+    /// In a serial device form: returns at once when serial forms unwind (a guard tripped;
+    /// persistent.cuh, INLINE LIMITS). One load and a branch. Live temporaries are not freed (a
+    /// free at every check made Strassen's PTX half again as large): a serial form that allocates
+    /// is marked `GC_DEV_DIRTY`, so an unwinding through it has failed the run, which leaves its
+    /// temporaries behind like every task a fault stops.
+    pub(super) fn unwind_check(&mut self) {
+        let t = self.ret.as_ref().map_or("gc_unit".to_string(), Ty::cxx);
+        self.line(&format!("if (gc_unwinding(cx)) return {t}();"));
+    }
+
     fn stmt(&mut self, s: &Stmt, rest: &[Stmt], tail: Option<&Expr>) {
+        let calls = self.calls.len();
+        self.stmt_inner(s, rest, tail);
+        // In a serial device form, a value returned by a call of another one (a spawn, or a plain
+        // call in the statement) is a placeholder when that call unwound: return before using it.
+        let called =
+            matches!(s, Stmt::Spawn(_)) || (matches!(s, Stmt::Let(_) | Stmt::Expr { .. }) && self.calls.len() > calls);
+        if self.mode == Mode::Device && called {
+            self.unwind_check();
+        }
+    }
+
+    fn stmt_inner(&mut self, s: &Stmt, rest: &[Stmt], tail: Option<&Expr>) {
         match s {
             Stmt::Let(l) if l.alloc.is_some() => {
                 let Some(a) = &l.alloc else { return };
@@ -92,10 +114,17 @@ impl Writer<'_> {
                 self.line("}");
             }
             Stmt::While { cond, body } => {
+                let calls = self.calls.len();
                 let c = self.expr(cond, None);
                 self.line(&format!("while ({c}) {{"));
                 // Rust loops may run forever; C++ may assume a loop without side effects ends.
                 self.progress_line();
+                if self.mode == Mode::Device && self.calls.len() > calls {
+                    // The condition calls a serial form: a placeholder must not keep the loop going.
+                    self.depth += 1;
+                    self.unwind_check();
+                    self.depth -= 1;
+                }
                 self.block(body);
                 self.line("}");
             }

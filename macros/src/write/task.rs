@@ -337,18 +337,29 @@ fn device_text(
         let n = writer.declare(&p.name, Some(t.clone()));
         params_cxx.push(format!("{} {n}", t.cxx()));
     }
-    let proto = format!("__device__ {ret_cxx} {dev_cname}({})", params_cxx.join(", "));
+    // A task's serial form that allocates (`alloc!`) is never inlined: it holds the allocator's
+    // paths, and inlining its recursion multiplies them (with the unwinding checks, NVCC inlined
+    // Strassen's seven recursive calls into `strassen_task::dev`: 1.11 -> 1.56 MB of PTX; out of
+    // line, 1.09 MB). A call costs little next to an allocation.
+    let linkage = if task.is_some_and(|t| t.frame.iter().any(|f| f.temp)) { "__noinline__ " } else { "" };
+    let proto = format!("__device__ {linkage}{ret_cxx} {dev_cname}({})", params_cxx.join(", "));
     writer.line(&format!("{proto} {{"));
     writer.depth = 1;
-    if task.is_some() {
-        // A task run serially recurses on the thread's stack: the scheduler bounds the depth.
+    if let Some(t) = task {
+        // A task run serially recurses on the thread's stack: the scheduler bounds the stack it
+        // uses, and a guard that trips makes every serial form return at once (unwinding).
         let site = writer.site(name.span());
-        if task.is_some_and(|t| t.warp) {
+        let mut flags = Vec::new();
+        if t.warp {
             // A warp task run on one lane: the work of a whole warp (see persistent.cuh).
-            writer.line(&format!("gc_dev_guard gc_guard(cx, {site}, /*warp=*/true);"));
-        } else {
-            writer.line(&format!("gc_dev_guard gc_guard(cx, {site});"));
+            flags.push("GC_DEV_WARP");
         }
+        if !restartable(t) {
+            flags.push("GC_DEV_DIRTY");
+        }
+        let flags = if flags.is_empty() { String::new() } else { format!(", {}", flags.join(" | ")) };
+        writer.line(&format!("gc_dev_guard gc_guard(cx, {site}{flags});"));
+        writer.unwind_check();
     }
     match body {
         DeviceBody::Function(f) => {
@@ -387,6 +398,20 @@ fn device_text(
         helpers: writer.helpers,
         calls: writer.calls,
     }
+}
+
+/// Whether running a task's serial form twice is harmless, so that the persistent scheduler may
+/// unwind an inline call of it and run the call again as a task (persistent.cuh, INLINE LIMITS):
+/// not when it writes through a `&mut` slice, takes a `Temp` (its heap memory) or allocates one
+/// (`alloc!`: an early return would leak it). Bounds are harmless: `Max`/`Min` updates are
+/// monotone (a second run changes nothing) and the scheduler holds a `&Sum`'s adds back until the
+/// inline call completes (persistent.cuh, `gc_sum_add`).
+fn restartable(task: &Task) -> bool {
+    let writes = task.params.iter().any(|p| match crate::syntax::slice_type(&p.ty) {
+        Some((mutable, _)) => mutable,
+        None => matches!(ty_of_type(&p.ty), Ty::Temp(_)),
+    });
+    !writes && !task.frame.iter().any(|f| f.temp)
 }
 
 /// What a device function's body comes from.

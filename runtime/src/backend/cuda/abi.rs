@@ -89,8 +89,8 @@ mirror! {
         spill_stride: u64,
         /// The temporary heap (`gc_xheap*`, `alloc!`), 0 when no task allocates.
         temps: u64,
-        /// Deepest serial recursion through task device forms.
-        dev_depth_limit: u32,
+        /// Stack bytes serial recursion through task device forms may use.
+        dev_stack_budget: u32,
         pad0: u32,
     }
 }
@@ -149,10 +149,10 @@ mirror! {
         free_cap: u32,
         inline_threshold: u32,
         max_depth: u32,
-        dev_depth_limit: u32,
+        dev_stack_budget: u32,
         idle_max_ns: u32,
         inline_budget: u32,
-        pad0: u32,
+        inline_abort: u32,
     }
 }
 
@@ -215,6 +215,10 @@ pub(crate) mod pstat {
     pub(crate) const CYC_ALL: usize = 10;
     /// Segments whose children all stayed on the warp's stack (joined without atomics).
     pub(crate) const LOCAL_JOINS: usize = 11;
+    /// Inline calls unwound over the stack budget and run again as tasks.
+    pub(crate) const UNWOUND: usize = 12;
+    /// Inline calls unwound over the inline abort and run again as tasks.
+    pub(crate) const ABORTED: usize = 13;
     /// First per-task counter: `[TASKS + 2 t]` tasks started, `[TASKS + 2 t + 1]` resumed.
     pub(crate) const TASKS: usize = 16;
 }
@@ -266,12 +270,16 @@ pub(crate) enum FaultCode {
     /// A spawn deeper than `Config::max_depth` (detail: the limit).
     Depth = 8,
     /// Serial recursion through task device forms deeper than the device allows (detail: the limit).
+    /// No longer raised (the limit is in bytes now: [`FaultCode::DevStack`]); kept for its number.
     DevDepth = 9,
+    /// Serial recursion through task device forms used more stack than its budget and could not
+    /// be restarted as a task (detail: the budget in bytes).
+    DevStack = 10,
 }
 
 impl FaultCode {
     /// Every code, for lookups and the C++ checks.
-    pub(crate) const ALL: [FaultCode; 9] = [
+    pub(crate) const ALL: [FaultCode; 10] = [
         FaultCode::Index,
         FaultCode::DivZero,
         FaultCode::DivOverflow,
@@ -281,6 +289,7 @@ impl FaultCode {
         FaultCode::TempPool,
         FaultCode::Depth,
         FaultCode::DevDepth,
+        FaultCode::DevStack,
     ];
 
     /// The C enumerator.
@@ -295,6 +304,7 @@ impl FaultCode {
             FaultCode::TempPool => "GC_FAULT_TEMP_POOL",
             FaultCode::Depth => "GC_FAULT_DEPTH",
             FaultCode::DevDepth => "GC_FAULT_DEV_DEPTH",
+            FaultCode::DevStack => "GC_FAULT_DEV_STACK",
         }
     }
 }

@@ -68,6 +68,15 @@ pub(crate) fn fault_error(asm: &AssembledProgram, pools: &PoolSizes, f: &GcFault
              (GPU_CILK_DEVICE_INLINE=0) to run every spawn as a task",
             f.detail
         )),
+        Some(FaultCode::DevStack) => device_fault(format!(
+            "inline serial recursion through task calls needs more than its {} bytes of device stack \
+             (a plain call of a task, or a spawn the persistent scheduler ran depth-first that could not \
+             be run again as a task: it writes a `&mut` slice, adds to a `&Sum`, takes a `Temp` or \
+             allocates); set Config::device_inline(false) (GPU_CILK_DEVICE_INLINE=0) to run every spawn \
+             as a task, or give it more stack (GPU_CILK_DEVICE_STACK_BYTES, \
+             GPU_CILK_DEVICE_INLINE_STACK_BYTES)",
+            f.detail
+        )),
         None => device_fault(format!("unknown device fault code {}", f.code)),
     }
 }

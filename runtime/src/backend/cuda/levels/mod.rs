@@ -38,8 +38,6 @@ const THREADS: u32 = 256;
 const FIRST_CHANNEL_CTL: usize = 2;
 /// Smallest channel allocated (elements): room for a first task's loop of spawns.
 const MIN_CAPACITY: u64 = 1 << 10;
-/// Deepest serial recursion through task device forms (a plain call of a task in device code).
-const DEV_DEPTH_LIMIT: u32 = 64;
 /// Most levels the channel table can describe (the persistent scheduler has no such limit).
 pub(crate) const MAX_LEVELS: usize = 1 << 14;
 
@@ -93,6 +91,9 @@ impl LevelsState {
         let raw = dev.dtoh(&layout)?;
         let queues_per_level = asm.queues_per_level as usize;
         let max_levels = config.max_depth.clamp(2, MAX_LEVELS);
+        // Serial recursion through task device forms (a plain call of a task in device code) runs
+        // on this stack, bounded in bytes (Config::device_inline_stack_bytes).
+        dev.set_stack_size(config.device_stack_bytes)?;
         let element_sizes: Vec<(u64, u64)> = (0..n).map(|i| (raw[3 * i], raw[3 * i + 1])).collect();
         let mut queue_sizes = vec![8u64; queues_per_level.max(1)];
         for (t, &(pre, cont)) in asm.tasks.iter().zip(&element_sizes) {
@@ -365,7 +366,7 @@ impl<'a> LevelsRun<'a> {
                 spill_capacity: self.state.spill.len() as u64,
                 spill_stride: self.state.spill_stride,
                 temps: self.state.temps.as_ref().map_or(0, TempHeap::<CudaDevice>::heap_addr),
-                dev_depth_limit: DEV_DEPTH_LIMIT,
+                dev_stack_budget: config.device_inline_stack_budget(),
                 pad0: 0,
             };
             // The kernel reads `count` elements from ticket `first` of a channel the host filled,

@@ -32,10 +32,6 @@ const SMEM_PER_WARP: u64 = 3 * 1024 + 512;
 const MAX_LOCAL_CAP: u64 = 256;
 /// Fewest items a warp's stack holds (one full batch of children for a batch of 32 tasks).
 const MIN_LOCAL_CAP: u64 = 32;
-/// Deepest serial recursion of inline task calls, and the device stack it is given (bytes per
-/// thread; the driver reserves it for every resident thread).
-const DEV_DEPTH_LIMIT: u32 = 128;
-const DEVICE_STACK_BYTES: usize = 16 << 10;
 /// Bytes of `struct gc_pwarp_hdr`.
 const WARP_HDR_BYTES: u64 = 32;
 
@@ -111,7 +107,8 @@ impl<D: Target> PersistentState<D> {
         };
         // Also without the cutoff: a lane with no frame slot, or a spawn that finds its warp's
         // stack and the pool full, runs the callee inline.
-        dev.set_stack_size(DEVICE_STACK_BYTES)?;
+        // Inline recursion is bounded in bytes of this stack (Config::device_inline_stack_bytes).
+        dev.set_stack_size(config.device_stack_bytes)?;
         // The pool holds what warps donate; a warp has at most 32 items in flight, so a pool of
         // 64 items per warp with a slack of 32 per warp never blocks a producer.
         let pool_capacity = (64 * warps).max(4096).next_power_of_two();
@@ -236,10 +233,14 @@ impl<'a, D: Target> PersistentRun<'a, D> {
             free_cap: FREE_CAP,
             inline_threshold: st.inline_threshold,
             max_depth: config.max_depth.min(u32::MAX as usize) as u32,
-            dev_depth_limit: DEV_DEPTH_LIMIT,
+            dev_stack_budget: config.device_inline_stack_budget(),
             idle_max_ns: st.idle_max_ns,
             inline_budget: st.inline_budget,
-            pad0: 0,
+            inline_abort: if config.device_inline {
+                config.device_inline_abort.min(u32::MAX as usize) as u32
+            } else {
+                0
+            },
         };
         dev.launch_resident(&st.kernel, st.dims, &params)?;
         dev.sync()?;
@@ -280,6 +281,8 @@ impl<'a, D: Target> PersistentRun<'a, D> {
         stats.steals = counts[pstat::TAKEN];
         stats.donated = counts[pstat::DONATED];
         stats.pool_full_inlined = counts[pstat::POOL_FULL];
+        stats.inline_unwound = counts[pstat::UNWOUND];
+        stats.inline_aborted = counts[pstat::ABORTED];
         stats.peak_live_frames = counts[pstat::FRAMES] as usize;
         stats.peak_frame_bytes = counts[pstat::FRAMES] as usize * st.frame_bytes as usize;
         stats.device_profile = Some(DeviceProfile {
