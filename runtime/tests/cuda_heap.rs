@@ -177,6 +177,7 @@ fn tiny_nodes_many_blocks_all_distributions() {
         phases: MIXED,
         batches: Batches::Full,
         dist: Dist::Random,
+        chaos: 0,
     }];
     for dist in [Dist::Random, Dist::Ascending, Dist::Descending, Dist::Equal] {
         cfgs.push(Cfg {
@@ -188,6 +189,7 @@ fn tiny_nodes_many_blocks_all_distributions() {
             phases: MIXED,
             batches: Batches::Mixed,
             dist,
+            chaos: 0,
         });
     }
     stress(&device("tiny_nodes_many_blocks_all_distributions"), &cfgs);
@@ -205,6 +207,7 @@ fn mid_nodes_full_partial_and_mixed_batches() {
         phases: MIXED,
         batches: Batches::Mixed,
         dist: Dist::Random,
+        chaos: 0,
     };
     stress(
         &device("mid_nodes_full_partial_and_mixed_batches"),
@@ -230,6 +233,7 @@ fn large_nodes_mixed_and_phased() {
         phases: MIXED,
         batches: Batches::Mixed,
         dist: Dist::Random,
+        chaos: 0,
     };
     stress(
         &device("large_nodes_mixed_and_phased"),
@@ -254,6 +258,7 @@ fn largest_nodes_k1024() {
         phases: PHASED,
         batches: Batches::Full,
         dist: Dist::Random,
+        chaos: 0,
     };
     let few = Cfg { blocks: 8, ..big };
     let dev = device("largest_nodes_k1024");

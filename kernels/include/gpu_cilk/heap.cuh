@@ -168,6 +168,14 @@
 #define GC_HEAP_AT_RUN 6ull        // working; `node` is the node it locked last
 #define GC_HEAP_BOTTOM_UP_MASK 0xffffffffull
 
+// GC_HEAP_CHAOS(): a test hook thread 0 runs right after it takes a lock and right before it
+// releases one (empty unless the includer defines it first; the host-simulation stress test
+// delays there at random, so lock holders are slow at every step of the protocol, as a GPU block
+// may be, and the interleavings a two-core host rarely produces come up).
+#ifndef GC_HEAP_CHAOS
+#define GC_HEAP_CHAOS() ((void)0)
+#endif
+
 // ---- keys ---------------------------------------------------------------------------------------
 
 template <typename P, typename V>
@@ -327,6 +335,7 @@ __device__ __forceinline__ unsigned long long gc_heap_lock_word(unsigned long lo
         if (!(s & GC_HEAP_LOCKED) && atomicCAS(w, s, s | GC_HEAP_LOCKED) == s) {
             __threadfence();  // acquire
             gc_heap_trace_at(tr, GC_HEAP_AT_RUN, node);
+            GC_HEAP_CHAOS();
             return s;
         }
         gc_heap_trace_wait(tr, s);
@@ -346,6 +355,7 @@ __device__ __forceinline__ unsigned long long gc_heap_lock_node(gc_heap<Key>* h,
 // scope before the atomicExch that the next holder's CAS reads: the pattern of cooperative
 // groups' grid sync (bar.sync; thread 0 fence; atomic).
 __device__ __forceinline__ void gc_heap_unlock_word(unsigned long long* w, unsigned long long s) {
+    GC_HEAP_CHAOS();
     __threadfence();  // release
     atomicExch(w, s);
 }
@@ -364,11 +374,13 @@ __device__ __forceinline__ void gc_heap_lock_heap(gc_heap<Key>* h) {
     }
     __threadfence();  // acquire
     *(volatile unsigned long long*)&h->hlocks = *(volatile unsigned long long*)&h->hlocks + 1ull;
+    GC_HEAP_CHAOS();
     gc_heap_trace_at(tr, GC_HEAP_AT_RUN, 0ull);
 }
 
 template <typename Key>
 __device__ __forceinline__ void gc_heap_unlock_heap(gc_heap<Key>* h) {
+    GC_HEAP_CHAOS();
     __threadfence();  // release
     atomicExch(&h->hlock, 0ull);
 }

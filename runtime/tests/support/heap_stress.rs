@@ -46,7 +46,8 @@ pub struct Params {
     pub stamps: DevicePtr<u64>,
     pub clock: DevicePtr<u64>,
     pub ops_per_block: u32,
-    pub pad: u32,
+    /// The host simulation's `GC_HEAP_CHAOS` permille (heap_test.cu); ignored on a GPU.
+    pub chaos: u32,
 }
 // SAFETY: repr(C): nine 8-byte words then two u32 (80 bytes, no padding, every bit pattern
 // valid), the layout of `gc_heap_test_params` (static_assert'ed 80 in heap_test.cu).
@@ -112,6 +113,9 @@ pub struct Cfg {
     pub phases: &'static [u32],
     pub batches: Batches,
     pub dist: Dist,
+    /// Host simulation only: the permille of lock steps at which the holder stalls for up to
+    /// 200 us (heap_test.cu's `GC_HEAP_CHAOS` hook); the GPU kernel ignores it (use 0 there).
+    pub chaos: u32,
 }
 
 pub struct Script<Kt> {
@@ -285,7 +289,7 @@ pub fn launch<Kt: TestKey>(
         stamps: stamps.ptr(),
         clock: clock.ptr(),
         ops_per_block: (n as u32) / blocks,
-        pad: 0,
+        chaos: cfg.chaos,
     };
     let dims = LaunchDims::linear(blocks, cfg.threads).shared_mem(smem_bytes(cfg.k, Kt::BYTES));
     kernel.launch(dims, &p)?;
