@@ -372,6 +372,9 @@ __device__ __forceinline__ void gc_heap_lock_heap(gc_heap<Key>* h) {
         gc_heap_trace_wait(tr, s);
         gc_heap_backoff(&ns);
     }
+    // Taken: "seen" becomes this block's own id before the fence, so a dump that shows the block
+    // still at LOCK_HEAP having seen itself says its thread 0 stopped between the CAS and RUN.
+    if (tr) tr[1] = me;
     __threadfence();  // acquire
     *(volatile unsigned long long*)&h->hlocks = *(volatile unsigned long long*)&h->hlocks + 1ull;
     GC_HEAP_CHAOS();
