@@ -13,6 +13,33 @@
 // blocks as are resident at once (the heap's waits need every block resident).
 
 #include "gpu_cilk/portable.cuh"  // gc_dynamic_smem()
+
+#ifdef GC_HOST_SIM
+// Host simulation only (runtime/tests/sim_heap.rs): heap.cuh's GC_HEAP_CHAOS hook. A launch's
+// `chaos` (gc_heap_test_params) is the permille of lock steps where the holder stalls for 1 to
+// 200 us (a per-thread xorshift; otherwise a yield now and then), so lock holders are slow at
+// every step, as a GPU block may be, and interleavings a two-core host rarely produces come up.
+#include <time.h>
+static thread_local unsigned gc_heap_test_chaos_permille = 0u;
+static thread_local unsigned long long gc_heap_test_chaos_x = 0ull;
+static inline void gc_heap_test_chaos() {
+    if (gc_heap_test_chaos_permille == 0u) return;
+    unsigned long long x = gc_heap_test_chaos_x;
+    if (x == 0ull) x = 0x9E3779B97F4A7C15ull ^ ((unsigned long long)blockIdx.x << 20) ^ threadIdx.x;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    gc_heap_test_chaos_x = x;
+    if (x % 1000u < gc_heap_test_chaos_permille) {
+        struct timespec ts = {0, (long)(1000u * (1u + (unsigned)(x >> 40) % 200u))};
+        nanosleep(&ts, nullptr);
+    } else if (x % 4u == 0u) {
+        sched_yield();
+    }
+}
+#define GC_HEAP_CHAOS() gc_heap_test_chaos()
+#endif
+
 #include "gpu_cilk/heap.cuh"
 
 typedef gc_heap_key<unsigned, unsigned> gc_test_k32;            // 8 bytes
@@ -32,7 +59,7 @@ struct gc_heap_test_params {
     unsigned long long* stamps;
     unsigned long long* clock;
     unsigned ops_per_block;
-    unsigned pad;
+    unsigned chaos;  // the host simulation's GC_HEAP_CHAOS permille (above); ignored on a GPU
 };
 static_assert(sizeof(gc_heap_test_params) == 80, "gc_heap_test_params layout");
 
@@ -49,6 +76,9 @@ __device__ void gc_heap_test_run(const gc_heap_test_params& p) {
     gc_heap<Key>* h = (gc_heap<Key>*)p.heap;
     const Key* in = (const Key*)p.in_keys;
     Key* out = (Key*)p.out_keys;
+#ifdef GC_HOST_SIM
+    gc_heap_test_chaos_permille = p.chaos;
+#endif
     const unsigned first = blockIdx.x * p.ops_per_block;
     for (unsigned i = first; i < first + p.ops_per_block; ++i) {
         const unsigned kind = p.op_kind[i];

@@ -19,8 +19,10 @@
 //! `GPU_CILK_HEAP_WATCHDOG_S` seconds (default 60); past that, the test copies the heap header,
 //! every block's trace words (heap.cuh, DIAGNOSTICS: where its thread 0 is, what it last saw,
 //! how often it backed off, which operation) and the locked / INSHOLD / TARGET nodes on a side
-//! stream while the kernel still runs, prints them, and aborts the process (the kernel cannot be
-//! stopped, and later tests would queue behind it).
+//! stream while the kernel still runs, twice, a second apart, prints them (the heap lock's holder
+//! first: `hlock` names it; how many times the lock changed hands between the snapshots; each
+//! block `spinning`, `MOVED` or `STOPPED`), and aborts the process (the kernel cannot be stopped,
+//! and later tests would queue behind it).
 
 #[path = "support/gpu.rs"]
 mod gpu;
@@ -37,7 +39,9 @@ use gpu::{device, gate};
 use gpu_cilk_runtime::backend::cuda::{compile, Arch, CudaDevice, DeviceBuffer, Kernel, Program};
 use gpu_cilk_runtime::Error;
 use std::time::Duration;
-use stress::{hang_report, kernel_name, source, stress, Batches, Cfg, Dist, Params, Watch, KERNELS, MIXED, PHASED};
+use stress::{
+    hang_report, kernel_name, source, stress, Batches, Cfg, Dist, Params, Snapshot, Watch, KERNELS, MIXED, PHASED,
+};
 
 type Dev = CudaDevice;
 type Buf<T> = DeviceBuffer<T>;
@@ -63,16 +67,26 @@ fn watchdog() -> Duration {
 }
 
 /// Waits for a launch; one that is still running after [`watchdog`] is reported (header, trace
-/// words of its blocks, held nodes, copied while it runs) and the process aborts.
+/// words of its blocks, held nodes, copied twice, a second apart, while it runs: who holds the
+/// heap lock, and which blocks still spin and which stopped) and the process aborts.
 fn finish(dev: &Dev, what: &str, watch: &Watch) -> Result<(), Error> {
     let limit = watchdog();
     match dev.synchronize(Some(limit)) {
         Err(Error::Timeout(_)) => {
-            let report = match (dev.peek_dtoh(watch.heap), dev.peek_dtoh(watch.trace), dev.peek_dtoh(watch.states)) {
-                (Ok(h), Ok(t), Ok(s)) => hang_report(what, &h[0], &t, &s, watch.blocks),
-                (h, t, s) => {
-                    format!("{what}: the launch did not finish; the snapshot failed: {:?}", (h.err(), t.err(), s.err()))
-                }
+            let snap = || -> Result<Snapshot, Error> {
+                Ok(Snapshot {
+                    heap: dev.peek_dtoh(watch.heap)?[0],
+                    trace: dev.peek_dtoh(watch.trace)?,
+                    states: dev.peek_dtoh(watch.states)?,
+                })
+            };
+            let gap = Duration::from_secs(1);
+            let report = match snap().and_then(|a| {
+                std::thread::sleep(gap);
+                Ok((a, snap()?))
+            }) {
+                Ok((a, b)) => hang_report(what, &a, &b, gap, watch.blocks),
+                Err(e) => format!("{what}: the launch did not finish; a snapshot failed: {e}"),
             };
             use std::io::Write as _;
             let mut err = std::io::stderr();
@@ -120,6 +134,36 @@ fn kernels_compile_with_the_mirrored_parameter_layout() {
     }
 }
 
+/// The watchdog's report (no GPU): the heap lock's holder comes first and is marked, and each
+/// block is told spinning, STOPPED or MOVED from its two snapshots.
+#[test]
+fn watchdog_report_names_the_lock_holder_and_stopped_blocks() {
+    use mirror::{GcHeap, TRACE_WORDS};
+    let at = |site: u64, node: u64, seen: u64, backoffs: u64, op: u64| [site << 56 | node, seen, backoffs, op];
+    // Block 0 spins for the heap lock, block 1 holds it and stopped while locking node 5, block 2
+    // moved on to another operation.
+    let first: Vec<u64> = [at(1, 0, 2, 100, 1), at(2, 5, 0x5, 7, 2), at(6, 3, 0, 0, 3)].concat();
+    let second: Vec<u64> = [at(1, 0, 2, 180, 1), at(2, 5, 0x5, 7, 2), at(1, 0, 2, 4, 1 << 32 | 9)].concat();
+    assert_eq!(first.len(), 3 * TRACE_WORDS);
+    let heap = GcHeap { hlock: 2, hlocks: 40, mode: 1 << 32, ..GcHeap::default() };
+    let snap = |trace: &Vec<u64>, hlocks: u64| stress::Snapshot {
+        heap: GcHeap { hlocks, ..heap },
+        trace: trace.clone(),
+        states: vec![0, 0, 0, 0, 0, 0x5 | 4],
+    };
+    let r = hang_report("probe", &snap(&first, 40), &snap(&second, 40), Duration::from_secs(1), 3);
+    let lines: Vec<&str> = r.lines().collect();
+    assert!(lines[0].contains("hlock held by block 1"), "{r}");
+    assert!(lines[1].contains("0 heap-lock acquisitions"), "{r}");
+    assert!(lines[2].contains("LOCK_HEAP 2 (0 stopped)") && lines[2].contains("LOCK_NODE 1 (1 stopped)"), "{r}");
+    assert!(lines[3].starts_with("  block    1: LOCK_NODE node 5"), "{r}");
+    assert!(lines[3].contains("STOPPED") && lines[3].ends_with("<- holds the heap lock"), "{r}");
+    assert!(lines[4].contains("block    0") && lines[4].contains("spinning (+80 back-offs)"), "{r}");
+    assert!(lines[5].contains("block    2") && lines[5].contains("MOVED"), "{r}");
+    assert!(lines[6].ends_with("node 5: 0x5 AVAIL LOCKED"), "{r}");
+    eprintln!("{r}");
+}
+
 // ---- GPU stress ----------------------------------------------------------------------------------
 #[test]
 #[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
@@ -133,6 +177,7 @@ fn tiny_nodes_many_blocks_all_distributions() {
         phases: MIXED,
         batches: Batches::Full,
         dist: Dist::Random,
+        chaos: 0,
     }];
     for dist in [Dist::Random, Dist::Ascending, Dist::Descending, Dist::Equal] {
         cfgs.push(Cfg {
@@ -144,6 +189,7 @@ fn tiny_nodes_many_blocks_all_distributions() {
             phases: MIXED,
             batches: Batches::Mixed,
             dist,
+            chaos: 0,
         });
     }
     stress(&device("tiny_nodes_many_blocks_all_distributions"), &cfgs);
@@ -161,6 +207,7 @@ fn mid_nodes_full_partial_and_mixed_batches() {
         phases: MIXED,
         batches: Batches::Mixed,
         dist: Dist::Random,
+        chaos: 0,
     };
     stress(
         &device("mid_nodes_full_partial_and_mixed_batches"),
@@ -186,6 +233,7 @@ fn large_nodes_mixed_and_phased() {
         phases: MIXED,
         batches: Batches::Mixed,
         dist: Dist::Random,
+        chaos: 0,
     };
     stress(
         &device("large_nodes_mixed_and_phased"),
@@ -210,6 +258,7 @@ fn largest_nodes_k1024() {
         phases: PHASED,
         batches: Batches::Full,
         dist: Dist::Random,
+        chaos: 0,
     };
     let few = Cfg { blocks: 8, ..big };
     let dev = device("largest_nodes_k1024");

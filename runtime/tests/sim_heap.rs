@@ -47,7 +47,17 @@ fn finish(dev: &Dev, _what: &str, _watch: &Watch) -> Result<(), Error> {
 }
 
 fn small(k: u32, wide: bool, threads: u32) -> Cfg {
-    Cfg { k, wide, blocks: 6, threads, ops_per_block: 12, phases: MIXED, batches: Batches::Mixed, dist: Dist::Random }
+    Cfg {
+        k,
+        wide,
+        blocks: 6,
+        threads,
+        ops_per_block: 12,
+        phases: MIXED,
+        batches: Batches::Mixed,
+        dist: Dist::Random,
+        chaos: 0,
+    }
 }
 
 #[test]
@@ -68,5 +78,21 @@ fn large_nodes_fewer_threads_than_keys() {
     stress(
         &dev,
         &[Cfg { blocks: 4, ..small(256, false, 64) }, big, Cfg { phases: MIXED, batches: Batches::Mixed, ..big }],
+    );
+}
+
+/// Issue 12's GPU hang was in the K = 1 configuration on 256 blocks (one key per node: deep trees,
+/// many bottom-up inserts waiting on each other, every operation through the heap lock): the same
+/// shape on as many host threads as two cores bear, mixed traffic (top-down inserts beside deletes)
+/// and the insert-everything phase (bottom-up inserts only) then the delete-everything phase, and
+/// mixed traffic again with lock holders stalling at random (`chaos`: 5 % of lock steps stall up
+/// to 200 us, heap_test.cu's `GC_HEAP_CHAOS` hook).
+#[test]
+fn tiny_nodes_many_blocks() {
+    let Some(dev) = sim::sim_device("tiny_nodes_many_blocks") else { return };
+    let base = Cfg { blocks: 64, ops_per_block: 60, batches: Batches::Full, ..small(1, false, 2) };
+    stress(
+        &dev,
+        &[base, Cfg { phases: PHASED, dist: Dist::Descending, ..base }, Cfg { blocks: 32, chaos: 50, ..base }],
     );
 }

@@ -24,7 +24,7 @@
 //
 // LAYOUT. gc_heap<Key> is 256 bytes, 32 8-byte words (mirror it on the host with a #[repr(C)]
 // struct: nodes, states, pbuf, k, capacity, slots, count, pbuf_len, hlock, next_owner, error,
-// trace, 4 pad, mode, 15 pad). The host allocates `slots * K` keys for `nodes` (node i at nodes + i*K;
+// trace, hlocks, 3 pad, mode, 15 pad). The host allocates `slots * K` keys for `nodes` (node i at nodes + i*K;
 // slot 0 unused), `slots` zeroed state words, K keys for `pbuf`, and sets k = K, capacity (nodes,
 // >= 1) and slots = the power of two above capacity's highest bit (2^(floor(log2 capacity) + 1)).
 // Everything else zero. A zeroed state is EMPTY, so this is an empty heap.
@@ -35,7 +35,10 @@
 // waiting there (a state word, hlock or mode), [2] how many times it has backed off since it came
 // there, [3] the caller's (the stress kernel writes its operation index + 1 and kind). Thread 0
 // writes them with volatile stores; a host watchdog copies them while the kernel still runs when a
-// launch does not finish (runtime/tests/cuda_heap.rs), so a hang names the blocks' waits.
+// launch does not finish (runtime/tests/cuda_heap.rs), so a hang names the blocks' waits. The
+// heap lock names its holder (hlock = the holder's blockIdx.x + 1, 0 when free) and `hlocks` counts
+// its acquisitions (written under it), so a snapshot says who holds it and two snapshots say
+// whether it still changes hands (a slow heap) or not (a hang, with the holder's site beside it).
 //
 // STRUCTURE. Node i has children 2i, 2i+1; the root is node 1. `count` nodes are in use, at tree
 // indices target(1..count): level L = floor(log2 n) is filled in bit-reversed order of n - 2^L,
@@ -116,8 +119,8 @@
 //     (release), atomicExch(w, new word). The next holder's CAS reads that word, so every key
 //     written under the lock happens-before every access of the next holder. Keys are read with
 //     ld.global.cg (L2, never a stale L1 line) and written with st.global.cg.
-//   - hlock: the same with atomicCAS(0 -> 1) / atomicExch(0); count, pbuf_len are plain
-//     accesses by thread 0 under it (volatile, so they are not cached in registers across it).
+//   - hlock: the same with atomicCAS(0 -> blockIdx.x + 1) / atomicExch(0); count, pbuf_len and
+//     hlocks are plain accesses by thread 0 under it (volatile, so they are not cached in registers across it).
 //   - mode: atomicAdd of +-1 or +-2^32 (a total order on one word: an insert's count-in and a
 //     delete's announcement see each other in one direction); a bottom-up insert does
 //     __threadfence() before leaving (release), a waiting delete polls with volatile loads and
@@ -164,6 +167,14 @@
 #define GC_HEAP_AT_WAIT_PARENT 5ull  // a bottom-up insert at `node` waiting for its parent AVAIL
 #define GC_HEAP_AT_RUN 6ull        // working; `node` is the node it locked last
 #define GC_HEAP_BOTTOM_UP_MASK 0xffffffffull
+
+// GC_HEAP_CHAOS(): a test hook thread 0 runs right after it takes a lock and right before it
+// releases one (empty unless the includer defines it first; the host-simulation stress test
+// delays there at random, so lock holders are slow at every step of the protocol, as a GPU block
+// may be, and the interleavings a two-core host rarely produces come up).
+#ifndef GC_HEAP_CHAOS
+#define GC_HEAP_CHAOS() ((void)0)
+#endif
 
 // ---- keys ---------------------------------------------------------------------------------------
 
@@ -212,11 +223,12 @@ struct gc_heap {
     unsigned long long slots;        // power of two above every target index
     unsigned long long count;        // nodes in use (under hlock)
     unsigned long long pbuf_len;     // keys in pbuf (under hlock)
-    unsigned long long hlock;        // 0 free, 1 held
+    unsigned long long hlock;        // 0 free, else the holder's blockIdx.x + 1 (DIAGNOSTICS)
     unsigned long long next_owner;   // bottom-up insert ids
     unsigned long long error;        // first protocol fault (GC_HEAP_FAULT_*), 0 none
     unsigned long long* trace;       // per-block progress words (DIAGNOSTICS), null: off
-    unsigned long long pad0[4];
+    unsigned long long hlocks;       // hlock acquisitions so far (DIAGNOSTICS; under hlock)
+    unsigned long long pad0[3];
     unsigned long long mode;         // deletes << 32 | bottom-up inserts (own 128-byte line)
     unsigned long long pad1[15];
 };
@@ -323,6 +335,7 @@ __device__ __forceinline__ unsigned long long gc_heap_lock_word(unsigned long lo
         if (!(s & GC_HEAP_LOCKED) && atomicCAS(w, s, s | GC_HEAP_LOCKED) == s) {
             __threadfence();  // acquire
             gc_heap_trace_at(tr, GC_HEAP_AT_RUN, node);
+            GC_HEAP_CHAOS();
             return s;
         }
         gc_heap_trace_wait(tr, s);
@@ -342,27 +355,35 @@ __device__ __forceinline__ unsigned long long gc_heap_lock_node(gc_heap<Key>* h,
 // scope before the atomicExch that the next holder's CAS reads: the pattern of cooperative
 // groups' grid sync (bar.sync; thread 0 fence; atomic).
 __device__ __forceinline__ void gc_heap_unlock_word(unsigned long long* w, unsigned long long s) {
+    GC_HEAP_CHAOS();
     __threadfence();  // release
     atomicExch(w, s);
 }
 
 template <typename Key>
 __device__ __forceinline__ void gc_heap_lock_heap(gc_heap<Key>* h) {
+    const unsigned long long me = (unsigned long long)blockIdx.x + 1ull;  // the holder (DIAGNOSTICS)
     unsigned ns = 32u;
     volatile unsigned long long* tr = gc_heap_tr(h);
     gc_heap_trace_at(tr, GC_HEAP_AT_LOCK_HEAP, 0ull);
     for (;;) {
         const unsigned long long s = gc_heap_ld(&h->hlock);
-        if (s == 0ull && atomicCAS(&h->hlock, 0ull, 1ull) == 0ull) break;
+        if (s == 0ull && atomicCAS(&h->hlock, 0ull, me) == 0ull) break;
         gc_heap_trace_wait(tr, s);
         gc_heap_backoff(&ns);
     }
+    // Taken: "seen" becomes this block's own id before the fence, so a dump that shows the block
+    // still at LOCK_HEAP having seen itself says its thread 0 stopped between the CAS and RUN.
+    if (tr) tr[1] = me;
     __threadfence();  // acquire
+    *(volatile unsigned long long*)&h->hlocks = *(volatile unsigned long long*)&h->hlocks + 1ull;
+    GC_HEAP_CHAOS();
     gc_heap_trace_at(tr, GC_HEAP_AT_RUN, 0ull);
 }
 
 template <typename Key>
 __device__ __forceinline__ void gc_heap_unlock_heap(gc_heap<Key>* h) {
+    GC_HEAP_CHAOS();
     __threadfence();  // release
     atomicExch(&h->hlock, 0ull);
 }

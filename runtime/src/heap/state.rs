@@ -107,7 +107,8 @@ pub(crate) fn release(w: &AtomicU64, s: u64) {
     w.store(s, Ordering::Release);
 }
 
-/// Takes the heap lock (0 free, 1 held).
+/// Takes the heap lock (0 free, 1 held; the device stores its holder's block index + 1 instead of
+/// 1, which its watchdog prints: `heap.cuh`, DIAGNOSTICS).
 #[inline]
 pub(crate) fn lock_heap(w: &AtomicU32) {
     let mut backoff = Backoff::new();

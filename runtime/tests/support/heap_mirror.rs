@@ -19,12 +19,15 @@ pub struct GcHeap {
     pub slots: u64,
     pub count: u64,
     pub pbuf_len: u64,
+    /// 0 free, else the holder's `blockIdx.x + 1`.
     pub hlock: u64,
     pub next_owner: u64,
     pub error: u64,
     /// Device address of the per-block trace words (`GC_HEAP_TRACE_WORDS` each), 0: off.
     pub trace: u64,
-    pub pad0: [u64; 4],
+    /// Heap-lock acquisitions so far (written under the heap lock).
+    pub hlocks: u64,
+    pub pad0: [u64; 3],
     pub mode: u64,
     pub pad1: [u64; 15],
 }
@@ -64,7 +67,7 @@ pub fn describe_trace(block: usize, w: &[u64]) -> String {
     };
     let node = w[0] & ((1 << 56) - 1);
     let seen = match w[0] >> 56 {
-        1 => format!("hlock {}", w[1]),
+        1 => describe_hlock(w[1]),
         3 => format!("mode {} deletes, {} bottom-up inserts", w[1] >> 32, w[1] & 0xffff_ffff),
         _ => describe_state(w[1]),
     };
@@ -75,6 +78,15 @@ pub fn describe_trace(block: usize, w: &[u64]) -> String {
         format!("op {} ({})", op - 1, if kind == 0 { "insert" } else { "delete" })
     };
     format!("block {block:4}: {site} node {node} (last seen: {seen}) after {} back-offs; {op}", w[2])
+}
+
+/// The heap lock word in words: free, or which block holds it (`hlock` is the holder's
+/// `blockIdx.x + 1`).
+pub fn describe_hlock(w: u64) -> String {
+    match w {
+        0 => "hlock free".to_string(),
+        b => format!("hlock held by block {}", b - 1),
+    }
 }
 
 /// A node state word in words: kind, LOCKED, owner.

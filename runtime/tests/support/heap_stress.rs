@@ -16,7 +16,9 @@
 #![allow(dead_code)]
 
 use super::history::{check, Op, OpKind};
-use super::mirror::{describe_state, describe_trace, smem_bytes, DevKey32, DevKey64, GcHeap, TRACE_WORDS};
+use super::mirror::{
+    describe_hlock, describe_state, describe_trace, smem_bytes, DevKey32, DevKey64, GcHeap, TRACE_WORDS,
+};
 use super::splitmix::Rng;
 use super::{open_kernel, Buf, Dev, Kern};
 use gpu_cilk_runtime::backend::cuda::{DeviceCopy, DevicePtr, LaunchDims, ProgramSource};
@@ -44,7 +46,8 @@ pub struct Params {
     pub stamps: DevicePtr<u64>,
     pub clock: DevicePtr<u64>,
     pub ops_per_block: u32,
-    pub pad: u32,
+    /// The host simulation's `GC_HEAP_CHAOS` permille (heap_test.cu); ignored on a GPU.
+    pub chaos: u32,
 }
 // SAFETY: repr(C): nine 8-byte words then two u32 (80 bytes, no padding, every bit pattern
 // valid), the layout of `gc_heap_test_params` (static_assert'ed 80 in heap_test.cu).
@@ -110,6 +113,9 @@ pub struct Cfg {
     pub phases: &'static [u32],
     pub batches: Batches,
     pub dist: Dist,
+    /// Host simulation only: the permille of lock steps at which the holder stalls for up to
+    /// 200 us (heap_test.cu's `GC_HEAP_CHAOS` hook); the GPU kernel ignores it (use 0 there).
+    pub chaos: u32,
 }
 
 pub struct Script<Kt> {
@@ -165,31 +171,86 @@ pub struct Watch<'a> {
     pub blocks: u32,
 }
 
-/// The watchdog's report from snapshots of a running launch's header, trace words (`blocks`
-/// blocks) and state words: the header, every block's site, and the locked nodes.
-pub fn hang_report(what: &str, h: &GcHeap, trace: &[u64], states: &[u64], blocks: u32) -> String {
+/// One snapshot of a running launch: its heap header, trace words and node state words.
+pub struct Snapshot {
+    pub heap: GcHeap,
+    pub trace: Vec<u64>,
+    pub states: Vec<u64>,
+}
+
+/// What one block did between two snapshots of its trace words `a` then `b`.
+pub fn trace_motion(a: &[u64], b: &[u64]) -> String {
+    if a[0] != b[0] || a[3] != b[3] || b[2] < a[2] {
+        "MOVED (another site or operation)".to_string()
+    } else if b[2] == a[2] {
+        "STOPPED (same site, no back-off)".to_string()
+    } else {
+        format!("spinning (+{} back-offs)", b[2] - a[2])
+    }
+}
+
+/// The watchdog's report from two snapshots of a running launch, `gap` apart (`blocks` blocks):
+/// the header and who holds the heap lock, whether it changed hands between them, how many blocks
+/// are at each site and how many of those stopped, then every block (the heap lock's holder
+/// first) with what it did between the snapshots, and the locked / INSHOLD / TARGET nodes.
+/// A block that STOPPED at a spin site is not spinning there: its thread 0 is elsewhere (a
+/// barrier, or a path that writes no trace).
+pub fn hang_report(what: &str, first: &Snapshot, second: &Snapshot, gap: std::time::Duration, blocks: u32) -> String {
     use std::fmt::Write as _;
+    let h = &second.heap;
     let mut r = format!(
-        "{what}: the launch did not finish. Header: count {}, pbuf_len {}, hlock {}, mode {} deletes / {} \
-         bottom-up inserts, next_owner {}, error {}\n",
+        "{what}: the launch did not finish. Header: count {}, pbuf_len {}, {}, mode {} deletes / {} bottom-up \
+         inserts, next_owner {}, error {}\n",
         h.count,
         h.pbuf_len,
-        h.hlock,
+        describe_hlock(h.hlock),
         h.mode >> 32,
         h.mode & 0xffff_ffff,
         h.next_owner,
         h.error
     );
+    let _ = writeln!(
+        r,
+        "  in the {gap:?} between two snapshots: {} heap-lock acquisitions (hlock {} -> {}), count {} -> {}, mode {:#x} -> {:#x}",
+        h.hlocks.wrapping_sub(first.heap.hlocks),
+        first.heap.hlock,
+        h.hlock,
+        first.heap.count,
+        h.count,
+        first.heap.mode,
+        h.mode
+    );
+    let words = |t: &[u64], b: usize| t[b * TRACE_WORDS..(b + 1) * TRACE_WORDS].to_vec();
+    let mut sites: std::collections::BTreeMap<String, (u32, u32)> = std::collections::BTreeMap::new();
     for b in 0..blocks as usize {
-        let w = &trace[b * TRACE_WORDS..(b + 1) * TRACE_WORDS];
-        let _ = writeln!(r, "  {}", describe_trace(b, w));
+        let (a, w) = (words(&first.trace, b), words(&second.trace, b));
+        let line = describe_trace(b, &w);
+        let site = line.split_whitespace().nth(2).unwrap_or("?").to_string();
+        let e = sites.entry(site).or_default();
+        e.0 += 1;
+        if a == w {
+            e.1 += 1;
+        }
     }
-    let locked: Vec<String> = states
+    let by_site: Vec<String> = sites.iter().map(|(s, (n, stopped))| format!("{s} {n} ({stopped} stopped)")).collect();
+    let _ = writeln!(r, "  blocks by site: {}", by_site.join(", "));
+    let holder = (h.hlock as usize).checked_sub(1).filter(|&b| b < blocks as usize);
+    let order = holder.into_iter().chain((0..blocks as usize).filter(|&b| Some(b) != holder));
+    for b in order {
+        let (a, w) = (words(&first.trace, b), words(&second.trace, b));
+        let mark = if Some(b) == holder { " <- holds the heap lock" } else { "" };
+        let _ = writeln!(r, "  {}; {}{mark}", describe_trace(b, &w), trace_motion(&a, &w));
+    }
+    let locked: Vec<String> = second
+        .states
         .iter()
         .enumerate()
         .filter(|(_, &s)| s & 4 != 0 || s & 3 == 2 || s & 3 == 3)
         .take(64)
-        .map(|(i, &s)| format!("node {i}: {}", describe_state(s)))
+        .map(|(i, &s)| {
+            let same = if first.states.get(i) == Some(&s) { "" } else { " (changed)" };
+            format!("node {i}: {}{same}", describe_state(s))
+        })
         .collect();
     let _ = writeln!(r, "  locked, INSHOLD or TARGET nodes (first 64): {}", locked.join("; "));
     r
@@ -228,7 +289,7 @@ pub fn launch<Kt: TestKey>(
         stamps: stamps.ptr(),
         clock: clock.ptr(),
         ops_per_block: (n as u32) / blocks,
-        pad: 0,
+        chaos: cfg.chaos,
     };
     let dims = LaunchDims::linear(blocks, cfg.threads).shared_mem(smem_bytes(cfg.k, Kt::BYTES));
     kernel.launch(dims, &p)?;
