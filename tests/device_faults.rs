@@ -199,8 +199,10 @@ pub fn scribble(out: &mut [u64], n: u32) -> u64 {
 /// has no task to fall back to, through a `&mut` slice) fails the run with a `DeviceFault` naming
 /// the function and the budget. Never a crash. Inline calls over `device_inline_abort` calls are
 /// unwound the same way (`Stats::inline_aborted`).
-fn inline_limits(base: Config) {
-    let (k, n) = (32u32, 200u32);
+/// `k` spines side by side: the cutoff inlines only while no warp is hungry, so a GPU (a thousand
+/// warps) needs far more spines than the simulation's few warps.
+fn inline_limits(base: Config, k: u32) {
+    let n = 200u32;
     let expect = u64::from(k) * (1 + u64::from(n) * u64::from(n + 1) / 2);
     // A 1 KiB budget: a few serial forms deep on a host thread or a GPU.
     let cutoff = base.clone().device_inline_threshold(1).device_inline_stack_bytes(1024);
@@ -264,7 +266,7 @@ fn inline_limits_on_the_simulation() {
         backends::gate::sim_missing("the inline limits test", &e);
         return;
     }
-    inline_limits(sim);
+    inline_limits(sim, 32);
 }
 
 #[test]
@@ -274,7 +276,8 @@ fn inline_limits_on_cuda() {
     if let Err(e) = Runtime::with_config(base.clone()) {
         backends::gate::no_gpu("the inline limits test", &e);
     }
-    inline_limits(base);
+    // 4096 spines of 200 (about 1.6 M tasks): every warp busy, so spawns run inline.
+    inline_limits(base, 4096);
 }
 
 #[test]
