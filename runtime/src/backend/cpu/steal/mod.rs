@@ -105,7 +105,7 @@ fn run_with<T: CilkTask>(
         stats.tasks_inlined += w.tasks_inlined;
         stats.calls_inlined += w.calls_inlined;
         stats.steals += w.steals;
-        stats.levels = stats.levels.max(w.levels);
+        stats.levels = stats.levels.max(w.levels());
         for (id, name, pre, cont) in w.tasks {
             let i = match reg.entries().iter().position(|e| e.id == id) {
                 Some(i) => i,

@@ -419,26 +419,55 @@ impl Worker<'_> {
     #[inline]
     fn stash<O>(&mut self, off: usize, v: O) {
         let at = self.stash_bytes.len();
-        // SAFETY: `v` is a live `O`; its bytes are copied as plain bytes (outputs are `Copy`).
-        let bytes = unsafe { std::slice::from_raw_parts(ptr::addr_of!(v).cast::<u8>(), size_of::<O>()) };
-        self.stash_bytes.extend_from_slice(bytes);
-        self.stash_at.push((off, at, size_of::<O>()));
-        std::mem::forget(v);
+        let len = size_of::<O>();
+        self.stash_bytes.reserve(len);
+        // SAFETY: `reserve` made room for `len` more bytes after `at`; the write is unaligned
+        // (the buffer is bytes), and `set_len` covers exactly the bytes written. Outputs are
+        // `Copy`, so their bytes are a complete value.
+        unsafe {
+            ptr::write_unaligned(self.stash_bytes.as_mut_ptr().add(at).cast::<O>(), v);
+            self.stash_bytes.set_len(at + len);
+        }
+        self.stash_at.push((off, at, len));
     }
 
     /// Writes the running segment's stashed values into its frame value at `frame`.
+    #[inline]
     fn apply_stash(&mut self, marks: Marks, frame: *mut u8) {
+        if self.stash_at.len() == marks.stash {
+            return;
+        }
         for &(off, at, len) in &self.stash_at[marks.stash..] {
-            // SAFETY: `off` came from a `Place` of this frame type with an output of `len` bytes.
-            unsafe { ptr::copy_nonoverlapping(self.stash_bytes.as_ptr().add(at), frame.add(off), len) };
+            // SAFETY: `off` came from a `Place` of this frame type with an output of `len` bytes,
+            // and `at..at + len` lies in `stash_bytes` (written by `stash`).
+            unsafe { copy_small(self.stash_bytes.as_ptr().add(at), frame.add(off), len) };
         }
         self.drop_stash(marks);
     }
 
     /// Forgets the running segment's stashed values.
+    #[inline]
     fn drop_stash(&mut self, marks: Marks) {
         self.stash_at.truncate(marks.stash);
         self.stash_bytes.truncate(marks.stash_bytes);
+    }
+}
+
+/// `ptr::copy_nonoverlapping` of `len` bytes, with the common output sizes as single moves
+/// instead of a `memcpy` call (this runs once per inline child).
+///
+/// # Safety
+/// As `ptr::copy_nonoverlapping(src, dst, len)`.
+#[inline]
+unsafe fn copy_small(src: *const u8, dst: *mut u8, len: usize) {
+    // SAFETY: guaranteed by the caller (every arm); the reads and writes are unaligned.
+    unsafe {
+        match len {
+            8 => dst.cast::<u64>().write_unaligned(src.cast::<u64>().read_unaligned()),
+            4 => dst.cast::<u32>().write_unaligned(src.cast::<u32>().read_unaligned()),
+            16 => dst.cast::<u128>().write_unaligned(src.cast::<u128>().read_unaligned()),
+            _ => ptr::copy_nonoverlapping(src, dst, len),
+        }
     }
 }
 

@@ -136,18 +136,36 @@ type TaskCounts = (TypeId, &'static str, Vec<u64>, Vec<u64>);
 #[derive(Default)]
 pub(super) struct WorkerStats {
     pub(super) tasks: Vec<TaskCounts>,
+    /// The entry of `tasks` that counted last (the fast path of [`WorkerStats::segment`]).
+    last: usize,
     pub(super) tasks_created: u64,
     pub(super) tasks_inlined: u64,
     pub(super) calls_inlined: u64,
     pub(super) steals: u64,
-    /// Deepest recursion level that ran sub-kernels, + 1.
-    pub(super) levels: usize,
 }
 
 impl WorkerStats {
-    /// Counts a segment of `T` at `depth` (a pre-spawn run, or a continuation).
+    /// Counts a segment of `T` at `depth` (a pre-spawn run, or a continuation). Runs once per
+    /// segment, inline sub-kernel calls included, so the usual case (the same task function as
+    /// last time, a level seen before) is a compare and an increment.
     #[inline]
     pub(super) fn segment<T: CilkTask>(&mut self, depth: usize, continuation: bool) {
+        if let Some(t) = self.tasks.get_mut(self.last) {
+            if t.0 == TypeId::of::<T>() {
+                let per_level = if continuation { &mut t.3 } else { &mut t.2 };
+                if let Some(c) = per_level.get_mut(depth) {
+                    *c += 1;
+                    return;
+                }
+            }
+        }
+        self.segment_slow::<T>(depth, continuation);
+    }
+
+    /// [`WorkerStats::segment`] for another task function or a new level.
+    #[cold]
+    #[inline(never)]
+    fn segment_slow<T: CilkTask>(&mut self, depth: usize, continuation: bool) {
         let id = TypeId::of::<T>();
         let i = match self.tasks.iter().position(|t| t.0 == id) {
             Some(i) => i,
@@ -156,13 +174,19 @@ impl WorkerStats {
                 self.tasks.len() - 1
             }
         };
+        self.last = i;
         let t = &mut self.tasks[i];
         let per_level = if continuation { &mut t.3 } else { &mut t.2 };
         if per_level.len() <= depth {
             per_level.resize(depth + 1, 0);
         }
         per_level[depth] += 1;
-        self.levels = self.levels.max(depth + 1);
+    }
+
+    /// Deepest recursion level that ran sub-kernels, + 1 (a level's count exists once a segment
+    /// ran there).
+    pub(super) fn levels(&self) -> usize {
+        self.tasks.iter().map(|t| t.2.len().max(t.3.len())).max().unwrap_or(0)
     }
 }
 
