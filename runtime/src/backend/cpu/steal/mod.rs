@@ -70,7 +70,7 @@ fn run_with<T: CilkTask>(
     let mut result = MaybeUninit::<T::Output>::uninit();
     let deques: Vec<_> = (0..threads).map(|_| crossbeam_deque::Worker::new_lifo()).collect();
     let root = Dest { slot: result.as_mut_ptr().cast(), parent: std::ptr::null_mut() };
-    deques[0].push(Job::new::<T>(call.args, root, 0));
+    deques[0].push(Job::new::<T>(call.args, root, 0, 0));
     let mut shared = Shared::new(deques, &temps, config, start, Job::bytes::<T>());
     adjust(&mut shared);
     // Each pool thread runs one worker until the run is done or failing; `broadcast` returns
@@ -201,10 +201,11 @@ mod tests {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
             for early in [false, true] {
                 for spawn_queue in [1, 2] {
-                    let config = Config::default().spawn_queue(spawn_queue).inline_nesting(5);
+                    let config = Config::default().spawn_queue(spawn_queue).inline_nesting(30);
                     let r = run_with(&pool, &config, Call::<Tree>::new((9, early)), |sh| {
-                        // Inline sub-kernel calls even on one worker (`new` would make none).
-                        *sh.policy_mut() = policy::Policy::new(spawn_queue, spawn_queue, 5, 2);
+                        // Inline sub-kernel calls even on one worker (`new` would make none), at
+                        // every even level of the tree (its depth 9 < 30 / 3, so even when busy).
+                        *sh.policy_mut() = policy::Policy::new(spawn_queue, spawn_queue, 30, 2);
                         sh.policy_mut().odd_nesting_tasks = true;
                     })
                     .unwrap();

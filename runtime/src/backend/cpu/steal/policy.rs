@@ -3,24 +3,32 @@
 //!
 //! A spawn becomes
 //! 1. a **task** (a heap record pushed on the worker's own deque, stealable) while that deque
-//!    holds fewer than `Config::spawn_queue` tasks, or fewer than `Config::spawn_queue_idle`
-//!    while some worker is idle: there is then little work for thieves to take from this worker,
-//!    so making more is worth its cost (about a heap record and a deque push/pop). A recursion
-//!    with one spawn per level therefore makes every spawn a task (the deque never holds more
-//!    than the one just pushed) and never recurses on the thread stack;
+//!    holds fewer than `Config::spawn_queue` tasks, or, inside the splitting region (below), fewer
+//!    than `Config::spawn_queue_idle` while some worker is idle: there is then little work for
+//!    thieves to take from this worker, so making more is worth its cost (about a heap record and
+//!    a deque push/pop). A recursion with one spawn per level therefore makes every spawn a task
+//!    (the deque never holds more than the one just pushed) and never recurses on the thread
+//!    stack;
 //! 2. otherwise an **inline sub-kernel call**: the callee's `prespawn`/`resume` run at once on
 //!    this worker's stack, and its own spawns go through this policy again, so its subtree can
-//!    still be split when thieves empty the deque. Nested at most `Config::inline_nesting` deep
-//!    (below the last task this worker started) while some worker is idle, and a third of that
-//!    while every worker is busy (then nobody needs the splitting now, and an inline sub-kernel
-//!    call costs more than a plain call: the frame value is built, stashed results are written
-//!    into it and it is moved into the continuation — measured at ~80 ns for queens' 256-byte
-//!    frame). With one worker there is nobody to split for: no inline sub-kernel calls at all;
+//!    still be split when thieves empty the deque. This is the *splitting region*: the first
+//!    `Config::inline_nesting` levels of spawns below the last task this worker **stole** (or the
+//!    root) while some worker is idle, a third of that while every worker is busy. The nesting
+//!    goes on counting through the worker's own tasks: a task remembers the nesting of the spawn
+//!    that made it, and when its own worker pops it the count resumes there; only a stolen (or
+//!    prioritized) task starts again from 0. So a stolen piece of work is split in its top levels
+//!    and not again in every task below it: with the count restarting at every task, a worker
+//!    that always saw some idle worker (the usual case on 16 cores) ran about one call in ten of
+//!    fib(35) as an inline sub-kernel call (2.7 million, ~20 ns each) and made 90,000 tasks; it
+//!    now makes a few thousand of each (docs/benchmarks.md, 2 cores, 2026-11-26). An inline
+//!    sub-kernel call costs more than a plain call: the frame value is built, stashed results are
+//!    written into it and it is moved into the continuation — measured at ~80 ns for queens'
+//!    256-byte frame. With one worker there is nobody to split for: no inline sub-kernel calls
+//!    at all;
 //! 3. below that, a **serial call**: the generated serial function (`C::serial`), with no
 //!    scheduling cost at all — the automatic cutoff. Its subtree cannot be split, but it sits
-//!    several spawns below a point where this worker's deque was full, and thieves take the
-//!    oldest (largest) tasks of that deque first, so the pieces that cannot be split are the
-//!    small ones.
+//!    several spawns below the piece of work this worker stole, and thieves take the oldest
+//!    (largest) tasks of a deque first, so the pieces that cannot be split are the small ones.
 //!
 //! This is lazy task creation in the sense of Mohr, Kranz and Halstead (1991) with the
 //! deque-occupancy test of lazy binary splitting (Tzannes et al., PPoPP 2010): a spawn costs a
@@ -72,9 +80,9 @@ impl Policy {
         }
     }
 
-    /// The choice for a spawn made while the own deque holds `queued` tasks, `nest` inline calls
-    /// below the last task this worker started; `idle()` says whether some worker is idle (asked
-    /// only when it matters).
+    /// The choice for a spawn made while the own deque holds `queued` tasks, `nest` levels of
+    /// spawns below the last task this worker stole (see the module docs); `idle()` says whether
+    /// some worker is idle (asked only inside the splitting region).
     #[inline]
     pub(super) fn choose(&self, queued: usize, nest: usize, idle: impl FnOnce() -> bool) -> Choice {
         #[cfg(test)]
@@ -84,11 +92,14 @@ impl Policy {
         if queued < self.spawn_queue {
             return Choice::Task;
         }
-        // Asked only where the answer matters.
-        let idle_now = (queued < self.spawn_queue_idle || nest < self.nesting_idle) && idle();
-        if queued < self.spawn_queue_idle && idle_now {
-            Choice::Task
-        } else if nest < self.nesting_busy || (nest < self.nesting_idle && idle_now) {
+        // Asked only where the answer matters: inside the splitting region.
+        if nest < self.nesting_idle && idle() {
+            if queued < self.spawn_queue_idle {
+                Choice::Task
+            } else {
+                Choice::Inline
+            }
+        } else if nest < self.nesting_busy {
             Choice::Inline
         } else {
             Choice::Serial
@@ -124,6 +135,9 @@ mod tests {
         assert_eq!(wide.choose(5, 0, busy), Choice::Inline);
         assert_eq!(wide.choose(8, 0, idle), Choice::Inline);
         assert_eq!(wide.choose(8, 6, idle), Choice::Serial);
+        // Below the splitting region only the short-deque test makes tasks.
+        assert_eq!(wide.choose(5, 6, idle), Choice::Serial);
+        assert_eq!(wide.choose(1, 6, idle), Choice::Task);
         let wide_alone = Policy::new(2, 8, 6, 1);
         assert_eq!(wide_alone.choose(5, 0, idle), Choice::Serial);
     }

@@ -188,7 +188,7 @@ impl<T: CilkTask> Spawn<T> for Cx<'_, '_, T> {
         // Always a real task in the run's best-first queue: inlining it would run it before
         // better work that is already waiting.
         let dest = self.seg.child_dest::<C::Output>(w, place.offset());
-        w.push_ranked::<C>(priority, Job::new::<C>(args, dest, depth));
+        w.push_ranked::<C>(priority, Job::new::<C>(args, dest, depth, 0));
     }
 
     #[inline]
@@ -216,7 +216,7 @@ impl<T: CilkTask> Spawn<T> for Cx<'_, '_, T> {
                 }
                 if choice == Choice::Task {
                     let dest = self.seg.child_dest::<C::Output>(w, place.offset());
-                    w.push_task::<C>(Job::new::<C>(args, dest, depth));
+                    w.push_task::<C>(Job::new::<C>(args, dest, depth, w.nest + 1));
                 } else {
                     w.stats.tasks_inlined += 1;
                     w.nest += 1;

@@ -200,7 +200,8 @@ pub(super) struct Worker<'r> {
     pub(super) max_depth: usize,
     /// `Config::check_races`.
     pub(super) check_races: bool,
-    /// Inline sub-kernel calls nested on this worker's stack below the task it started last.
+    /// Levels of spawns below the task this worker stole last (or the root), counted on through
+    /// its own tasks (`Job::run`): where the policy's splitting region ends.
     pub(super) nest: usize,
     /// Byte ranges of the running segments' real children in their frames (a stack: each
     /// segment owns the entries above its [`Marks`]).
@@ -263,7 +264,9 @@ impl<'r> Worker<'r> {
             if self.failing() {
                 break;
             }
-            let job = match self.local.pop().or_else(|| self.sh.ranked.pop()) {
+            let own = self.local.pop();
+            let from_own = own.is_some();
+            let job = match own.or_else(|| self.sh.ranked.pop()) {
                 Some(j) => j,
                 None => match self.steal() {
                     Some(j) => j,
@@ -291,7 +294,7 @@ impl<'r> Worker<'r> {
                     break;
                 }
             }
-            self.execute(job);
+            self.execute(job, from_own);
         }
         if idle > 0 {
             self.sh.idle.fetch_sub(1, Ordering::Relaxed);
@@ -304,12 +307,12 @@ impl<'r> Worker<'r> {
         self.stats
     }
 
-    /// Runs `job`, then every frame its completion makes ready, in a loop (never recursively:
-    /// a chain of a million frames finishing one after another stays flat on the stack).
-    fn execute(&mut self, job: Job) {
+    /// Runs `job` (from this worker's own deque: `own`), then every frame its completion makes
+    /// ready, in a loop (never recursively: a chain of a million frames finishing one after
+    /// another stays flat on the stack).
+    fn execute(&mut self, job: Job, own: bool) {
         let ran = catch_unwind(AssertUnwindSafe(|| {
-            self.nest = 0;
-            let mut ready = job.run(self);
+            let mut ready = job.run(self, own);
             while let Some(h) = ready {
                 if self.failing() {
                     break; // the frame stays suspended; the failing run never resumes it
