@@ -24,9 +24,14 @@
 //! P × the serial recursion depth (the bound of Blumofe and Leiserson), at any depth: a million
 //! nested single spawns hold a million small cells, never a million stack frames.
 //!
+//! - [`gate`]: which pool threads take part in a run. A run asks every pool thread to join and
+//!   ends when its root delivered, with whichever threads joined by then; it never waits for a
+//!   thread that is asleep or not scheduled (a late one finds the gate closed).
+//!
 //! This module owns the run's setup and its result; it must not touch the levelized scheduler.
 
 mod frame;
+mod gate;
 mod job;
 pub mod join;
 mod policy;
@@ -43,10 +48,12 @@ use crate::stats::{Stats, TaskStats};
 use crate::task::{Call, CilkTask, Registry};
 use crate::temp::RunHeap;
 use frame::Dest;
+use gate::Gate;
 use job::Job;
 use std::mem::MaybeUninit;
+use std::sync::Arc;
 use std::time::Instant;
-use worker::{Shared, Worker, WorkerStats};
+use worker::Shared;
 
 /// Runs `call` to completion on every thread of `pool`.
 pub(super) fn run<T: CilkTask>(
@@ -71,12 +78,27 @@ fn run_with<T: CilkTask>(
     let deques: Vec<_> = (0..threads).map(|_| crossbeam_deque::Worker::new_lifo()).collect();
     let root = Dest { slot: result.as_mut_ptr().cast(), parent: std::ptr::null_mut() };
     deques[0].push(Job::new::<T>(call.args, root, 0, 0));
-    let mut shared = Shared::new(deques, &temps, config, start, Job::bytes::<T>());
+    let gate = Arc::new(Gate::default());
+    let mut shared = Shared::new(deques, &temps, config, start, Job::bytes::<T>(), Arc::clone(&gate));
     adjust(&mut shared);
-    // Each pool thread runs one worker until the run is done or failing; `broadcast` returns
-    // when all have, so no task of this run is running afterwards.
-    let per_worker: Vec<WorkerStats> =
-        pool.broadcast(|ctx| Worker::new(&shared, ctx.index()).map(Worker::run).unwrap_or_default());
+    // Each pool thread that comes while the run is open runs one worker until the run is done
+    // or failing. The run does not wait for the others (asleep, or not scheduled on a loaded
+    // machine): `gate.wait` returns once the run ended and every thread that joined has left,
+    // so no task of this run is running afterwards and no thread touches `shared` again.
+    let at = &shared as *const Shared<'_> as usize;
+    pool.spawn_broadcast({
+        let gate = Arc::clone(&gate);
+        move |ctx| {
+            let Some(_inside) = gate.enter() else { return };
+            // SAFETY: the gate admitted this thread, so `run_with` has not returned from
+            // `gate.wait` and will not before `_inside` is dropped at the end of this closure:
+            // `shared` is alive and not moved (it is borrowed below until then).
+            let sh = unsafe { &*(at as *const Shared<'_>) };
+            sh.work(ctx.index());
+        }
+    });
+    gate.wait();
+    let per_worker = shared.take_results();
     if let Some(e) = shared.take_error() {
         return Err(e);
     }
@@ -84,7 +106,8 @@ fn run_with<T: CilkTask>(
         return Err(Error::Internal("the stealing scheduler stopped before the root task finished".into()));
     }
     // SAFETY: `done` is set only after the root task wrote its value through `root.slot`, and
-    // `broadcast` returning orders that write before this read.
+    // that thread's `gate.end()` afterwards, whose lock `gate.wait` took, orders that write
+    // before this read.
     let value = unsafe { result.assume_init() };
     let (peak, peak_bytes) = shared.peaks();
     let mut stats = Stats {

@@ -14,6 +14,7 @@
 //! workers spin, then yield, then park for short intervals; `done` and `failed` unpark them.
 
 use super::frame::Header;
+use super::gate::Gate;
 use super::job::Job;
 use super::policy::Policy;
 use super::ranked::Ranked;
@@ -26,7 +27,7 @@ use crossbeam_deque::{Steal, Stealer};
 use std::any::TypeId;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
@@ -47,6 +48,10 @@ pub(super) struct Shared<'a> {
     error: Mutex<Option<Error>>,
     /// Worker threads, to unpark at the end.
     threads: Mutex<Vec<Thread>>,
+    /// Which pool threads joined the run; told when it ends.
+    gate: Arc<Gate>,
+    /// The counts of the workers that have left.
+    results: Mutex<Vec<WorkerStats>>,
     temps: &'a RunHeap,
     policy: Policy,
     /// Workers looking for work (`Relaxed`: a hint for the policy only).
@@ -68,6 +73,7 @@ impl<'a> Shared<'a> {
         config: &Config,
         start: Instant,
         root_bytes: usize,
+        gate: Arc<Gate>,
     ) -> Self {
         let workers = deques.len();
         Shared {
@@ -78,6 +84,8 @@ impl<'a> Shared<'a> {
             failed: AtomicBool::new(false),
             error: Mutex::new(None),
             threads: Mutex::new(Vec::new()),
+            gate,
+            results: Mutex::new(Vec::new()),
             temps,
             policy: Policy::new(config.spawn_queue, config.spawn_queue_idle, config.inline_nesting, workers),
             // Every worker starts out looking for work (counted until it finds some), so the first
@@ -91,6 +99,20 @@ impl<'a> Shared<'a> {
             peak: AtomicIsize::new(1),
             peak_bytes: AtomicIsize::new(root_bytes as isize),
         }
+    }
+
+    /// Runs worker `index` of this run on the calling thread, if it is not taken yet, and keeps
+    /// its counts for [`Shared::take_results`].
+    pub(super) fn work(&'a self, index: usize) {
+        if let Some(w) = Worker::new(self, index) {
+            let stats = w.run();
+            self.results.lock().unwrap_or_else(|p| p.into_inner()).push(stats);
+        }
+    }
+
+    /// The counts of every worker that ran (after the run).
+    pub(super) fn take_results(&self) -> Vec<WorkerStats> {
+        std::mem::take(&mut *self.results.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// Whether the root delivered its value.
@@ -405,12 +427,14 @@ impl<'r> Worker<'r> {
         }
         self.sh.failed.store(true, Ordering::Release);
         self.sh.wake_all();
+        self.sh.gate.end();
     }
 
     /// The root delivered its value.
     pub(super) fn root_done(&self) {
         self.sh.done.store(true, Ordering::Release);
         self.sh.wake_all();
+        self.sh.gate.end();
     }
 
     /// Whether the run's timeout has passed (and if so, fails it).
