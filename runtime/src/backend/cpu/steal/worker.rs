@@ -54,15 +54,35 @@ pub(super) struct Shared<'a> {
     results: Mutex<Vec<WorkerStats>>,
     temps: &'a RunHeap,
     policy: Policy,
-    /// Workers looking for work (`Relaxed`: a hint for the policy only).
-    idle: AtomicUsize,
+    /// Workers looking for work (`Relaxed`: a hint for the policy only). Written whenever a
+    /// worker runs out of work or finds some: on a cache line of its own, away from the flags
+    /// every spawn reads.
+    idle: Padded<AtomicUsize>,
     max_depth: usize,
     check_races: bool,
     deadline: Option<(Instant, Duration)>,
+    /// The live-frame counters (written in per-worker batches): on a cache line of their own.
+    counts: Padded<LiveCounts>,
+}
+
+/// The run's live task records and frames, and their peaks (`Relaxed`: statistics only).
+struct LiveCounts {
     live: AtomicIsize,
     live_bytes: AtomicIsize,
     peak: AtomicIsize,
     peak_bytes: AtomicIsize,
+}
+
+/// A value alone on its cache line(s) (128 bytes: two 64-byte lines, since x86 prefetches in
+/// pairs), so writes to it do not slow down reads of its neighbours on other cores.
+#[repr(align(128))]
+struct Padded<T>(T);
+
+impl<T> std::ops::Deref for Padded<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
 }
 
 impl<'a> Shared<'a> {
@@ -90,14 +110,16 @@ impl<'a> Shared<'a> {
             policy: Policy::new(config.spawn_queue, config.spawn_queue_idle, config.inline_nesting, workers),
             // Every worker starts out looking for work (counted until it finds some), so the first
             // spawns of a run already see idle workers and keep their subtrees splittable.
-            idle: AtomicUsize::new(workers),
+            idle: Padded(AtomicUsize::new(workers)),
             max_depth: config.max_depth,
             check_races: config.check_races,
             deadline: config.timeout.map(|t| (start + t, t)),
-            live: AtomicIsize::new(1),
-            live_bytes: AtomicIsize::new(root_bytes as isize),
-            peak: AtomicIsize::new(1),
-            peak_bytes: AtomicIsize::new(root_bytes as isize),
+            counts: Padded(LiveCounts {
+                live: AtomicIsize::new(1),
+                live_bytes: AtomicIsize::new(root_bytes as isize),
+                peak: AtomicIsize::new(1),
+                peak_bytes: AtomicIsize::new(root_bytes as isize),
+            }),
         }
     }
 
@@ -133,7 +155,10 @@ impl<'a> Shared<'a> {
 
     /// The peaks of live frames and their bytes.
     pub(super) fn peaks(&self) -> (usize, usize) {
-        (self.peak.load(Ordering::Relaxed).max(0) as usize, self.peak_bytes.load(Ordering::Relaxed).max(0) as usize)
+        (
+            self.counts.peak.load(Ordering::Relaxed).max(0) as usize,
+            self.counts.peak_bytes.load(Ordering::Relaxed).max(0) as usize,
+        )
     }
 
     fn wake_all(&self) {
@@ -270,7 +295,7 @@ impl<'r> Worker<'r> {
             stats: WorkerStats::default(),
             rng: 0x9e37_79b9_7f4a_7c15 ^ ((index as u64 + 1) << 17),
             live: Live {
-                base: [sh.live.load(Ordering::Relaxed), sh.live_bytes.load(Ordering::Relaxed)],
+                base: [sh.counts.live.load(Ordering::Relaxed), sh.counts.live_bytes.load(Ordering::Relaxed)],
                 ..Live::default()
             },
             jobs_since_clock: 0,
@@ -482,7 +507,8 @@ impl<'r> Worker<'r> {
     /// (`Relaxed`: statistics only, read after the run's join).
     fn flush_live(&mut self) {
         let l = &mut self.live;
-        let counters = [(&self.sh.live, &self.sh.peak), (&self.sh.live_bytes, &self.sh.peak_bytes)];
+        let c = &self.sh.counts;
+        let counters = [(&c.live, &c.peak), (&c.live_bytes, &c.peak_bytes)];
         for (k, (count, peak)) in counters.into_iter().enumerate() {
             l.base[k] = count.fetch_add(l.delta[k], Ordering::Relaxed) + l.delta[k];
             l.delta[k] = 0;
