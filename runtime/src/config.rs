@@ -135,11 +135,11 @@ pub struct Config {
     /// scripts/cpu-tune.sh on 16 cores, docs/benchmarks.md).
     pub spawn_queue_idle: usize,
     /// Stealing scheduler: how many levels of spawns, below the last task a worker stole (counted
-    /// on through the tasks it spawned and runs itself), a spawn that runs at once still runs as
-    /// sub-kernels (so its own spawns can still become tasks for idle workers); deeper ones call
-    /// the generated serial function, which has no scheduling cost but cannot be split
-    /// (`GPU_CILK_INLINE_NESTING`, default 8; a third of it while no worker is idle, none on one
-    /// worker).
+    /// on through the tasks it spawned and runs itself; the `i`-th spawn of a segment counts as
+    /// the bits of `i`, so a loop of `k` spawns like a binary splitting of `k`), a spawn that runs
+    /// at once still runs as sub-kernels (so its own spawns can still become tasks for idle
+    /// workers); deeper ones call the generated serial function, which has no scheduling cost but
+    /// cannot be split (`GPU_CILK_INLINE_NESTING`, default 8; none on one worker).
     pub inline_nesting: usize,
     /// Channel elements one recursion level may hold before the scheduler stops dispatching more
     /// of the level above it (`GPU_CILK_LEVEL_CAPACITY`). The scheduler dispatches at most

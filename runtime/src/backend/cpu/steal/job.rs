@@ -14,8 +14,8 @@ struct Record<C: CilkTask> {
     args: C::Args,
     dest: Dest,
     depth: usize,
-    /// The spawner's inline nesting + 1: where the task resumes counting when its own worker
-    /// runs it ([`Job::run`]).
+    /// The task's level in its worker's splitting region (the spawner's plus the spawn's
+    /// weight): where it resumes counting when its own worker runs it ([`Job::run`]).
     nest: usize,
 }
 
@@ -38,8 +38,8 @@ impl Job {
         std::mem::size_of::<Record<C>>()
     }
 
-    /// A job running `C` with `args`, delivering to `dest`, at recursion `depth`, spawned at
-    /// inline nesting `nest - 1` (0 for the root).
+    /// A job running `C` with `args`, delivering to `dest`, at recursion `depth` and level `nest`
+    /// of the splitting region (0 for the root and prioritized tasks).
     pub(super) fn new<C: CilkTask>(args: C::Args, dest: Dest, depth: usize, nest: usize) -> Job {
         let record = NonNull::from(Box::leak(Box::new(Record::<C> { args, dest, depth, nest }))).cast();
         Job { record, run: run_record::<C>, discard: discard_record::<C> }

@@ -16,8 +16,8 @@
 //!   children were faster) resumes it on its own worker — there is no level barrier.
 //! - [`segment`]: runs a task's segments and carries out, at each spawn, the
 //!   [`policy`](policy): a stealable task while the own deque is short, else an inline call of
-//!   the callee's sub-kernels, and below `Config::inline_nesting` inline levels a plain call of
-//!   the generated serial function.
+//!   the callee's sub-kernels, and below `Config::inline_nesting` levels under the last stolen
+//!   task a plain call of the generated serial function.
 //!
 //! Memory: a suspended task holds one cell; every cell belongs to a task on some worker's current
 //! path or to a task in a deque, and each worker runs depth-first, so live memory is about
@@ -227,7 +227,7 @@ mod tests {
                     let config = Config::default().spawn_queue(spawn_queue).inline_nesting(30);
                     let r = run_with(&pool, &config, Call::<Tree>::new((9, early)), |sh| {
                         // Inline sub-kernel calls even on one worker (`new` would make none), at
-                        // every even level of the tree (its depth 9 < 30 / 3, so even when busy).
+                        // every other level (its depth 9 weighs at most 18 < 30 levels).
                         *sh.policy_mut() = policy::Policy::new(spawn_queue, spawn_queue, 30, 2);
                         sh.policy_mut().odd_nesting_tasks = true;
                     })

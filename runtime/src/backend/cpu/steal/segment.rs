@@ -14,7 +14,7 @@
 
 use super::frame::{deliver, Cell, Dest, Header, Ready, DEFERRED};
 use super::job::Job;
-use super::policy::Choice;
+use super::policy::{weight, Choice};
 use super::worker::{Marks, Worker};
 use crate::error::Error;
 use crate::task::{CilkTask, Place, Spawn, Step};
@@ -60,6 +60,8 @@ pub(super) struct Seg {
     cell_bytes: usize,
     /// Real children spawned (and inline children that became real) in this segment.
     real: usize,
+    /// Spawns of this segment so far (every kind), for the splitting region's weights.
+    spawns: usize,
     depth: usize,
     /// With `Config::check_races`: the slice ranges given to this segment's children so far.
     given: Vec<Given>,
@@ -83,6 +85,7 @@ impl Seg {
             frame_ptr: Cell::<T>::frame_ptr,
             cell_bytes: Cell::<T>::BYTES,
             real: 0,
+            spawns: 0,
             depth,
             given: Vec::new(),
         }
@@ -195,8 +198,12 @@ impl<T: CilkTask> Spawn<T> for Cx<'_, '_, T> {
     fn spawn<C: CilkTask>(&mut self, args: C::Args, place: Place<T::Frame, C::Output>) {
         let w = &mut *self.w;
         let depth = self.seg.depth + 1;
+        self.seg.spawns += 1;
+        // The callee's level in the splitting region: `nest` as counted from the spawner's, with
+        // the later spawns of a segment weighing more (policy::weight).
+        let nest = w.nest + weight(self.seg.spawns);
         let idle = w.idle_workers();
-        match w.policy.choose(w.local.len(), w.nest, || idle.load(std::sync::atomic::Ordering::Relaxed) > 0) {
+        match w.policy.choose(w.local.len(), nest - 1, || idle.load(std::sync::atomic::Ordering::Relaxed) > 0) {
             Choice::Serial => {
                 w.stats.calls_inlined += 1;
                 let outer = std::mem::replace(&mut w.current, (C::NAME, depth));
@@ -216,13 +223,13 @@ impl<T: CilkTask> Spawn<T> for Cx<'_, '_, T> {
                 }
                 if choice == Choice::Task {
                     let dest = self.seg.child_dest::<C::Output>(w, place.offset());
-                    w.push_task::<C>(Job::new::<C>(args, dest, depth, w.nest + 1));
+                    w.push_task::<C>(Job::new::<C>(args, dest, depth, nest));
                 } else {
                     w.stats.tasks_inlined += 1;
-                    w.nest += 1;
+                    let outer = std::mem::replace(&mut w.nest, nest);
                     let link = Link::Inline { parent: &mut self.seg, offset: place.offset() };
                     let ended = run_segments::<C>(w, Start::Pre(args), link, depth, ptr::null_mut());
-                    w.nest -= 1;
+                    w.nest = outer;
                     if let (Ended::Value(v), Some(off)) = (ended, place.offset()) {
                         w.stash(off, v);
                     }
