@@ -47,7 +47,7 @@ impl Job {
 
     /// Runs the task (its segments until it finishes or suspends). Returns a frame made ready by
     /// its delivery, if any. `own`: the job comes from this worker's own deque, so its spawns
-    /// go on counting the inline nesting where its spawner left off (see
+    /// go on counting the splitting region's levels where its spawner left off (see
     /// [`policy`](super::policy)); a stolen or prioritized job starts from 0.
     pub(super) fn run(self, w: &mut Worker<'_>, own: bool) -> Ready {
         let job = ManuallyDrop::new(self);

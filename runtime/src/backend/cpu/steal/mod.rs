@@ -18,15 +18,14 @@
 //!   [`policy`](policy): a stealable task while the own deque is short, else an inline call of
 //!   the callee's sub-kernels, and below `Config::inline_nesting` levels under the last stolen
 //!   task a plain call of the generated serial function.
+//! - [`gate`]: which pool threads take part in a run. A run asks every pool thread to join and
+//!   ends when its root delivered, with whichever threads joined by then; it never waits for a
+//!   thread that is asleep or not scheduled (a late one finds the gate closed).
 //!
 //! Memory: a suspended task holds one cell; every cell belongs to a task on some worker's current
 //! path or to a task in a deque, and each worker runs depth-first, so live memory is about
 //! P × the serial recursion depth (the bound of Blumofe and Leiserson), at any depth: a million
 //! nested single spawns hold a million small cells, never a million stack frames.
-//!
-//! - [`gate`]: which pool threads take part in a run. A run asks every pool thread to join and
-//!   ends when its root delivered, with whichever threads joined by then; it never waits for a
-//!   thread that is asleep or not scheduled (a late one finds the gate closed).
 //!
 //! This module owns the run's setup and its result; it must not touch the levelized scheduler.
 
