@@ -175,6 +175,8 @@ fn row(label: &str, serial: &Cell, rayon: &Cell, cutoff: &Cell, st: &Cell, lv: &
 
 fn ms(c: &Cell) -> String {
     match c {
+        // Three decimals: the fixed cost of a tiny run (fib(5)) is microseconds.
+        Ok(d) if *d < Duration::from_millis(1) => format!("{:.3} ms", d.as_secs_f64() * 1e3),
         Ok(d) => format!("{:.2} ms", d.as_secs_f64() * 1e3),
         Err(e) => e.clone(),
     }

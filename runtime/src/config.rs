@@ -127,17 +127,20 @@ pub struct Config {
     /// holds fewer than this many tasks; otherwise it runs at once on the spawning worker
     /// (`GPU_CILK_SPAWN_QUEUE`, default 2; `usize::MAX` makes every spawn a task).
     pub spawn_queue: usize,
-    /// Stealing scheduler: while some worker is idle, a spawn becomes a task while the own deque
-    /// holds fewer than this many (at least [`Config::spawn_queue`]): wide spawners (queens' loop
+    /// Stealing scheduler: while some worker is idle, a spawn in the splitting region (the first
+    /// [`Config::inline_nesting`] levels below the last stolen task) becomes a task while the own
+    /// deque holds fewer than this many (at least [`Config::spawn_queue`]): wide spawners (queens' loop
     /// of up to 15 children) then leave thieves more than two pieces, and narrow ones (fib) are
     /// unaffected once every worker is busy (`GPU_CILK_SPAWN_QUEUE_IDLE`, default 4; measured with
     /// scripts/cpu-tune.sh on 16 cores, docs/benchmarks.md).
     pub spawn_queue_idle: usize,
-    /// Stealing scheduler: how many spawns deep, below the last real task, a spawn that runs at
-    /// once still runs as sub-kernels (so its own spawns can still become tasks for idle
-    /// workers); deeper ones call the generated serial function, which has no scheduling cost
-    /// but cannot be split (`GPU_CILK_INLINE_NESTING`, default 8; a third of it while no worker is
-    /// idle, none on one worker).
+    /// Stealing scheduler: how many levels of spawns, below the last task a worker stole (counted
+    /// on through the tasks it spawned and runs itself; the `i`-th spawn of a segment counts as
+    /// the bits of `i`, so a loop of `k` spawns like a binary splitting of `k`), a spawn that runs
+    /// at once still runs as sub-kernels (so its own spawns can still become tasks for idle
+    /// workers); deeper ones call the generated serial function, which has no scheduling cost but
+    /// cannot be split (`GPU_CILK_INLINE_NESTING`, default 6; none on one worker; measured on
+    /// 2 cores, docs/benchmarks.md).
     pub inline_nesting: usize,
     /// Channel elements one recursion level may hold before the scheduler stops dispatching more
     /// of the level above it (`GPU_CILK_LEVEL_CAPACITY`). The scheduler dispatches at most
@@ -234,7 +237,7 @@ impl Default for Config {
             stack_bytes: 64 << 20,
             spawn_queue: 2,
             spawn_queue_idle: 4,
-            inline_nesting: 8,
+            inline_nesting: 6,
             level_capacity: 1 << 14,
             segment_capacity: 1 << 14,
             pool_capacity: 1 << 26,

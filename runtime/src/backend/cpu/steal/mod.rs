@@ -16,8 +16,11 @@
 //!   children were faster) resumes it on its own worker — there is no level barrier.
 //! - [`segment`]: runs a task's segments and carries out, at each spawn, the
 //!   [`policy`](policy): a stealable task while the own deque is short, else an inline call of
-//!   the callee's sub-kernels, and below `Config::inline_nesting` inline levels a plain call of
-//!   the generated serial function.
+//!   the callee's sub-kernels, and below `Config::inline_nesting` levels under the last stolen
+//!   task a plain call of the generated serial function.
+//! - [`gate`]: which pool threads take part in a run. A run asks every pool thread to join and
+//!   ends when its root delivered, with whichever threads joined by then; it never waits for a
+//!   thread that is asleep or not scheduled (a late one finds the gate closed).
 //!
 //! Memory: a suspended task holds one cell; every cell belongs to a task on some worker's current
 //! path or to a task in a deque, and each worker runs depth-first, so live memory is about
@@ -27,6 +30,7 @@
 //! This module owns the run's setup and its result; it must not touch the levelized scheduler.
 
 mod frame;
+mod gate;
 mod job;
 pub mod join;
 mod policy;
@@ -43,10 +47,12 @@ use crate::stats::{Stats, TaskStats};
 use crate::task::{Call, CilkTask, Registry};
 use crate::temp::RunHeap;
 use frame::Dest;
+use gate::Gate;
 use job::Job;
 use std::mem::MaybeUninit;
+use std::sync::Arc;
 use std::time::Instant;
-use worker::{Shared, Worker, WorkerStats};
+use worker::Shared;
 
 /// Runs `call` to completion on every thread of `pool`.
 pub(super) fn run<T: CilkTask>(
@@ -70,13 +76,28 @@ fn run_with<T: CilkTask>(
     let mut result = MaybeUninit::<T::Output>::uninit();
     let deques: Vec<_> = (0..threads).map(|_| crossbeam_deque::Worker::new_lifo()).collect();
     let root = Dest { slot: result.as_mut_ptr().cast(), parent: std::ptr::null_mut() };
-    deques[0].push(Job::new::<T>(call.args, root, 0));
-    let mut shared = Shared::new(deques, &temps, config, start, Job::bytes::<T>());
+    deques[0].push(Job::new::<T>(call.args, root, 0, 0));
+    let gate = Arc::new(Gate::default());
+    let mut shared = Shared::new(deques, &temps, config, start, Job::bytes::<T>(), Arc::clone(&gate));
     adjust(&mut shared);
-    // Each pool thread runs one worker until the run is done or failing; `broadcast` returns
-    // when all have, so no task of this run is running afterwards.
-    let per_worker: Vec<WorkerStats> =
-        pool.broadcast(|ctx| Worker::new(&shared, ctx.index()).map(Worker::run).unwrap_or_default());
+    // Each pool thread that comes while the run is open runs one worker until the run is done
+    // or failing. The run does not wait for the others (asleep, or not scheduled on a loaded
+    // machine): `gate.wait` returns once the run ended and every thread that joined has left,
+    // so no task of this run is running afterwards and no thread touches `shared` again.
+    let at = &shared as *const Shared<'_> as usize;
+    pool.spawn_broadcast({
+        let gate = Arc::clone(&gate);
+        move |ctx| {
+            let Some(_inside) = gate.enter() else { return };
+            // SAFETY: the gate admitted this thread, so `run_with` has not returned from
+            // `gate.wait` and will not before `_inside` is dropped at the end of this closure:
+            // `shared` is alive and not moved (it is borrowed below until then).
+            let sh = unsafe { &*(at as *const Shared<'_>) };
+            sh.work(ctx.index());
+        }
+    });
+    gate.wait();
+    let per_worker = shared.take_results();
     if let Some(e) = shared.take_error() {
         return Err(e);
     }
@@ -84,7 +105,8 @@ fn run_with<T: CilkTask>(
         return Err(Error::Internal("the stealing scheduler stopped before the root task finished".into()));
     }
     // SAFETY: `done` is set only after the root task wrote its value through `root.slot`, and
-    // `broadcast` returning orders that write before this read.
+    // that thread's `gate.end()` afterwards, whose lock `gate.wait` took, orders that write
+    // before this read.
     let value = unsafe { result.assume_init() };
     let (peak, peak_bytes) = shared.peaks();
     let mut stats = Stats {
@@ -105,7 +127,7 @@ fn run_with<T: CilkTask>(
         stats.tasks_inlined += w.tasks_inlined;
         stats.calls_inlined += w.calls_inlined;
         stats.steals += w.steals;
-        stats.levels = stats.levels.max(w.levels);
+        stats.levels = stats.levels.max(w.levels());
         for (id, name, pre, cont) in w.tasks {
             let i = match reg.entries().iter().position(|e| e.id == id) {
                 Some(i) => i,
@@ -201,10 +223,11 @@ mod tests {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
             for early in [false, true] {
                 for spawn_queue in [1, 2] {
-                    let config = Config::default().spawn_queue(spawn_queue).inline_nesting(5);
+                    let config = Config::default().spawn_queue(spawn_queue).inline_nesting(30);
                     let r = run_with(&pool, &config, Call::<Tree>::new((9, early)), |sh| {
-                        // Inline sub-kernel calls even on one worker (`new` would make none).
-                        *sh.policy_mut() = policy::Policy::new(spawn_queue, spawn_queue, 5, 2);
+                        // Inline sub-kernel calls even on one worker (`new` would make none), at
+                        // every other level (its depth 9 weighs at most 18 < 30 levels).
+                        *sh.policy_mut() = policy::Policy::new(spawn_queue, spawn_queue, 30, 2);
                         sh.policy_mut().odd_nesting_tasks = true;
                     })
                     .unwrap();

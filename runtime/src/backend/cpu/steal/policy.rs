@@ -3,24 +3,37 @@
 //!
 //! A spawn becomes
 //! 1. a **task** (a heap record pushed on the worker's own deque, stealable) while that deque
-//!    holds fewer than `Config::spawn_queue` tasks, or fewer than `Config::spawn_queue_idle`
-//!    while some worker is idle: there is then little work for thieves to take from this worker,
-//!    so making more is worth its cost (about a heap record and a deque push/pop). A recursion
-//!    with one spawn per level therefore makes every spawn a task (the deque never holds more
-//!    than the one just pushed) and never recurses on the thread stack;
+//!    holds fewer than `Config::spawn_queue` tasks, or, inside the splitting region (below), fewer
+//!    than `Config::spawn_queue_idle` while some worker is idle: there is then little work for
+//!    thieves to take from this worker, so making more is worth its cost (about a heap record and
+//!    a deque push/pop). A recursion with one spawn per level therefore makes every spawn a task
+//!    (the deque never holds more than the one just pushed) and never recurses on the thread
+//!    stack;
 //! 2. otherwise an **inline sub-kernel call**: the callee's `prespawn`/`resume` run at once on
 //!    this worker's stack, and its own spawns go through this policy again, so its subtree can
-//!    still be split when thieves empty the deque. Nested at most `Config::inline_nesting` deep
-//!    (below the last task this worker started) while some worker is idle, and a third of that
-//!    while every worker is busy (then nobody needs the splitting now, and an inline sub-kernel
-//!    call costs more than a plain call: the frame value is built, stashed results are written
-//!    into it and it is moved into the continuation — measured at ~80 ns for queens' 256-byte
-//!    frame). With one worker there is nobody to split for: no inline sub-kernel calls at all;
+//!    still be split when thieves empty the deque. This is the *splitting region*: the spawns
+//!    fewer than `Config::inline_nesting` levels below the last task this worker **stole** (or
+//!    the root), with the `i`-th spawn of a segment counting as [`weight`]`(i)` levels (the bits
+//!    of `i`: a loop of `k` spawns counts like a binary splitting of `k`), so the region ends
+//!    where the work below is a small share of the stolen piece whatever the fan-out. The level
+//!    goes on counting through the worker's own tasks: a task records its level, and when its
+//!    own worker pops it the count resumes there; only a stolen (or prioritized) task, or a
+//!    resumed frame, starts again from 0. So a stolen piece of work is split in its top levels
+//!    and not again in every task below it. With the count restarting at every task (and one
+//!    level per spawn), a worker that always saw some idle worker (the usual case on 16 cores)
+//!    ran about one call in ten of fib(35) as an inline sub-kernel call (2.7 million, ~20 ns
+//!    each) and made 90,000 tasks; it now makes a few thousand of each (docs/benchmarks.md,
+//!    2 cores, 2026-11-26). Since the region is paid once per steal, it no longer shrinks while
+//!    every worker is busy (it used to be a third as deep then, which left serial calls of a
+//!    quarter of a stolen fib subtree: milliseconds that no thief could split). An inline
+//!    sub-kernel call costs more than a plain call: the frame value is built, stashed results
+//!    are written into it and it is moved into the continuation — ~20 ns for fib, measured at
+//!    ~80 ns for queens' 256-byte frame. With one worker there is nobody to split for: no inline
+//!    sub-kernel calls at all;
 //! 3. below that, a **serial call**: the generated serial function (`C::serial`), with no
 //!    scheduling cost at all — the automatic cutoff. Its subtree cannot be split, but it sits
-//!    several spawns below a point where this worker's deque was full, and thieves take the
-//!    oldest (largest) tasks of that deque first, so the pieces that cannot be split are the
-//!    small ones.
+//!    several spawns below the piece of work this worker stole, and thieves take the oldest
+//!    (largest) tasks of a deque first, so the pieces that cannot be split are the small ones.
 //!
 //! This is lazy task creation in the sense of Mohr, Kranz and Halstead (1991) with the
 //! deque-occupancy test of lazy binary splitting (Tzannes et al., PPoPP 2010): a spawn costs a
@@ -46,10 +59,9 @@ pub(super) struct Policy {
     spawn_queue: usize,
     /// ... or fewer than this while some worker is idle.
     spawn_queue_idle: usize,
-    /// Run inline spawns as sub-kernels while nested fewer than this deep, when a worker is idle.
-    nesting_idle: usize,
-    /// ... and when every worker is busy.
-    nesting_busy: usize,
+    /// Run spawns that are not tasks as sub-kernels while fewer than this many levels (weighted,
+    /// see [`weight`]) below the last stolen task: the splitting region.
+    nesting: usize,
     /// Tests only: make a task at every odd inline nesting, so inline calls end with real
     /// children of their own (which otherwise needs a thief's timing).
     #[cfg(test)]
@@ -60,21 +72,20 @@ impl Policy {
     /// The policy of `Config::spawn_queue`, `Config::spawn_queue_idle` and
     /// `Config::inline_nesting` for `workers` workers.
     pub(super) fn new(spawn_queue: usize, spawn_queue_idle: usize, inline_nesting: usize, workers: usize) -> Self {
-        let nesting_idle = if workers > 1 { inline_nesting } else { 0 };
         Policy {
             spawn_queue,
             // One worker: nobody is ever idle while it runs (and nobody to split for).
             spawn_queue_idle: if workers > 1 { spawn_queue_idle.max(spawn_queue) } else { spawn_queue },
-            nesting_idle,
-            nesting_busy: nesting_idle / 3,
+            nesting: if workers > 1 { inline_nesting } else { 0 },
             #[cfg(test)]
             odd_nesting_tasks: false,
         }
     }
 
-    /// The choice for a spawn made while the own deque holds `queued` tasks, `nest` inline calls
-    /// below the last task this worker started; `idle()` says whether some worker is idle (asked
-    /// only when it matters).
+    /// The choice for a spawn made while the own deque holds `queued` tasks, by a spawner `nest`
+    /// levels (weighted, [`weight`] minus 1 included) below the last task this worker stole (see
+    /// the module docs); `idle()` says whether some worker is idle (asked only inside the
+    /// splitting region).
     #[inline]
     pub(super) fn choose(&self, queued: usize, nest: usize, idle: impl FnOnce() -> bool) -> Choice {
         #[cfg(test)]
@@ -84,16 +95,28 @@ impl Policy {
         if queued < self.spawn_queue {
             return Choice::Task;
         }
-        // Asked only where the answer matters.
-        let idle_now = (queued < self.spawn_queue_idle || nest < self.nesting_idle) && idle();
-        if queued < self.spawn_queue_idle && idle_now {
+        if nest >= self.nesting {
+            return Choice::Serial;
+        }
+        // Asked only where the answer matters: inside the splitting region.
+        if queued < self.spawn_queue_idle && idle() {
             Choice::Task
-        } else if nest < self.nesting_busy || (nest < self.nesting_idle && idle_now) {
-            Choice::Inline
         } else {
-            Choice::Serial
+            Choice::Inline
         }
     }
+}
+
+/// How many levels the `i`-th spawn (from 1) of a segment counts in the splitting region: the
+/// bits of `i`, so 1 for the first spawn, 2 for the second and third, 3 for the fourth to
+/// seventh... A loop of `k` spawns thus counts like a binary splitting of `k` (about `log2 k`
+/// levels for most of them), and fib's smaller second child one level more than its first: the
+/// region ends where the work below is about `2^-nesting` of the stolen task's, whatever the
+/// fan-out, instead of after a fixed number of spawn levels (8 levels of queens' loops are
+/// millions of calls; 8 levels of fib are a few hundred).
+#[inline]
+pub(super) fn weight(i: usize) -> usize {
+    (usize::BITS - i.leading_zeros()) as usize
 }
 
 #[cfg(test)]
@@ -107,11 +130,11 @@ mod tests {
         assert_eq!(p.choose(0, 9, busy), Choice::Task);
         assert_eq!(p.choose(1, 0, busy), Choice::Task);
         assert_eq!(p.choose(2, 0, busy), Choice::Inline);
-        assert_eq!(p.choose(2, 1, busy), Choice::Inline);
-        assert_eq!(p.choose(2, 2, busy), Choice::Serial);
-        assert_eq!(p.choose(2, 2, idle), Choice::Inline);
+        assert_eq!(p.choose(2, 5, busy), Choice::Inline);
+        assert_eq!(p.choose(2, 5, idle), Choice::Inline);
         assert_eq!(p.choose(9, 5, idle), Choice::Inline);
         assert_eq!(p.choose(2, 6, idle), Choice::Serial);
+        assert_eq!(p.choose(2, 6, busy), Choice::Serial);
         let every = Policy::new(usize::MAX, usize::MAX, 0, 2);
         assert_eq!(every.choose(1 << 40, 0, idle), Choice::Task);
         let none = Policy::new(0, 0, 0, 2);
@@ -124,7 +147,16 @@ mod tests {
         assert_eq!(wide.choose(5, 0, busy), Choice::Inline);
         assert_eq!(wide.choose(8, 0, idle), Choice::Inline);
         assert_eq!(wide.choose(8, 6, idle), Choice::Serial);
+        // Below the splitting region only the short-deque test makes tasks.
+        assert_eq!(wide.choose(5, 6, idle), Choice::Serial);
+        assert_eq!(wide.choose(1, 6, idle), Choice::Task);
         let wide_alone = Policy::new(2, 8, 6, 1);
         assert_eq!(wide_alone.choose(5, 0, idle), Choice::Serial);
+    }
+
+    #[test]
+    fn a_spawn_weighs_the_bits_of_its_index() {
+        let w: Vec<usize> = (1..=9).map(weight).collect();
+        assert_eq!(w, [1, 2, 2, 3, 3, 3, 3, 4, 4]);
     }
 }

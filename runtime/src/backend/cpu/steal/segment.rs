@@ -14,7 +14,7 @@
 
 use super::frame::{deliver, Cell, Dest, Header, Ready, DEFERRED};
 use super::job::Job;
-use super::policy::Choice;
+use super::policy::{weight, Choice};
 use super::worker::{Marks, Worker};
 use crate::error::Error;
 use crate::task::{CilkTask, Place, Spawn, Step};
@@ -60,6 +60,8 @@ pub(super) struct Seg {
     cell_bytes: usize,
     /// Real children spawned (and inline children that became real) in this segment.
     real: usize,
+    /// Spawns of this segment so far (every kind), for the splitting region's weights.
+    spawns: usize,
     depth: usize,
     /// With `Config::check_races`: the slice ranges given to this segment's children so far.
     given: Vec<Given>,
@@ -83,6 +85,7 @@ impl Seg {
             frame_ptr: Cell::<T>::frame_ptr,
             cell_bytes: Cell::<T>::BYTES,
             real: 0,
+            spawns: 0,
             depth,
             given: Vec::new(),
         }
@@ -188,15 +191,19 @@ impl<T: CilkTask> Spawn<T> for Cx<'_, '_, T> {
         // Always a real task in the run's best-first queue: inlining it would run it before
         // better work that is already waiting.
         let dest = self.seg.child_dest::<C::Output>(w, place.offset());
-        w.push_ranked::<C>(priority, Job::new::<C>(args, dest, depth));
+        w.push_ranked::<C>(priority, Job::new::<C>(args, dest, depth, 0));
     }
 
     #[inline]
     fn spawn<C: CilkTask>(&mut self, args: C::Args, place: Place<T::Frame, C::Output>) {
         let w = &mut *self.w;
         let depth = self.seg.depth + 1;
+        self.seg.spawns += 1;
+        // The callee's level in the splitting region: `nest` as counted from the spawner's, with
+        // the later spawns of a segment weighing more (policy::weight).
+        let nest = w.nest + weight(self.seg.spawns);
         let idle = w.idle_workers();
-        match w.policy.choose(w.local.len(), w.nest, || idle.load(std::sync::atomic::Ordering::Relaxed) > 0) {
+        match w.policy.choose(w.local.len(), nest - 1, || idle.load(std::sync::atomic::Ordering::Relaxed) > 0) {
             Choice::Serial => {
                 w.stats.calls_inlined += 1;
                 let outer = std::mem::replace(&mut w.current, (C::NAME, depth));
@@ -216,13 +223,13 @@ impl<T: CilkTask> Spawn<T> for Cx<'_, '_, T> {
                 }
                 if choice == Choice::Task {
                     let dest = self.seg.child_dest::<C::Output>(w, place.offset());
-                    w.push_task::<C>(Job::new::<C>(args, dest, depth));
+                    w.push_task::<C>(Job::new::<C>(args, dest, depth, nest));
                 } else {
                     w.stats.tasks_inlined += 1;
-                    w.nest += 1;
+                    let outer = std::mem::replace(&mut w.nest, nest);
                     let link = Link::Inline { parent: &mut self.seg, offset: place.offset() };
                     let ended = run_segments::<C>(w, Start::Pre(args), link, depth, ptr::null_mut());
-                    w.nest -= 1;
+                    w.nest = outer;
                     if let (Ended::Value(v), Some(off)) = (ended, place.offset()) {
                         w.stash(off, v);
                     }
@@ -419,26 +426,55 @@ impl Worker<'_> {
     #[inline]
     fn stash<O>(&mut self, off: usize, v: O) {
         let at = self.stash_bytes.len();
-        // SAFETY: `v` is a live `O`; its bytes are copied as plain bytes (outputs are `Copy`).
-        let bytes = unsafe { std::slice::from_raw_parts(ptr::addr_of!(v).cast::<u8>(), size_of::<O>()) };
-        self.stash_bytes.extend_from_slice(bytes);
-        self.stash_at.push((off, at, size_of::<O>()));
-        std::mem::forget(v);
+        let len = size_of::<O>();
+        self.stash_bytes.reserve(len);
+        // SAFETY: `reserve` made room for `len` more bytes after `at`; the write is unaligned
+        // (the buffer is bytes), and `set_len` covers exactly the bytes written. Outputs are
+        // `Copy`, so their bytes are a complete value.
+        unsafe {
+            ptr::write_unaligned(self.stash_bytes.as_mut_ptr().add(at).cast::<O>(), v);
+            self.stash_bytes.set_len(at + len);
+        }
+        self.stash_at.push((off, at, len));
     }
 
     /// Writes the running segment's stashed values into its frame value at `frame`.
+    #[inline]
     fn apply_stash(&mut self, marks: Marks, frame: *mut u8) {
+        if self.stash_at.len() == marks.stash {
+            return;
+        }
         for &(off, at, len) in &self.stash_at[marks.stash..] {
-            // SAFETY: `off` came from a `Place` of this frame type with an output of `len` bytes.
-            unsafe { ptr::copy_nonoverlapping(self.stash_bytes.as_ptr().add(at), frame.add(off), len) };
+            // SAFETY: `off` came from a `Place` of this frame type with an output of `len` bytes,
+            // and `at..at + len` lies in `stash_bytes` (written by `stash`).
+            unsafe { copy_small(self.stash_bytes.as_ptr().add(at), frame.add(off), len) };
         }
         self.drop_stash(marks);
     }
 
     /// Forgets the running segment's stashed values.
+    #[inline]
     fn drop_stash(&mut self, marks: Marks) {
         self.stash_at.truncate(marks.stash);
         self.stash_bytes.truncate(marks.stash_bytes);
+    }
+}
+
+/// `ptr::copy_nonoverlapping` of `len` bytes, with the common output sizes as single moves
+/// instead of a `memcpy` call (this runs once per inline child).
+///
+/// # Safety
+/// As `ptr::copy_nonoverlapping(src, dst, len)`.
+#[inline]
+unsafe fn copy_small(src: *const u8, dst: *mut u8, len: usize) {
+    // SAFETY: guaranteed by the caller (every arm); the reads and writes are unaligned.
+    unsafe {
+        match len {
+            8 => dst.cast::<u64>().write_unaligned(src.cast::<u64>().read_unaligned()),
+            4 => dst.cast::<u32>().write_unaligned(src.cast::<u32>().read_unaligned()),
+            16 => dst.cast::<u128>().write_unaligned(src.cast::<u128>().read_unaligned()),
+            _ => ptr::copy_nonoverlapping(src, dst, len),
+        }
     }
 }
 

@@ -14,6 +14,7 @@
 //! workers spin, then yield, then park for short intervals; `done` and `failed` unpark them.
 
 use super::frame::Header;
+use super::gate::Gate;
 use super::job::Job;
 use super::policy::Policy;
 use super::ranked::Ranked;
@@ -26,7 +27,7 @@ use crossbeam_deque::{Steal, Stealer};
 use std::any::TypeId;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
@@ -47,17 +48,41 @@ pub(super) struct Shared<'a> {
     error: Mutex<Option<Error>>,
     /// Worker threads, to unpark at the end.
     threads: Mutex<Vec<Thread>>,
+    /// Which pool threads joined the run; told when it ends.
+    gate: Arc<Gate>,
+    /// The counts of the workers that have left.
+    results: Mutex<Vec<WorkerStats>>,
     temps: &'a RunHeap,
     policy: Policy,
-    /// Workers looking for work (`Relaxed`: a hint for the policy only).
-    idle: AtomicUsize,
+    /// Workers looking for work (`Relaxed`: a hint for the policy only). Written whenever a
+    /// worker runs out of work or finds some: on a cache line of its own, away from the flags
+    /// every spawn reads.
+    idle: Padded<AtomicUsize>,
     max_depth: usize,
     check_races: bool,
     deadline: Option<(Instant, Duration)>,
+    /// The live-frame counters (written in per-worker batches): on a cache line of their own.
+    counts: Padded<LiveCounts>,
+}
+
+/// The run's live task records and frames, and their peaks (`Relaxed`: statistics only).
+struct LiveCounts {
     live: AtomicIsize,
     live_bytes: AtomicIsize,
     peak: AtomicIsize,
     peak_bytes: AtomicIsize,
+}
+
+/// A value alone on its cache line(s) (128 bytes: two 64-byte lines, since x86 prefetches in
+/// pairs), so writes to it do not slow down reads of its neighbours on other cores.
+#[repr(align(128))]
+struct Padded<T>(T);
+
+impl<T> std::ops::Deref for Padded<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
 }
 
 impl<'a> Shared<'a> {
@@ -68,6 +93,7 @@ impl<'a> Shared<'a> {
         config: &Config,
         start: Instant,
         root_bytes: usize,
+        gate: Arc<Gate>,
     ) -> Self {
         let workers = deques.len();
         Shared {
@@ -78,19 +104,37 @@ impl<'a> Shared<'a> {
             failed: AtomicBool::new(false),
             error: Mutex::new(None),
             threads: Mutex::new(Vec::new()),
+            gate,
+            results: Mutex::new(Vec::new()),
             temps,
             policy: Policy::new(config.spawn_queue, config.spawn_queue_idle, config.inline_nesting, workers),
             // Every worker starts out looking for work (counted until it finds some), so the first
             // spawns of a run already see idle workers and keep their subtrees splittable.
-            idle: AtomicUsize::new(workers),
+            idle: Padded(AtomicUsize::new(workers)),
             max_depth: config.max_depth,
             check_races: config.check_races,
             deadline: config.timeout.map(|t| (start + t, t)),
-            live: AtomicIsize::new(1),
-            live_bytes: AtomicIsize::new(root_bytes as isize),
-            peak: AtomicIsize::new(1),
-            peak_bytes: AtomicIsize::new(root_bytes as isize),
+            counts: Padded(LiveCounts {
+                live: AtomicIsize::new(1),
+                live_bytes: AtomicIsize::new(root_bytes as isize),
+                peak: AtomicIsize::new(1),
+                peak_bytes: AtomicIsize::new(root_bytes as isize),
+            }),
         }
+    }
+
+    /// Runs worker `index` of this run on the calling thread, if it is not taken yet, and keeps
+    /// its counts for [`Shared::take_results`].
+    pub(super) fn work(&'a self, index: usize) {
+        if let Some(w) = Worker::new(self, index) {
+            let stats = w.run();
+            self.results.lock().unwrap_or_else(|p| p.into_inner()).push(stats);
+        }
+    }
+
+    /// The counts of every worker that ran (after the run).
+    pub(super) fn take_results(&self) -> Vec<WorkerStats> {
+        std::mem::take(&mut *self.results.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// Whether the root delivered its value.
@@ -111,7 +155,10 @@ impl<'a> Shared<'a> {
 
     /// The peaks of live frames and their bytes.
     pub(super) fn peaks(&self) -> (usize, usize) {
-        (self.peak.load(Ordering::Relaxed).max(0) as usize, self.peak_bytes.load(Ordering::Relaxed).max(0) as usize)
+        (
+            self.counts.peak.load(Ordering::Relaxed).max(0) as usize,
+            self.counts.peak_bytes.load(Ordering::Relaxed).max(0) as usize,
+        )
     }
 
     fn wake_all(&self) {
@@ -136,18 +183,36 @@ type TaskCounts = (TypeId, &'static str, Vec<u64>, Vec<u64>);
 #[derive(Default)]
 pub(super) struct WorkerStats {
     pub(super) tasks: Vec<TaskCounts>,
+    /// The entry of `tasks` that counted last (the fast path of [`WorkerStats::segment`]).
+    last: usize,
     pub(super) tasks_created: u64,
     pub(super) tasks_inlined: u64,
     pub(super) calls_inlined: u64,
     pub(super) steals: u64,
-    /// Deepest recursion level that ran sub-kernels, + 1.
-    pub(super) levels: usize,
 }
 
 impl WorkerStats {
-    /// Counts a segment of `T` at `depth` (a pre-spawn run, or a continuation).
+    /// Counts a segment of `T` at `depth` (a pre-spawn run, or a continuation). Runs once per
+    /// segment, inline sub-kernel calls included, so the usual case (the same task function as
+    /// last time, a level seen before) is a compare and an increment.
     #[inline]
     pub(super) fn segment<T: CilkTask>(&mut self, depth: usize, continuation: bool) {
+        if let Some(t) = self.tasks.get_mut(self.last) {
+            if t.0 == TypeId::of::<T>() {
+                let per_level = if continuation { &mut t.3 } else { &mut t.2 };
+                if let Some(c) = per_level.get_mut(depth) {
+                    *c += 1;
+                    return;
+                }
+            }
+        }
+        self.segment_slow::<T>(depth, continuation);
+    }
+
+    /// [`WorkerStats::segment`] for another task function or a new level.
+    #[cold]
+    #[inline(never)]
+    fn segment_slow<T: CilkTask>(&mut self, depth: usize, continuation: bool) {
         let id = TypeId::of::<T>();
         let i = match self.tasks.iter().position(|t| t.0 == id) {
             Some(i) => i,
@@ -156,13 +221,19 @@ impl WorkerStats {
                 self.tasks.len() - 1
             }
         };
+        self.last = i;
         let t = &mut self.tasks[i];
         let per_level = if continuation { &mut t.3 } else { &mut t.2 };
         if per_level.len() <= depth {
             per_level.resize(depth + 1, 0);
         }
         per_level[depth] += 1;
-        self.levels = self.levels.max(depth + 1);
+    }
+
+    /// Deepest recursion level that ran sub-kernels, + 1 (a level's count exists once a segment
+    /// ran there).
+    pub(super) fn levels(&self) -> usize {
+        self.tasks.iter().map(|t| t.2.len().max(t.3.len())).max().unwrap_or(0)
     }
 }
 
@@ -176,7 +247,8 @@ pub(super) struct Worker<'r> {
     pub(super) max_depth: usize,
     /// `Config::check_races`.
     pub(super) check_races: bool,
-    /// Inline sub-kernel calls nested on this worker's stack below the task it started last.
+    /// Levels of spawns below the task this worker stole last (or the root), counted on through
+    /// its own tasks (`Job::run`): where the policy's splitting region ends.
     pub(super) nest: usize,
     /// Byte ranges of the running segments' real children in their frames (a stack: each
     /// segment owns the entries above its [`Marks`]).
@@ -223,7 +295,7 @@ impl<'r> Worker<'r> {
             stats: WorkerStats::default(),
             rng: 0x9e37_79b9_7f4a_7c15 ^ ((index as u64 + 1) << 17),
             live: Live {
-                base: [sh.live.load(Ordering::Relaxed), sh.live_bytes.load(Ordering::Relaxed)],
+                base: [sh.counts.live.load(Ordering::Relaxed), sh.counts.live_bytes.load(Ordering::Relaxed)],
                 ..Live::default()
             },
             jobs_since_clock: 0,
@@ -239,7 +311,9 @@ impl<'r> Worker<'r> {
             if self.failing() {
                 break;
             }
-            let job = match self.local.pop().or_else(|| self.sh.ranked.pop()) {
+            let own = self.local.pop();
+            let from_own = own.is_some();
+            let job = match own.or_else(|| self.sh.ranked.pop()) {
                 Some(j) => j,
                 None => match self.steal() {
                     Some(j) => j,
@@ -267,7 +341,7 @@ impl<'r> Worker<'r> {
                     break;
                 }
             }
-            self.execute(job);
+            self.execute(job, from_own);
         }
         if idle > 0 {
             self.sh.idle.fetch_sub(1, Ordering::Relaxed);
@@ -280,12 +354,12 @@ impl<'r> Worker<'r> {
         self.stats
     }
 
-    /// Runs `job`, then every frame its completion makes ready, in a loop (never recursively:
-    /// a chain of a million frames finishing one after another stays flat on the stack).
-    fn execute(&mut self, job: Job) {
+    /// Runs `job` (from this worker's own deque: `own`), then every frame its completion makes
+    /// ready, in a loop (never recursively: a chain of a million frames finishing one after
+    /// another stays flat on the stack).
+    fn execute(&mut self, job: Job, own: bool) {
         let ran = catch_unwind(AssertUnwindSafe(|| {
-            self.nest = 0;
-            let mut ready = job.run(self);
+            let mut ready = job.run(self, own);
             while let Some(h) = ready {
                 if self.failing() {
                     break; // the frame stays suspended; the failing run never resumes it
@@ -378,12 +452,14 @@ impl<'r> Worker<'r> {
         }
         self.sh.failed.store(true, Ordering::Release);
         self.sh.wake_all();
+        self.sh.gate.end();
     }
 
     /// The root delivered its value.
     pub(super) fn root_done(&self) {
         self.sh.done.store(true, Ordering::Release);
         self.sh.wake_all();
+        self.sh.gate.end();
     }
 
     /// Whether the run's timeout has passed (and if so, fails it).
@@ -431,7 +507,8 @@ impl<'r> Worker<'r> {
     /// (`Relaxed`: statistics only, read after the run's join).
     fn flush_live(&mut self) {
         let l = &mut self.live;
-        let counters = [(&self.sh.live, &self.sh.peak), (&self.sh.live_bytes, &self.sh.peak_bytes)];
+        let c = &self.sh.counts;
+        let counters = [(&c.live, &c.peak), (&c.live_bytes, &c.peak_bytes)];
         for (k, (count, peak)) in counters.into_iter().enumerate() {
             l.base[k] = count.fetch_add(l.delta[k], Ordering::Relaxed) + l.delta[k];
             l.delta[k] = 0;
