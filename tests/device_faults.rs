@@ -143,15 +143,20 @@ pub fn spine(n: u32) -> u64 {
     a + b
 }
 
-/// `k` spines of depth `n` side by side: enough work for every warp, so that none is hungry and
-/// the cutoff runs spawns inline.
+/// `k` spines of depth `n` side by side, spawned as a balanced binary tree (depth log2 k): enough
+/// work at once for every warp, so that none is hungry and the cutoff runs spawns inline.
 #[gpu_cilk]
 pub fn forest(k: u32, n: u32) -> u64 {
     if k == 0 {
         return 0;
     }
-    let a = spawn!(spine(n));
-    let b = spawn!(forest(k - 1, n));
+    if k == 1 {
+        let a = spawn!(spine(n));
+        sync!();
+        return a;
+    }
+    let a = spawn!(forest(k / 2, n));
+    let b = spawn!(forest(k - k / 2, n));
     sync!();
     a + b
 }
@@ -176,8 +181,13 @@ pub fn counted_forest(k: u32, n: u32, nodes: &Sum<u64>) -> u64 {
     if k == 0 {
         return 0;
     }
-    let a = spawn!(counted_spine(n, nodes));
-    let b = spawn!(counted_forest(k - 1, n, nodes));
+    if k == 1 {
+        let a = spawn!(counted_spine(n, nodes));
+        sync!();
+        return a;
+    }
+    let a = spawn!(counted_forest(k / 2, n, nodes));
+    let b = spawn!(counted_forest(k - k / 2, n, nodes));
     sync!();
     a + b
 }
@@ -200,7 +210,7 @@ pub fn scribble(out: &mut [u64], n: u32) -> u64 {
 /// the function and the budget. Never a crash. Inline calls over `device_inline_abort` calls are
 /// unwound the same way (`Stats::inline_aborted`).
 /// `k` spines side by side: the cutoff inlines only while no warp is hungry, so a GPU (a thousand
-/// warps) needs far more spines than the simulation's few warps.
+/// warps) needs more spines than the simulation's few warps.
 fn inline_limits(base: Config, k: u32) {
     let n = 200u32;
     let expect = u64::from(k) * (1 + u64::from(n) * u64::from(n + 1) / 2);
@@ -276,7 +286,8 @@ fn inline_limits_on_cuda() {
     if let Err(e) = Runtime::with_config(base.clone()) {
         backends::gate::no_gpu("the inline limits test", &e);
     }
-    // 4096 spines of 200 (about 1.6 M tasks): every warp busy, so spawns run inline.
+    // 4096 spines of 200 (about 1.6 M tasks), spawned as a binary tree: every warp busy at once,
+    // so spawns run inline (a chain of spawns, as before, left most of the H100's 1056 warps hungry).
     inline_limits(base, 4096);
 }
 

@@ -139,8 +139,8 @@ pub struct Config {
     /// the bits of `i`, so a loop of `k` spawns like a binary splitting of `k`), a spawn that runs
     /// at once still runs as sub-kernels (so its own spawns can still become tasks for idle
     /// workers); deeper ones call the generated serial function, which has no scheduling cost but
-    /// cannot be split (`GPU_CILK_INLINE_NESTING`, default 6; none on one worker; measured on
-    /// 2 cores, docs/benchmarks.md).
+    /// cannot be split (`GPU_CILK_INLINE_NESTING`, default 8; none on one worker; swept on the
+    /// H100 host's 16 cores and on 2 cores, docs/benchmarks.md).
     pub inline_nesting: usize,
     /// Channel elements one recursion level may hold before the scheduler stops dispatching more
     /// of the level above it (`GPU_CILK_LEVEL_CAPACITY`). The scheduler dispatches at most
@@ -237,7 +237,7 @@ impl Default for Config {
             stack_bytes: 64 << 20,
             spawn_queue: 2,
             spawn_queue_idle: 4,
-            inline_nesting: 6,
+            inline_nesting: 8,
             level_capacity: 1 << 14,
             segment_capacity: 1 << 14,
             pool_capacity: 1 << 26,
