@@ -143,22 +143,19 @@ pub fn spine(n: u32) -> u64 {
     a + b
 }
 
-/// `k` spines of depth `n` side by side, spawned as a balanced binary tree (depth log2 k): enough
+/// `k` spines of depth `n` side by side, spawned as a balanced tree (one spine and two halves per node, depth log2 k): enough
 /// work at once for every warp, so that none is hungry and the cutoff runs spawns inline.
 #[gpu_cilk]
 pub fn forest(k: u32, n: u32) -> u64 {
     if k == 0 {
         return 0;
     }
-    if k == 1 {
-        let a = spawn!(spine(n));
-        sync!();
-        return a;
-    }
-    let a = spawn!(forest(k / 2, n));
-    let b = spawn!(forest(k - k / 2, n));
+    // One spine here, the other k - 1 in two halves.
+    let a = spawn!(spine(n));
+    let b = spawn!(forest((k - 1) / 2, n));
+    let c = spawn!(forest(k - 1 - (k - 1) / 2, n));
     sync!();
-    a + b
+    a + b + c
 }
 
 /// `spine` that counts its nodes in a `&Sum`: an inline call of it may still be unwound and run
@@ -181,15 +178,11 @@ pub fn counted_forest(k: u32, n: u32, nodes: &Sum<u64>) -> u64 {
     if k == 0 {
         return 0;
     }
-    if k == 1 {
-        let a = spawn!(counted_spine(n, nodes));
-        sync!();
-        return a;
-    }
-    let a = spawn!(counted_forest(k / 2, n, nodes));
-    let b = spawn!(counted_forest(k - k / 2, n, nodes));
+    let a = spawn!(counted_spine(n, nodes));
+    let b = spawn!(counted_forest((k - 1) / 2, n, nodes));
+    let c = spawn!(counted_forest(k - 1 - (k - 1) / 2, n, nodes));
     sync!();
-    a + b
+    a + b + c
 }
 
 /// A recursion of plain calls (serial forms, on the thread's stack) `n` deep that writes through
