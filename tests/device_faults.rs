@@ -279,9 +279,10 @@ fn inline_limits_on_cuda() {
     if let Err(e) = Runtime::with_config(base.clone()) {
         backends::gate::no_gpu("the inline limits test", &e);
     }
-    // 4096 spines of 200 (about 1.6 M tasks), spawned as a binary tree: every warp busy at once,
-    // so spawns run inline (a chain of spawns, as before, left most of the H100's 1056 warps hungry).
-    inline_limits(base, 4096);
+    // 65536 spines of 200, spawned as a tree: a warp takes up to 32 items a batch, so the H100's
+    // 1056 warps are all busy (none hungry, the cutoff inlines) only with tens of thousands of
+    // spines running at once (4096 left most warps hungry: nothing was inlined or unwound).
+    inline_limits(base, 65536);
 }
 
 #[test]
