@@ -97,6 +97,14 @@ if command -v compute-sanitizer >/dev/null && part sanitizers; then
     step "sanitizer-$tool-strassen" compute-sanitizer --tool "$tool" --error-exitcode 1 "$here/strassen" 130 --backend cuda
     step "sanitizer-$tool-knapsack" compute-sanitizer --tool "$tool" --error-exitcode 1 "$here/knapsack" --kind sc --n 30 --r 500 --backend cuda --no-baseline
   done
+  # Random task trees (tests/differential.rs, 12 seeds on every cuda configuration: both
+  # schedulers, the cutoff off, tiny pools, tiny inline budgets that unwind and re-run).
+  if [ -x "$here/tests/differential" ]; then
+    for tool in memcheck racecheck; do
+      GPU_CILK_TEST_TREES=12 STEP_TIMEOUT=300 step "sanitizer-$tool-random-trees" compute-sanitizer --tool "$tool" \
+        --error-exitcode 1 "$here/tests/differential" randomized_task_trees_equal_serial_on_cuda --include-ignored --exact
+    done
+  fi
   # A parameterless root task (and parameterless children), on every cuda configuration.
   if [ -x "$here/tests/compile_subset" ]; then
     STEP_TIMEOUT=300 step sanitizer-memcheck-parameterless compute-sanitizer --tool memcheck --error-exitcode 1 \

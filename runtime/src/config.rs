@@ -194,11 +194,13 @@ pub struct Config {
     /// Persistent device scheduler: an inline call (run by the automatic cutoff from a segment)
     /// whose subtree makes more than this many calls, and that may run twice (see
     /// [`Config::device_inline_stack_bytes`]), is unwound and run again as a task, and the inline
-    /// floor rises (`GPU_CILK_DEVICE_INLINE_ABORT`, default 262144 = 64 × the default
+    /// floor rises (`GPU_CILK_DEVICE_INLINE_ABORT`, default 4096, the default
     /// [`Config::device_inline_budget`]; 0 = never). The budget only acts after a large call has
     /// finished; this bounds how long one lane runs a subtree alone while the others wait, and
-    /// the work thrown away per abort (at most this many calls). Large enough that a call the
-    /// budget lets through (and that then raises the floor) is rarely aborted.
+    /// the work thrown away per abort (at most this many calls). Swept on an H100
+    /// (docs/benchmarks.md, "Inline limits"): 4096 against 262144 took queens(15) bitmask from
+    /// 1837 to 898 ms and knapsack esc 60 from 97 to 26 ms, fib(35) 2.70 to 2.56 ms; queens(14)
+    /// array 331 to 391 ms.
     pub device_inline_abort: usize,
     /// cuda backend: the stack each device thread gets, in bytes (`GPU_CILK_DEVICE_STACK_BYTES`,
     /// default 16 KiB; the driver reserves it for every resident thread). Inline calls (the
@@ -250,7 +252,7 @@ impl Default for Config {
             device_idle_max_ns: 2048,
             device_warp_stack_items: 1024,
             device_inline_budget: 4096,
-            device_inline_abort: 64 * 4096,
+            device_inline_abort: 4096,
             device_stack_bytes: 16 << 10,
             device_inline_stack_bytes: 0,
             device_frame_pool_bytes: 1 << 30,

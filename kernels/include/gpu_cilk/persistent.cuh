@@ -63,7 +63,7 @@
 //   one). The outermost serial form of an inline call records the address of a local
 //   (`cx.dev_base`); every guard compares its own local's address with it.
 // - The work: an inline call that gc_spawn may re-run (below) makes at most `inline_abort` calls
-//   (Config::device_inline_abort, default 64 x the inline budget, 0 = no limit). The budget only
+//   (Config::device_inline_abort, default 4096 = the inline budget, 0 = no limit). The budget only
 //   raises the floor after a large call has FINISHED; the abort bounds how long one lane runs a
 //   subtree alone, and the work thrown away per abort (at most `inline_abort` calls; every abort
 //   raises the floor above the aborted call's level, so that level's later spawns stay tasks and
