@@ -178,10 +178,18 @@ pub struct Snapshot {
     pub states: Vec<u64>,
 }
 
-/// What one block did between two snapshots of its trace words `a` then `b`.
+/// What one block did between two snapshots of its trace words `a` then `b`. A block still in
+/// the same operation that took locks in between is CYCLING whatever its site (a wait that takes
+/// and releases a lock every round reads RUN, 0 back-offs, in both snapshots when they happen to
+/// fall between its lock and its unlock, like a block stopped there; word [4] counts its locks).
 pub fn trace_motion(a: &[u64], b: &[u64]) -> String {
-    if a[0] != b[0] || a[3] != b[3] || b[2] < a[2] {
-        "MOVED (another site or operation)".to_string()
+    let locks = b[4].wrapping_sub(a[4]);
+    if a[3] != b[3] {
+        "MOVED (another operation)".to_string()
+    } else if locks != 0 {
+        format!("CYCLING (same operation, +{locks} locks taken)")
+    } else if a[0] != b[0] || b[2] < a[2] {
+        "MOVED (another site)".to_string()
     } else if b[2] == a[2] {
         "STOPPED (same site, no back-off)".to_string()
     } else {
@@ -194,7 +202,8 @@ pub fn trace_motion(a: &[u64], b: &[u64]) -> String {
 /// are at each site and how many of those stopped, then every block (the heap lock's holder
 /// first) with what it did between the snapshots, and the locked / INSHOLD / TARGET nodes.
 /// A block that STOPPED at a spin site is not spinning there: its thread 0 is elsewhere (a
-/// barrier, or a path that writes no trace).
+/// barrier, or a path that writes no trace); one CYCLING keeps taking locks within one operation
+/// (a livelock, or a very slow operation).
 pub fn hang_report(what: &str, first: &Snapshot, second: &Snapshot, gap: std::time::Duration, blocks: u32) -> String {
     use std::fmt::Write as _;
     let h = &second.heap;
