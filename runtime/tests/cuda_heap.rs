@@ -148,13 +148,9 @@ fn watchdog_report_names_the_lock_holder_and_stopped_blocks() {
     // took 500 locks in between (issue 12's livelocked delete looked like that).
     let first: Vec<u64> =
         [at(1, 0, 2, 100, 1, 10), at(2, 5, 0x5, 7, 2, 20), at(6, 3, 0, 0, 3, 30), at(6, 9, 0x3, 0, 4, 100)].concat();
-    let second: Vec<u64> = [
-        at(1, 0, 2, 180, 1, 10),
-        at(2, 5, 0x5, 7, 2, 20),
-        at(1, 0, 2, 4, 1 << 32 | 9, 31),
-        at(6, 9, 0x3, 0, 4, 600),
-    ]
-    .concat();
+    let second: Vec<u64> =
+        [at(1, 0, 2, 180, 1, 10), at(2, 5, 0x5, 7, 2, 20), at(1, 0, 2, 4, 1 << 32 | 9, 31), at(6, 9, 0x3, 0, 4, 600)]
+            .concat();
     assert_eq!(first.len(), 4 * TRACE_WORDS);
     let heap = GcHeap { hlock: 2, hlocks: 40, mode: 1 << 32, ..GcHeap::default() };
     let snap = |trace: &Vec<u64>, hlocks: u64| stress::Snapshot {
@@ -172,12 +168,23 @@ fn watchdog_report_names_the_lock_holder_and_stopped_blocks() {
     assert!(lines[3].contains("20 locks taken; STOPPED") && lines[3].ends_with("<- holds the heap lock"), "{r}");
     assert!(lines[4].contains("block    0") && lines[4].contains("spinning (+80 back-offs)"), "{r}");
     assert!(lines[5].contains("block    2") && lines[5].contains("MOVED (another operation)"), "{r}");
-    assert!(lines[6].contains("block    3: RUN node 9") && lines[6].ends_with("CYCLING (same operation, +500 locks taken)"), "{r}");
+    assert!(
+        lines[6].contains("block    3: RUN node 9") && lines[6].ends_with("CYCLING (same operation, +500 locks taken)"),
+        "{r}"
+    );
     assert!(lines[7].ends_with("node 5: 0x5 AVAIL LOCKED"), "{r}");
     eprintln!("{r}");
 }
 
 // ---- GPU stress ----------------------------------------------------------------------------------
+
+/// Issue 12's livelock as a probe on the GPU: a delete waiting for its `TARGET` last node takes
+/// no lock while it waits, and the insert it waits for gets the node (`wait_last_probe`).
+#[test]
+#[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
+fn delete_waits_for_its_target_last_node_without_locking_it() {
+    stress::wait_last_probe(&device("delete_waits_for_its_target_last_node_without_locking_it"), 32);
+}
 #[test]
 #[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
 fn tiny_nodes_many_blocks_all_distributions() {

@@ -77,7 +77,10 @@ pub fn describe_trace(block: usize, w: &[u64]) -> String {
     } else {
         format!("op {} ({})", op - 1, if kind == 0 { "insert" } else { "delete" })
     };
-    format!("block {block:4}: {site} node {node} (last seen: {seen}) after {} back-offs; {op}; {} locks taken", w[2], w[4])
+    format!(
+        "block {block:4}: {site} node {node} (last seen: {seen}) after {} back-offs; {op}; {} locks taken",
+        w[2], w[4]
+    )
 }
 
 /// The heap lock word in words: free, or which block holds it (`hlock` is the holder's
