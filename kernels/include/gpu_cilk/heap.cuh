@@ -138,9 +138,9 @@
 // held locks while it waited would block the very insert it waits for. Likewise a delete whose
 // last node is TARGET waits by looking at that node's word (holding hlock and the root, which
 // the top-down insert it waits for no longer needs), and locks it only once it is no longer
-// TARGET: a waiter that took and released the lock in every round would race that insert's CAS
-// every round, and on a GPU (waiters wake on the same timer ticks) it won every round, starving
-// the insert forever (issue 12's H100 hang). A delete waits for
+// TARGET: a waiter that took and released the lock in every round raced that insert's CAS in
+// every round, and on an H100 (whose sleeping waiters wake on common timer ticks) it won every
+// round, starving the insert forever (issue 12's hang). A delete waits for
 // bottom-up inserts, which need no delete, and a full insert that sees a delete announced goes
 // top-down without touching `mode`, so a stream of inserts cannot keep the delete waiting. Every block that uses a heap concurrently
 // must be resident (launch at most the occupancy limit), or a waiter can spin forever behind a
@@ -995,11 +995,12 @@ __device__ unsigned gc_heap_delete_min(gc_heap<Key>* h, Key* out, void* smem) {
                 // its keys down, and it must lock `last` to write them. Wait by looking (volatile
                 // loads), holding no lock on `last`: a wait that locked `last` to look at it,
                 // unlocked and backed off starved that insert on an H100 (issue 12, K = 1 on 256
-                // blocks: the delete took and released `last` in every round while the insert's
-                // CAS, always a round trip behind, failed 15 million times; __nanosleep wakes
-                // every waiter on the same timer ticks, so the race came out the same each round).
-                // Nothing makes `last` TARGET again while we hold hlock (allocations happen under
-                // it), so the look is final; the kind is checked again under the lock.
+                // blocks: the delete took and released `last` in every round, and the insert's
+                // CAS, issued after its load had seen `last` unlocked, failed 15 million times in
+                // a row; every waiting block backed off exactly as often in the watchdog's second,
+                // so the sleeps end on common timer ticks and the race came out the same way in
+                // every round). Nothing makes `last` TARGET again while we hold hlock (allocations
+                // happen under it), so the look is final; the kind is checked again under the lock.
                 volatile unsigned long long* tr = gc_heap_tr(h);
                 unsigned ns = 32u;
                 for (;;) {
