@@ -116,6 +116,42 @@ GC_HEAP_TEST_KERNEL(64, gc_test_k64, u64)
 GC_HEAP_TEST_KERNEL(256, gc_test_k32, u32)
 GC_HEAP_TEST_KERNEL(1024, gc_test_k32, u32)
 
+// gc_heap_test_wait_last: issue 12's H100 livelock as a probe (K = 1, 8-byte keys, 2 blocks,
+// gc_heap_smem_bytes<1, gc_test_k32>() bytes of dynamic shared memory, a trace buffer for 2
+// blocks). The host builds a heap of three nodes whose last, node 3, is TARGET (a top-down insert
+// already past the root). Block 0 deletes into out_keys[0] (out_len[0] keys). Block 1's thread 0
+// plays that insert: once the delete has lowered count to 2 (node 3 is its last node) it watches,
+// for at most ops_per_block rounds, until the delete's trace shows it at WAIT_LAST after 16
+// back-offs, then arrives (locks node 3, writes in_keys[0], unlocks it AVAIL). op_status[0] = locks
+// the delete took while watched (trace word [4]; the wait must take none), [1] = rounds it saw
+// node 3 locked (none: only the insert may lock it), [2] = 1 if the delete was seen waiting,
+// [3] = the word the insert's lock of node 3 returned (TARGET).
+extern "C" __global__ void gc_heap_test_wait_last(gc_heap_test_params p) {
+    gc_heap<gc_test_k32>* h = (gc_heap<gc_test_k32>*)p.heap;
+    if (blockIdx.x == 0) {
+        const unsigned n = gc_heap_delete_min<1>(h, (gc_test_k32*)p.out_keys, gc_dynamic_smem());
+        if (threadIdx.x == 0) p.out_len[0] = n;
+        return;
+    }
+    if (threadIdx.x != 0) return;
+    volatile unsigned long long* del = (volatile unsigned long long*)h->trace;  // block 0's words
+    while (gc_heap_ld(&h->count) != 2ull) __nanosleep(64);
+    const unsigned long long locks = del[4];
+    unsigned seen_locked = 0u, waited = 0u;
+    for (unsigned i = 0; i < p.ops_per_block && !waited; ++i) {
+        if (gc_heap_ld(&h->states[3]) & GC_HEAP_LOCKED) ++seen_locked;
+        waited = (del[0] >> 56) == GC_HEAP_AT_WAIT_LAST && del[2] >= 16ull;
+        __nanosleep(256);
+    }
+    p.op_status[0] = (unsigned)(del[4] - locks);
+    p.op_status[1] = seen_locked;
+    p.op_status[2] = waited;
+    const unsigned long long w = gc_heap_lock_node(h, 3);
+    p.op_status[3] = (unsigned)w;
+    gc_heap_node<1>(h, 3)[0] = ((const gc_test_k32*)p.in_keys)[0];
+    gc_heap_unlock_word(&h->states[3], GC_HEAP_AVAIL);
+}
+
 // Shared-memory bytes each instantiation needs (the host checks its own formula against these).
 extern "C" __global__ void gc_heap_test_smem_sizes(unsigned* out) {
     out[0] = gc_heap_smem_bytes<1, gc_test_k32>();

@@ -18,11 +18,12 @@
 //! WATCHDOG (issue 12: some launches never finished on an H100). Every launch waits at most
 //! `GPU_CILK_HEAP_WATCHDOG_S` seconds (default 60); past that, the test copies the heap header,
 //! every block's trace words (heap.cuh, DIAGNOSTICS: where its thread 0 is, what it last saw,
-//! how often it backed off, which operation) and the locked / INSHOLD / TARGET nodes on a side
-//! stream while the kernel still runs, twice, a second apart, prints them (the heap lock's holder
-//! first: `hlock` names it; how many times the lock changed hands between the snapshots; each
-//! block `spinning`, `MOVED` or `STOPPED`), and aborts the process (the kernel cannot be stopped,
-//! and later tests would queue behind it).
+//! how often it backed off, which operation, how many locks it took) and the locked / INSHOLD /
+//! TARGET nodes on a side stream while the kernel still runs, twice, a second apart, prints them
+//! (the heap lock's holder first: `hlock` names it; how many times the lock changed hands between
+//! the snapshots; each block `spinning`, `MOVED`, `STOPPED` or `CYCLING`, i.e. taking locks
+//! within one operation), and aborts the process (the kernel cannot be stopped, and later tests
+//! would queue behind it).
 
 #[path = "support/gpu.rs"]
 mod gpu;
@@ -135,36 +136,55 @@ fn kernels_compile_with_the_mirrored_parameter_layout() {
 }
 
 /// The watchdog's report (no GPU): the heap lock's holder comes first and is marked, and each
-/// block is told spinning, STOPPED or MOVED from its two snapshots.
+/// block is told spinning, STOPPED, MOVED or CYCLING from its two snapshots.
 #[test]
 fn watchdog_report_names_the_lock_holder_and_stopped_blocks() {
     use mirror::{GcHeap, TRACE_WORDS};
-    let at = |site: u64, node: u64, seen: u64, backoffs: u64, op: u64| [site << 56 | node, seen, backoffs, op];
+    let at = |site: u64, node: u64, seen: u64, backoffs: u64, op: u64, locks: u64| {
+        [site << 56 | node, seen, backoffs, op, locks]
+    };
     // Block 0 spins for the heap lock, block 1 holds it and stopped while locking node 5, block 2
-    // moved on to another operation.
-    let first: Vec<u64> = [at(1, 0, 2, 100, 1), at(2, 5, 0x5, 7, 2), at(6, 3, 0, 0, 3)].concat();
-    let second: Vec<u64> = [at(1, 0, 2, 180, 1), at(2, 5, 0x5, 7, 2), at(1, 0, 2, 4, 1 << 32 | 9)].concat();
-    assert_eq!(first.len(), 3 * TRACE_WORDS);
+    // moved on to another operation, block 3 reads RUN at node 9 with no back-off both times but
+    // took 500 locks in between (issue 12's livelocked delete looked like that).
+    let first: Vec<u64> =
+        [at(1, 0, 2, 100, 1, 10), at(2, 5, 0x5, 7, 2, 20), at(6, 3, 0, 0, 3, 30), at(6, 9, 0x3, 0, 4, 100)].concat();
+    let second: Vec<u64> =
+        [at(1, 0, 2, 180, 1, 10), at(2, 5, 0x5, 7, 2, 20), at(1, 0, 2, 4, 1 << 32 | 9, 31), at(6, 9, 0x3, 0, 4, 600)]
+            .concat();
+    assert_eq!(first.len(), 4 * TRACE_WORDS);
     let heap = GcHeap { hlock: 2, hlocks: 40, mode: 1 << 32, ..GcHeap::default() };
     let snap = |trace: &Vec<u64>, hlocks: u64| stress::Snapshot {
         heap: GcHeap { hlocks, ..heap },
         trace: trace.clone(),
         states: vec![0, 0, 0, 0, 0, 0x5 | 4],
     };
-    let r = hang_report("probe", &snap(&first, 40), &snap(&second, 40), Duration::from_secs(1), 3);
+    let r = hang_report("probe", &snap(&first, 40), &snap(&second, 40), Duration::from_secs(1), 4);
     let lines: Vec<&str> = r.lines().collect();
     assert!(lines[0].contains("hlock held by block 1"), "{r}");
     assert!(lines[1].contains("0 heap-lock acquisitions"), "{r}");
     assert!(lines[2].contains("LOCK_HEAP 2 (0 stopped)") && lines[2].contains("LOCK_NODE 1 (1 stopped)"), "{r}");
+    assert!(lines[2].contains("RUN 1 (0 stopped)"), "{r}");
     assert!(lines[3].starts_with("  block    1: LOCK_NODE node 5"), "{r}");
-    assert!(lines[3].contains("STOPPED") && lines[3].ends_with("<- holds the heap lock"), "{r}");
+    assert!(lines[3].contains("20 locks taken; STOPPED") && lines[3].ends_with("<- holds the heap lock"), "{r}");
     assert!(lines[4].contains("block    0") && lines[4].contains("spinning (+80 back-offs)"), "{r}");
-    assert!(lines[5].contains("block    2") && lines[5].contains("MOVED"), "{r}");
-    assert!(lines[6].ends_with("node 5: 0x5 AVAIL LOCKED"), "{r}");
+    assert!(lines[5].contains("block    2") && lines[5].contains("MOVED (another operation)"), "{r}");
+    assert!(
+        lines[6].contains("block    3: RUN node 9") && lines[6].ends_with("CYCLING (same operation, +500 locks taken)"),
+        "{r}"
+    );
+    assert!(lines[7].ends_with("node 5: 0x5 AVAIL LOCKED"), "{r}");
     eprintln!("{r}");
 }
 
 // ---- GPU stress ----------------------------------------------------------------------------------
+
+/// Issue 12's livelock as a probe on the GPU: a delete waiting for its `TARGET` last node takes
+/// no lock while it waits, and the insert it waits for gets the node (`wait_last_probe`).
+#[test]
+#[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
+fn delete_waits_for_its_target_last_node_without_locking_it() {
+    stress::wait_last_probe(&device("delete_waits_for_its_target_last_node_without_locking_it"), 32);
+}
 #[test]
 #[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
 fn tiny_nodes_many_blocks_all_distributions() {

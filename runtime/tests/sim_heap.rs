@@ -96,3 +96,11 @@ fn tiny_nodes_many_blocks() {
         &[base, Cfg { phases: PHASED, dist: Dist::Descending, ..base }, Cfg { blocks: 32, chaos: 50, ..base }],
     );
 }
+
+/// Issue 12's H100 livelock, as a probe: a delete waiting for its `TARGET` last node takes no
+/// lock while it waits (`support/heap_stress.rs`, `wait_last_probe`).
+#[test]
+fn delete_waits_for_its_target_last_node_without_locking_it() {
+    let Some(dev) = sim::sim_device("delete_waits_for_its_target_last_node_without_locking_it") else { return };
+    stress::wait_last_probe(&dev, 2);
+}

@@ -29,13 +29,16 @@
 // >= 1) and slots = the power of two above capacity's highest bit (2^(floor(log2 capacity) + 1)).
 // Everything else zero. A zeroed state is EMPTY, so this is an empty heap.
 //
-// DIAGNOSTICS. `trace` (0: off) is the device address of 4 words per block of the launch
+// DIAGNOSTICS. `trace` (0: off) is the device address of 5 words per block of the launch
 // (GC_HEAP_TRACE_WORDS): [0] where the block's thread 0 is, GC_HEAP_AT_* << 56 | node (the node
 // it locks or last locked; 0 for the heap lock and the mode word), [1] the word it last saw while
 // waiting there (a state word, hlock or mode), [2] how many times it has backed off since it came
-// there, [3] the caller's (the stress kernel writes its operation index + 1 and kind). Thread 0
-// writes them with volatile stores; a host watchdog copies them while the kernel still runs when a
-// launch does not finish (runtime/tests/cuda_heap.rs), so a hang names the blocks' waits. The
+// there, [3] the caller's (the stress kernel writes its operation index + 1 and kind), [4] how
+// many locks (nodes and hlock) it has taken so far. Thread 0 writes them with volatile stores; a
+// host watchdog copies them while the kernel still runs when a launch does not finish
+// (runtime/tests/cuda_heap.rs), so a hang names the blocks' waits; word [4] tells a block that
+// keeps taking and releasing locks inside one operation (its site can read RUN with 0 back-offs
+// in both snapshots) from one that stopped. The
 // heap lock names its holder (hlock = the holder's blockIdx.x + 1, 0 when free) and `hlocks` counts
 // its acquisitions (written under it), so a snapshot says who holds it and two snapshots say
 // whether it still changes hands (a slow heap) or not (a hang, with the holder's site beside it).
@@ -84,7 +87,8 @@
 //     next K go top-down to a new TARGET and pbuf keeps the largest |U| - K.
 //   delete-min: count in, wait for bottom-up inserts. Under hlock: no node: take pbuf. Else lock
 //     the root, copy it out (the result); the only node: it becomes EMPTY. Otherwise lock the
-//     last node target(count--) (waiting while TARGET), take its keys as the carried batch Z,
+//     last node target(count--) (while it is TARGET, waiting by looking at its state word, not
+//     by locking it: the insert it waits for must lock it), take its keys as the carried batch Z,
 //     make it EMPTY; Z and pbuf exchange so Z holds the K smallest; release hlock. Sift down
 //     from the root (held): lock both children; EMPTY and TARGET ones are absent. None: cur = Z.
 //     One, x: max(Z) <= min(x): cur = Z, done; else cur = K smallest of Z ∪ x, Z = the rest,
@@ -131,7 +135,12 @@
 // bottom-up insert waits only for the batch above it or a top-down insert's target, and it waits
 // by looking at the parent's state word, holding no lock (it locks the parent and its own node
 // only once the parent looks AVAIL and unlocked, and checks again under the locks): a waiter that
-// held locks while it waited would block the very insert it waits for; a delete waits for
+// held locks while it waited would block the very insert it waits for. Likewise a delete whose
+// last node is TARGET waits by looking at that node's word (holding hlock and the root, which
+// the top-down insert it waits for no longer needs), and locks it only once it is no longer
+// TARGET: a waiter that took and released the lock in every round raced that insert's CAS in
+// every round, and on an H100 (whose sleeping waiters wake on common timer ticks) it won every
+// round, starving the insert forever (issue 12's hang). A delete waits for
 // bottom-up inserts, which need no delete, and a full insert that sees a delete announced goes
 // top-down without touching `mode`, so a stream of inserts cannot keep the delete waiting. Every block that uses a heap concurrently
 // must be resident (launch at most the occupancy limit), or a waiter can spin forever behind a
@@ -158,7 +167,7 @@
 #define GC_HEAP_DELETE_UNIT (1ull << 32)
 
 // Where a block's thread 0 is (trace word [0] >> 56; see DIAGNOSTICS).
-#define GC_HEAP_TRACE_WORDS 4
+#define GC_HEAP_TRACE_WORDS 5
 #define GC_HEAP_AT_OUTSIDE 0ull    // between operations (the caller's code)
 #define GC_HEAP_AT_LOCK_HEAP 1ull  // acquiring hlock
 #define GC_HEAP_AT_LOCK_NODE 2ull  // acquiring the lock of node `node`
@@ -313,6 +322,11 @@ __device__ __forceinline__ void gc_heap_trace_at(volatile unsigned long long* tr
     }
 }
 
+// Thread 0: counts one more lock taken (trace word [4]).
+__device__ __forceinline__ void gc_heap_trace_locked(volatile unsigned long long* tr) {
+    if (tr) tr[4] = tr[4] + 1ull;
+}
+
 // Thread 0: records one more back-off at the current site, having seen `seen`.
 __device__ __forceinline__ void gc_heap_trace_wait(volatile unsigned long long* tr, unsigned long long seen) {
     if (tr) {
@@ -335,6 +349,7 @@ __device__ __forceinline__ unsigned long long gc_heap_lock_word(unsigned long lo
         if (!(s & GC_HEAP_LOCKED) && atomicCAS(w, s, s | GC_HEAP_LOCKED) == s) {
             __threadfence();  // acquire
             gc_heap_trace_at(tr, GC_HEAP_AT_RUN, node);
+            gc_heap_trace_locked(tr);
             GC_HEAP_CHAOS();
             return s;
         }
@@ -379,6 +394,7 @@ __device__ __forceinline__ void gc_heap_lock_heap(gc_heap<Key>* h) {
     *(volatile unsigned long long*)&h->hlocks = *(volatile unsigned long long*)&h->hlocks + 1ull;
     GC_HEAP_CHAOS();
     gc_heap_trace_at(tr, GC_HEAP_AT_RUN, 0ull);
+    gc_heap_trace_locked(tr);
 }
 
 template <typename Key>
@@ -975,19 +991,32 @@ __device__ unsigned gc_heap_delete_min(gc_heap<Key>* h, Key* out, void* smem) {
             const unsigned long long last = gc_heap_target(n);
             if (threadIdx.x == 0) {
                 *(volatile unsigned long long*)&h->count = n - 1ull;
+                // PROGRESS: while `last` is TARGET, a top-down insert ahead of us is still carrying
+                // its keys down, and it must lock `last` to write them. Wait by looking (volatile
+                // loads), holding no lock on `last`: a wait that locked `last` to look at it,
+                // unlocked and backed off starved that insert on an H100 (issue 12, K = 1 on 256
+                // blocks: the delete took and released `last` in every round, and the insert's
+                // CAS, issued after its load had seen `last` unlocked, failed 15 million times in
+                // a row; every waiting block backed off exactly as often in the watchdog's second,
+                // so the sleeps end on common timer ticks and the race came out the same way in
+                // every round). Nothing makes `last` TARGET again while we hold hlock (allocations
+                // happen under it), so the look is final; the kind is checked again under the lock.
+                volatile unsigned long long* tr = gc_heap_tr(h);
                 unsigned ns = 32u;
                 for (;;) {
+                    gc_heap_trace_at(tr, GC_HEAP_AT_WAIT_LAST, last);
+                    for (;;) {
+                        const unsigned long long s = gc_heap_ld(&h->states[last]);
+                        if (gc_heap_kind(s) != GC_HEAP_TARGET) break;
+                        gc_heap_trace_wait(tr, s);
+                        gc_heap_backoff(&ns);
+                    }
                     const unsigned long long w = gc_heap_lock_node(h, last);
                     if (gc_heap_kind(w) != GC_HEAP_TARGET) {
                         if (gc_heap_kind(w) != GC_HEAP_AVAIL) gc_heap_fault(h, GC_HEAP_FAULT_BAD_STATE);
                         break;
                     }
-                    // A top-down insert ahead of us is still carrying this node's keys down.
-                    gc_heap_unlock_word(&h->states[last], w);
-                    volatile unsigned long long* tr = gc_heap_tr(h);
-                    gc_heap_trace_at(tr, GC_HEAP_AT_WAIT_LAST, last);
-                    gc_heap_trace_wait(tr, w);
-                    gc_heap_backoff(&ns);
+                    gc_heap_unlock_word(&h->states[last], w);  // (not reached: see above)
                 }
             }
             __syncthreads();

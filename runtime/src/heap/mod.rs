@@ -79,9 +79,10 @@
 //!
 //! *Delete-min.* Announce (mode word), wait for the bottom-up inserts in flight. Under the heap
 //! lock: no node: take the whole buffer. Else lock the root and copy it out (the result). If it
-//! was the only node it becomes `EMPTY`. Otherwise lock the last node `target(count--)` (waiting
-//! while it is `TARGET`), take its keys as the carried batch `Z`, make it `EMPTY`; `Z` and the
-//! buffer exchange keys so `Z` holds the `k` smallest; release the heap lock. Sift down from the
+//! was the only node it becomes `EMPTY`. Otherwise lock the last node `target(count--)` (while it
+//! is `TARGET`, waiting by looking at its state word, never by locking it), take its keys as the
+//! carried batch `Z`, make it `EMPTY`; `Z` and the buffer exchange keys so `Z` holds the `k`
+//! smallest; release the heap lock. Sift down from the
 //! root (held): lock both children; `EMPTY` and `TARGET` children are absent. None present:
 //! `cur = Z`, done. One present `x`: if `max(Z) <= min(x)`, `cur = Z`, done; else `cur` gets the
 //! `k` smallest of `Z ∪ x`, `Z` the rest, continue at `x`. Two present: `hi`/`lo` = the `k`
@@ -136,8 +137,13 @@
 //! Waiting is spinning. Lock holders never wait for a smaller index; a bottom-up insert waits
 //! only for the batch above it (whose insert can move, the topmost one always) or for a top-down
 //! insert's target (that insert holds no lock it waits behind); a delete waits for the bottom-up
-//! inserts in flight, which need no delete. So some operation always progresses while every
-//! thread runs (on the device: while every block that uses the heap is resident).
+//! inserts in flight, which need no delete, and for its last node while a top-down insert ahead
+//! of it has not written it (that insert holds no lock the delete holds). So some operation
+//! always progresses while every thread runs (on the device: while every block that uses the
+//! heap is resident). Waits for another operation look at a word and take no lock that
+//! operation needs: a waiter that locked the node it waited on in every round could win every
+//! race for that lock against the very operation it waited for (heap.cuh, PROGRESS: an H100
+//! starved a top-down insert that way).
 
 mod merge;
 mod state;
@@ -646,17 +652,7 @@ impl<T: Ord + Copy + Send> Heap<T> {
         }
         let last = target(n);
         self.count.store(n - 1, Ordering::Relaxed);
-        let mut backoff = Backoff::new();
-        loop {
-            let w = self.lock_node(last);
-            if kind(w) != TARGET {
-                debug_assert_eq!(kind(w), AVAIL, "last node {last}: {w:#x}");
-                break;
-            }
-            // A top-down insert ahead of us is still carrying this node's keys down.
-            self.release_node(last, w);
-            backoff.snooze();
-        }
+        self.wait_for_last(last);
         self.read(last, &mut s.a); // Z
         self.release_node(last, EMPTY);
         self.read_pbuf(&mut s.b);
@@ -670,6 +666,27 @@ impl<T: Ord + Copy + Send> Heap<T> {
         unlock_heap(&self.hlock);
         self.sift_down(&mut s);
         k
+    }
+
+    /// Locks the delete's last node `last` (under the heap lock, holding the root), first waiting
+    /// while it is `TARGET`: a top-down insert ahead of the delete is still carrying its keys
+    /// down and must lock `last` to write them. The wait looks at the state word and never takes
+    /// the lock (heap.cuh, PROGRESS: a wait that locked `last` in every round starved that insert
+    /// on an H100). Nothing makes `last` `TARGET` again while the heap lock is held, so once the
+    /// look sees another kind the lock finds `AVAIL`.
+    fn wait_for_last(&self, last: usize) {
+        let mut backoff = Backoff::new();
+        loop {
+            while kind(self.states[last].load(Ordering::Acquire)) == TARGET {
+                backoff.snooze();
+            }
+            let w = self.lock_node(last);
+            if kind(w) != TARGET {
+                debug_assert_eq!(kind(w), AVAIL, "last node {last}: {w:#x}");
+                return;
+            }
+            self.release_node(last, w); // (not reached: see above)
+        }
     }
 
     /// Sifts the carried batch `s.a` down from the root, which the caller holds.
@@ -927,5 +944,47 @@ mod tests {
         assert_eq!(out, vec![key(1, 2), key(1, 9)]);
         assert_eq!(std::mem::size_of::<HeapKey<u32, u32>>(), 8);
         assert_eq!(std::mem::size_of::<HeapKey<u32, u64>>(), 16);
+    }
+
+    /// A delete whose last node is a top-down insert's `TARGET` waits without taking that node's
+    /// lock, so the insert it waits for always finds the node unlocked (issue 12's H100 hang: the
+    /// delete locked and unlocked it in every round and the insert's compare-and-swap lost every
+    /// race). The insert is played by this thread: it allocates the `TARGET` (as a top-down
+    /// insert past the root has), lets the waiting delete run for 10,000 of its own yields, then
+    /// writes the node. The delete must never have locked it while it was `TARGET`.
+    #[test]
+    fn waiting_delete_never_locks_its_target_last_node() {
+        let h = Heap::new(1, 8);
+        h.insert(&[10]).unwrap();
+        h.insert(&[20]).unwrap();
+        lock_heap(&h.hlock);
+        let t = h.allocate(h.count.load(Ordering::Relaxed)).unwrap();
+        h.mark_target(t);
+        unlock_heap(&h.hlock);
+        assert_eq!((t, h.count.load(Ordering::Relaxed)), (3, 3));
+        let (out, locks) = std::thread::scope(|scope| {
+            let del = scope.spawn(|| {
+                state::watch_target_locks(&h.states[t]);
+                let mut out = Vec::new();
+                h.delete_min(&mut out);
+                (out, state::watched_target_locks())
+            });
+            // The delete has taken `t` as its last node once it has lowered the count.
+            while h.count.load(Ordering::Relaxed) != 2 {
+                std::thread::yield_now();
+            }
+            for _ in 0..10_000 {
+                assert_eq!(h.states[t].load(Ordering::Relaxed) & !LOCKED, TARGET);
+                std::thread::yield_now();
+            }
+            assert_eq!(h.lock_node(t), TARGET);
+            h.write(t, &[30]);
+            h.release_node(t, AVAIL);
+            del.join().unwrap()
+        });
+        assert_eq!(locks, 0, "the waiting delete locked its TARGET last node {locks} times");
+        assert_eq!(out, vec![10]);
+        h.check().unwrap();
+        assert_eq!(drain(&h), vec![20, 30]);
     }
 }

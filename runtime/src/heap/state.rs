@@ -87,6 +87,26 @@ impl Backoff {
     }
 }
 
+#[cfg(all(test, not(loom)))]
+thread_local! {
+    /// Unit tests: the state word this thread watches (its address) and how many times this
+    /// thread has locked it while it was `TARGET` ([`watch_target_locks`]).
+    static WATCHED: std::cell::Cell<(usize, u64)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+/// Unit tests: from now on, counts this thread's locks of `w` that find it `TARGET`.
+#[cfg(all(test, not(loom)))]
+pub(crate) fn watch_target_locks(w: &AtomicU64) {
+    WATCHED.with(|c| c.set((w as *const AtomicU64 as usize, 0)));
+}
+
+/// Unit tests: how many times this thread has locked the word given to [`watch_target_locks`]
+/// while it was `TARGET`.
+#[cfg(all(test, not(loom)))]
+pub(crate) fn watched_target_locks() -> u64 {
+    WATCHED.with(|c| c.get().1)
+}
+
 /// Locks the node whose state word is `w`; returns the word as it was (unlocked form).
 #[inline]
 pub(crate) fn lock(w: &AtomicU64) -> u64 {
@@ -94,6 +114,13 @@ pub(crate) fn lock(w: &AtomicU64) -> u64 {
     loop {
         let s = w.load(Ordering::Relaxed);
         if s & LOCKED == 0 && w.compare_exchange(s, s | LOCKED, Ordering::Acquire, Ordering::Relaxed).is_ok() {
+            #[cfg(all(test, not(loom)))]
+            WATCHED.with(|c| {
+                let (at, n) = c.get();
+                if at == w as *const AtomicU64 as usize && kind(s) == TARGET {
+                    c.set((at, n + 1));
+                }
+            });
             return s;
         }
         backoff.snooze();

@@ -50,10 +50,10 @@ impl GcHeap {
 }
 
 /// Words per block of the heap's trace buffer (`GC_HEAP_TRACE_WORDS`).
-pub const TRACE_WORDS: usize = 4;
+pub const TRACE_WORDS: usize = 5;
 
-/// One block's trace words (heap.cuh, DIAGNOSTICS) in words, e.g. `block 3: LOCK_NODE 17 (seen
-/// 0x2a LOCKED INSHOLD owner 5) after 1234 back-offs; op 7 (delete)`.
+/// One block's trace words (heap.cuh, DIAGNOSTICS) in words, e.g. `block 3: LOCK_NODE node 17
+/// (last seen: 0x2e INSHOLD LOCKED owner 5) after 1234 back-offs; op 7 (delete); 90 locks taken`.
 pub fn describe_trace(block: usize, w: &[u64]) -> String {
     let site = match w[0] >> 56 {
         0 => "OUTSIDE",
@@ -77,7 +77,10 @@ pub fn describe_trace(block: usize, w: &[u64]) -> String {
     } else {
         format!("op {} ({})", op - 1, if kind == 0 { "insert" } else { "delete" })
     };
-    format!("block {block:4}: {site} node {node} (last seen: {seen}) after {} back-offs; {op}", w[2])
+    format!(
+        "block {block:4}: {site} node {node} (last seen: {seen}) after {} back-offs; {op}; {} locks taken",
+        w[2], w[4]
+    )
 }
 
 /// The heap lock word in words: free, or which block holds it (`hlock` is the holder's

@@ -178,10 +178,18 @@ pub struct Snapshot {
     pub states: Vec<u64>,
 }
 
-/// What one block did between two snapshots of its trace words `a` then `b`.
+/// What one block did between two snapshots of its trace words `a` then `b`. A block still in
+/// the same operation that took locks in between is CYCLING whatever its site (a wait that takes
+/// and releases a lock every round reads RUN, 0 back-offs, in both snapshots when they happen to
+/// fall between its lock and its unlock, like a block stopped there; word [4] counts its locks).
 pub fn trace_motion(a: &[u64], b: &[u64]) -> String {
-    if a[0] != b[0] || a[3] != b[3] || b[2] < a[2] {
-        "MOVED (another site or operation)".to_string()
+    let locks = b[4].wrapping_sub(a[4]);
+    if a[3] != b[3] {
+        "MOVED (another operation)".to_string()
+    } else if locks != 0 {
+        format!("CYCLING (same operation, +{locks} locks taken)")
+    } else if a[0] != b[0] || b[2] < a[2] {
+        "MOVED (another site)".to_string()
     } else if b[2] == a[2] {
         "STOPPED (same site, no back-off)".to_string()
     } else {
@@ -194,7 +202,8 @@ pub fn trace_motion(a: &[u64], b: &[u64]) -> String {
 /// are at each site and how many of those stopped, then every block (the heap lock's holder
 /// first) with what it did between the snapshots, and the locked / INSHOLD / TARGET nodes.
 /// A block that STOPPED at a spin site is not spinning there: its thread 0 is elsewhere (a
-/// barrier, or a path that writes no trace).
+/// barrier, or a path that writes no trace); one CYCLING keeps taking locks within one operation
+/// (a livelock, or a very slow operation).
 pub fn hang_report(what: &str, first: &Snapshot, second: &Snapshot, gap: std::time::Duration, blocks: u32) -> String {
     use std::fmt::Write as _;
     let h = &second.heap;
@@ -393,6 +402,73 @@ pub fn stress(dev: &Dev, cfgs: &[Cfg]) {
             stress_typed::<DevKey32>(dev, *cfg, seed);
         }
     }
+}
+
+/// Issue 12's H100 livelock as a probe (heap_test.cu, `gc_heap_test_wait_last`, 2 blocks of
+/// `threads` threads): a delete whose last node is a top-down insert's `TARGET` must wait for it
+/// without taking that node's lock (the hang: the delete took and released it every round and the
+/// insert's CAS lost every race). Block 1 plays the insert, watches the waiting delete's trace
+/// words, then writes the node; the delete must have taken no lock while it waited, the node must
+/// never have looked locked, and the heap ends in order (root 20, node 2 30, node 3 EMPTY).
+pub fn wait_last_probe(dev: &Dev, threads: u32) {
+    let smem = smem_bytes(1, DevKey32::BYTES);
+    let (_program, kernel, resident) = open_kernel(dev, "gc_heap_test_wait_last", threads, smem);
+    assert!(resident >= 2, "two blocks of {threads} threads must be resident at once");
+    let key = |prio: u32, payload: u32| DevKey32 { prio, payload };
+    let capacity = 8u64;
+    let slots = GcHeap::slots(capacity) as usize;
+    let mut keys = vec![DevKey32::default(); slots];
+    (keys[1], keys[2]) = (key(10, 1), key(20, 2));
+    let mut words = vec![0u64; slots];
+    (words[1], words[2], words[3]) = (1, 1, 3); // AVAIL, AVAIL, TARGET
+    let nodes = dev.htod(&keys).unwrap();
+    let states = dev.htod(&words).unwrap();
+    let pbuf = dev.alloc_zeroed::<DevKey32>(1).unwrap();
+    let trace = dev.alloc_zeroed::<u64>(2 * TRACE_WORDS).unwrap();
+    let heap = dev
+        .htod(&[GcHeap {
+            trace: trace.ptr().addr(),
+            count: 3,
+            ..GcHeap::empty(nodes.ptr().addr(), states.ptr().addr(), pbuf.ptr().addr(), 1, capacity)
+        }])
+        .unwrap();
+    let in_keys = dev.htod(&[key(30, 3)]).unwrap();
+    let (op_kind, op_len) = (dev.alloc_zeroed::<u32>(1).unwrap(), dev.alloc_zeroed::<u32>(1).unwrap());
+    let out_keys = dev.alloc_zeroed::<DevKey32>(1).unwrap();
+    let out_len = dev.alloc_zeroed::<u32>(1).unwrap();
+    let status = dev.alloc_zeroed::<u32>(4).unwrap();
+    let stamps = dev.alloc_zeroed::<u64>(2).unwrap();
+    let clock = dev.htod(&[1u64]).unwrap();
+    let p = Params {
+        heap: heap.ptr(),
+        in_keys: in_keys.ptr().addr(),
+        op_kind: op_kind.ptr(),
+        op_len: op_len.ptr(),
+        out_keys: out_keys.ptr().addr(),
+        out_len: out_len.ptr(),
+        op_status: status.ptr(),
+        stamps: stamps.ptr(),
+        clock: clock.ptr(),
+        ops_per_block: 100_000, // rounds block 1 watches at most
+        chaos: 0,
+    };
+    kernel.launch(LaunchDims::linear(2, threads).shared_mem(smem), &p).unwrap();
+    super::finish(dev, "the wait-last probe", &Watch { heap: &heap, trace: &trace, states: &states, blocks: 2 })
+        .unwrap();
+    let st = dev.dtoh(&status).unwrap();
+    let tr = dev.dtoh(&trace).unwrap();
+    let why = format!("status {st:?}, delete's trace: {}", describe_trace(0, &tr[..TRACE_WORDS]));
+    assert_eq!(st[0], 0, "the waiting delete took {} locks (it must only look): {why}", st[0]);
+    assert_eq!(st[2], 1, "the delete was never seen waiting at WAIT_LAST: {why}");
+    assert_eq!(st[1], 0, "node 3 looked locked in {} rounds while the delete waited: {why}", st[1]);
+    assert_eq!(st[3], 3, "the insert's lock of node 3 found {:#x}, not TARGET: {why}", st[3]);
+    assert_eq!((dev.dtoh(&out_len).unwrap()[0], dev.dtoh(&out_keys).unwrap()[0]), (1, key(10, 1)), "{why}");
+    let h = dev.dtoh(&heap).unwrap()[0];
+    assert_eq!((h.count, h.pbuf_len, h.hlock, h.mode, h.error), (2, 0, 0, 0, 0), "{h:?}");
+    let words = dev.dtoh(&states).unwrap();
+    assert_eq!(&words[..5], &[0, 1, 1, 0, 0], "state words after the probe");
+    let keys = dev.dtoh(&nodes).unwrap();
+    assert_eq!((keys[1], keys[2]), (key(20, 2), key(30, 3)), "nodes 1 and 2 after the probe");
 }
 
 pub const MIXED: &[u32] = &[55];
