@@ -11,7 +11,10 @@
 //! an exhausted temporary heap, `max_depth`, the timeout) records the first error and sets
 //! `failed`: workers stop at their next task boundary, drop what is left in their own deques, and
 //! never resume another frame, so a failing run stops as soon as the running tasks return. Idle
-//! workers spin, then yield, then park for short intervals; `done` and `failed` unpark them.
+//! workers spin, then yield, then park; a new task wakes one parked worker at once (like rayon's
+//! sleep protocol: a worker that parked while the run's work was scarce would otherwise miss the
+//! next piece for its whole park interval), `done` and `failed` wake them all, and a short
+//! timeout covers a wake-up lost to a race.
 
 use super::frame::Header;
 use super::gate::Gate;
@@ -30,6 +33,15 @@ use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
+
+/// Idle rounds of spinning, then of yielding, before an idle worker parks (a round tries every
+/// other worker's deque once).
+const SPIN_ROUNDS: u32 = 7;
+const YIELD_ROUNDS: u32 = 32;
+
+/// How long a parked idle worker sleeps at most: a new task wakes one parked worker at once
+/// ([`Worker::push_task`]); the timeout only covers a wake-up lost to a race.
+const PARK: Duration = Duration::from_micros(100);
 
 /// Frames and records counted locally before they are added to the shared live counters.
 const LIVE_BATCH: isize = 32;
@@ -63,6 +75,18 @@ pub(super) struct Shared<'a> {
     deadline: Option<(Instant, Duration)>,
     /// The live-frame counters (written in per-worker batches): on a cache line of their own.
     counts: Padded<LiveCounts>,
+    /// Parked idle workers, for a spawn to wake one (`count` is read at every task push: on a
+    /// cache line of its own, written only when a worker parks or is woken).
+    sleepers: Padded<Sleepers>,
+}
+
+/// Idle workers that parked, waiting for a task ([`Worker::push_task`] wakes one) or their
+/// timeout ([`PARK`]).
+#[derive(Default)]
+struct Sleepers {
+    /// `list.len()` (`Relaxed`: a hint; a wake-up lost to a race costs at most [`PARK`]).
+    count: AtomicUsize,
+    list: Mutex<Vec<Thread>>,
 }
 
 /// The run's live task records and frames, and their peaks (`Relaxed`: statistics only).
@@ -120,6 +144,7 @@ impl<'a> Shared<'a> {
                 peak: AtomicIsize::new(1),
                 peak_bytes: AtomicIsize::new(root_bytes as isize),
             }),
+            sleepers: Padded(Sleepers::default()),
         }
     }
 
@@ -159,6 +184,24 @@ impl<'a> Shared<'a> {
             self.counts.peak.load(Ordering::Relaxed).max(0) as usize,
             self.counts.peak_bytes.load(Ordering::Relaxed).max(0) as usize,
         )
+    }
+
+    /// Wakes one parked worker, if any: a task was just made available.
+    #[cold]
+    #[inline(never)]
+    fn wake_one(&self) {
+        let mut list = self.sleepers.list.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(t) = list.pop() {
+            self.sleepers.count.store(list.len(), Ordering::Relaxed);
+            drop(list);
+            t.unpark();
+        }
+    }
+
+    /// Whether a parked worker should be woken for a new task.
+    #[inline]
+    fn has_sleepers(&self) -> bool {
+        self.sleepers.count.load(Ordering::Relaxed) > 0
     }
 
     fn wake_all(&self) {
@@ -324,7 +367,7 @@ impl<'r> Worker<'r> {
                         if idle == 0 {
                             self.sh.idle.fetch_add(1, Ordering::Relaxed);
                         }
-                        backoff(&mut idle);
+                        self.backoff(&mut idle);
                         continue;
                     }
                 },
@@ -416,6 +459,9 @@ impl<'r> Worker<'r> {
         self.local.push(job);
         self.stats.tasks_created += 1;
         self.frame_alloc(Job::bytes::<C>());
+        if self.sh.has_sleepers() {
+            self.sh.wake_one();
+        }
     }
 
     /// Adds a new task of `C` with priority `key` to the run's prioritized jobs.
@@ -423,6 +469,9 @@ impl<'r> Worker<'r> {
         self.sh.ranked.push(key, job);
         self.stats.tasks_created += 1;
         self.frame_alloc(Job::bytes::<C>());
+        if self.sh.has_sleepers() {
+            self.sh.wake_one();
+        }
     }
 
     /// The count of workers looking for work.
@@ -458,8 +507,9 @@ impl<'r> Worker<'r> {
     /// The root delivered its value.
     pub(super) fn root_done(&self) {
         self.sh.done.store(true, Ordering::Release);
-        self.sh.wake_all();
+        // The run's thread first (it wakes while the others are unparked).
         self.sh.gate.end();
+        self.sh.wake_all();
     }
 
     /// Whether the run's timeout has passed (and if so, fails it).
@@ -503,6 +553,36 @@ impl<'r> Worker<'r> {
         }
     }
 
+    /// One idle round: spin, then yield, then park until a new task or [`PARK`] (`done` and
+    /// `failed` unpark too).
+    fn backoff(&self, step: &mut u32) {
+        if *step < SPIN_ROUNDS {
+            for _ in 0..(1u32 << *step) {
+                std::hint::spin_loop();
+            }
+        } else if *step < SPIN_ROUNDS + YIELD_ROUNDS {
+            std::thread::yield_now();
+        } else {
+            let s = &self.sh.sleepers;
+            let me = std::thread::current();
+            {
+                let mut list = s.list.lock().unwrap_or_else(|p| p.into_inner());
+                list.push(me.clone());
+                s.count.store(list.len(), Ordering::Relaxed);
+            }
+            // A task pushed just before this worker was listed woke nobody: look once more.
+            if !self.sh.done() && self.sh.ranked.is_empty() && self.sh.stealers.iter().all(Stealer::is_empty) {
+                std::thread::park_timeout(PARK);
+            }
+            let mut list = s.list.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(i) = list.iter().position(|t| t.id() == me.id()) {
+                list.swap_remove(i);
+                s.count.store(list.len(), Ordering::Relaxed);
+            }
+        }
+        *step = step.saturating_add(1);
+    }
+
     /// Adds this worker's changes to the shared counts and its peaks to the shared peaks
     /// (`Relaxed`: statistics only, read after the run's join).
     fn flush_live(&mut self) {
@@ -516,18 +596,4 @@ impl<'r> Worker<'r> {
             peak.fetch_max(l.peak[k], Ordering::Relaxed);
         }
     }
-}
-
-/// One idle round: spin, then yield, then park briefly (`done`/`failed` unpark).
-fn backoff(step: &mut u32) {
-    if *step < 7 {
-        for _ in 0..(1u32 << *step) {
-            std::hint::spin_loop();
-        }
-    } else if *step < 24 {
-        std::thread::yield_now();
-    } else {
-        std::thread::park_timeout(Duration::from_micros(100));
-    }
-    *step = step.saturating_add(1);
 }
