@@ -128,6 +128,11 @@ fn run_with<T: CilkTask>(
         stats.tasks_inlined += w.tasks_inlined;
         stats.calls_inlined += w.calls_inlined;
         stats.steals += w.steals;
+        stats.workers += 1;
+        stats.idle += w.idle;
+        stats.late += w.late;
+        stats.parks += w.parks;
+        stats.wakeups += w.wakeups;
         stats.levels = stats.levels.max(w.levels());
         for (id, name, pre, cont) in w.tasks {
             let i = match reg.entries().iter().position(|e| e.id == id) {

@@ -73,6 +73,8 @@ pub(super) struct Shared<'a> {
     max_depth: usize,
     check_races: bool,
     deadline: Option<(Instant, Duration)>,
+    /// When the run started (for the idle times).
+    start: Instant,
     /// The live-frame counters (written in per-worker batches): on a cache line of their own.
     counts: Padded<LiveCounts>,
     /// Parked idle workers, for a spawn to wake one (`count` is read at every task push: on a
@@ -138,6 +140,7 @@ impl<'a> Shared<'a> {
             max_depth: config.max_depth,
             check_races: config.check_races,
             deadline: config.timeout.map(|t| (start + t, t)),
+            start,
             counts: Padded(LiveCounts {
                 live: AtomicIsize::new(1),
                 live_bytes: AtomicIsize::new(root_bytes as isize),
@@ -189,13 +192,13 @@ impl<'a> Shared<'a> {
     /// Wakes one parked worker, if any: a task was just made available.
     #[cold]
     #[inline(never)]
-    fn wake_one(&self) {
+    fn wake_one(&self) -> u64 {
         let mut list = self.sleepers.list.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(t) = list.pop() {
-            self.sleepers.count.store(list.len(), Ordering::Relaxed);
-            drop(list);
-            t.unpark();
-        }
+        let Some(t) = list.pop() else { return 0 };
+        self.sleepers.count.store(list.len(), Ordering::Relaxed);
+        drop(list);
+        t.unpark();
+        1
     }
 
     /// Whether a parked worker should be woken for a new task.
@@ -232,6 +235,11 @@ pub(super) struct WorkerStats {
     pub(super) tasks_inlined: u64,
     pub(super) calls_inlined: u64,
     pub(super) steals: u64,
+    /// Time without work (from the run's start: `late` included), parks, wake-ups sent.
+    pub(super) idle: Duration,
+    pub(super) late: Duration,
+    pub(super) parks: u64,
+    pub(super) wakeups: u64,
 }
 
 impl WorkerStats {
@@ -322,6 +330,7 @@ impl<'r> Worker<'r> {
     /// Worker `index` of the run `sh` (takes its deque).
     pub(super) fn new(sh: &'r Shared<'r>, index: usize) -> Option<Self> {
         let local = sh.deques.get(index)?.lock().unwrap_or_else(|p| p.into_inner()).take()?;
+        let late = sh.start.elapsed();
         sh.threads.lock().unwrap_or_else(|p| p.into_inner()).push(std::thread::current());
         Some(Worker {
             sh,
@@ -335,7 +344,7 @@ impl<'r> Worker<'r> {
             stash_bytes: Vec::with_capacity(256),
             stash_at: Vec::with_capacity(64),
             current: ("?", 0),
-            stats: WorkerStats::default(),
+            stats: WorkerStats { late, ..WorkerStats::default() },
             rng: 0x9e37_79b9_7f4a_7c15 ^ ((index as u64 + 1) << 17),
             live: Live {
                 base: [sh.counts.live.load(Ordering::Relaxed), sh.counts.live_bytes.load(Ordering::Relaxed)],
@@ -348,8 +357,10 @@ impl<'r> Worker<'r> {
     /// The worker loop: own newest task, else a stolen one, else back off; until the run is
     /// done or failing. Returns this worker's counts.
     pub(super) fn run(mut self) -> WorkerStats {
-        // > 0 while this worker is counted in `Shared::idle` (it starts counted).
+        // > 0 while this worker is counted in `Shared::idle` (it starts counted, idle since the
+        // run's start).
         let mut idle = 1u32;
+        let mut idle_since = self.sh.start;
         loop {
             if self.failing() {
                 break;
@@ -366,6 +377,7 @@ impl<'r> Worker<'r> {
                         }
                         if idle == 0 {
                             self.sh.idle.fetch_add(1, Ordering::Relaxed);
+                            idle_since = Instant::now();
                         }
                         self.backoff(&mut idle);
                         continue;
@@ -374,6 +386,7 @@ impl<'r> Worker<'r> {
             };
             if idle > 0 {
                 self.sh.idle.fetch_sub(1, Ordering::Relaxed);
+                self.stats.idle += idle_since.elapsed();
             }
             idle = 0;
             self.jobs_since_clock += 1;
@@ -388,6 +401,7 @@ impl<'r> Worker<'r> {
         }
         if idle > 0 {
             self.sh.idle.fetch_sub(1, Ordering::Relaxed);
+            self.stats.idle += idle_since.elapsed();
         }
         // Only a failing run leaves tasks behind; their records are freed, never run.
         while let Some(job) = self.local.pop() {
@@ -460,7 +474,7 @@ impl<'r> Worker<'r> {
         self.stats.tasks_created += 1;
         self.frame_alloc(Job::bytes::<C>());
         if self.sh.has_sleepers() {
-            self.sh.wake_one();
+            self.stats.wakeups += self.sh.wake_one();
         }
     }
 
@@ -470,7 +484,7 @@ impl<'r> Worker<'r> {
         self.stats.tasks_created += 1;
         self.frame_alloc(Job::bytes::<C>());
         if self.sh.has_sleepers() {
-            self.sh.wake_one();
+            self.stats.wakeups += self.sh.wake_one();
         }
     }
 
@@ -555,7 +569,7 @@ impl<'r> Worker<'r> {
 
     /// One idle round: spin, then yield, then park until a new task or [`PARK`] (`done` and
     /// `failed` unpark too).
-    fn backoff(&self, step: &mut u32) {
+    fn backoff(&mut self, step: &mut u32) {
         if *step < SPIN_ROUNDS {
             for _ in 0..(1u32 << *step) {
                 std::hint::spin_loop();
@@ -573,6 +587,7 @@ impl<'r> Worker<'r> {
             // A task pushed just before this worker was listed woke nobody: look once more.
             if !self.sh.done() && self.sh.ranked.is_empty() && self.sh.stealers.iter().all(Stealer::is_empty) {
                 std::thread::park_timeout(PARK);
+                self.stats.parks += 1;
             }
             let mut list = s.list.lock().unwrap_or_else(|p| p.into_inner());
             if let Some(i) = list.iter().position(|t| t.id() == me.id()) {
