@@ -124,6 +124,6 @@ unsafe fn run_record<C: CilkTask>(store: &mut Store, w: &mut Worker<'_>, own: bo
 /// # Safety
 /// `store` came from `Job::new::<C>` and its record is consumed here.
 unsafe fn discard_record<C: CilkTask>(store: &mut Store) {
-    // SAFETY: guaranteed by the caller.
-    drop(unsafe { take::<C>(store) });
+    // SAFETY: guaranteed by the caller. The record (its arguments) is dropped here.
+    let _record = unsafe { take::<C>(store) };
 }
