@@ -11,7 +11,8 @@
 //! an exhausted temporary heap, `max_depth`, the timeout) records the first error and sets
 //! `failed`: workers stop at their next task boundary, drop what is left in their own deques, and
 //! never resume another frame, so a failing run stops as soon as the running tasks return. Idle
-//! workers spin, then yield, then park; a new task wakes one parked worker at once (like rayon's
+//! workers spin, then yield, then park; a new task wakes one parked worker at once unless an idle
+//! worker is still awake to take it (like rayon's
 //! sleep protocol: a worker that parked while the run's work was scarce would otherwise miss the
 //! next piece for its whole park interval), `done` and `failed` wake them all, and a short
 //! timeout covers a wake-up lost to a race.
@@ -189,10 +190,17 @@ impl<'a> Shared<'a> {
         )
     }
 
-    /// Wakes one parked worker, if any: a task was just made available.
+    /// Wakes one parked worker, if any and no idle worker is awake: a task was just made
+    /// available. Returns how many it woke.
     #[cold]
     #[inline(never)]
     fn wake_one(&self) -> u64 {
+        // Like rayon: not while an idle worker is still awake (spinning or yielding), which will
+        // find the task itself; waking costs the spawner a system call.
+        let parked = self.sleepers.count.load(Ordering::Relaxed);
+        if self.idle.load(Ordering::Relaxed) > parked {
+            return 0;
+        }
         let mut list = self.sleepers.list.lock().unwrap_or_else(|p| p.into_inner());
         let Some(t) = list.pop() else { return 0 };
         self.sleepers.count.store(list.len(), Ordering::Relaxed);
