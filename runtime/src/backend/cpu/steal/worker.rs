@@ -620,3 +620,57 @@ impl<'r> Worker<'r> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run's shared state with `workers` empty deques, every worker counted idle.
+    fn shared(heap: &RunHeap, workers: usize) -> Shared<'_> {
+        let deques = (0..workers).map(|_| crossbeam_deque::Worker::new_lifo()).collect();
+        Shared::new(deques, heap, &Config::default(), Instant::now(), 0, Arc::new(Gate::default()))
+    }
+
+    /// Lists the calling thread as parked (as `Worker::backoff` does) and parks until unparked.
+    fn park_listed(sh: &Shared<'_>) {
+        {
+            let mut list = sh.sleepers.list.lock().unwrap();
+            list.push(std::thread::current());
+            sh.sleepers.count.store(list.len(), Ordering::Relaxed);
+        }
+        // No timeout: only `wake_one` ends this (a spurious wake-up parks again while listed).
+        loop {
+            std::thread::park();
+            if !sh.sleepers.list.lock().unwrap().iter().any(|t| t.id() == std::thread::current().id()) {
+                return;
+            }
+        }
+    }
+
+    #[test]
+    fn a_new_task_wakes_a_parked_worker_only_when_no_idle_worker_is_awake() {
+        let heap = RunHeap::new(1 << 12);
+        let sh = shared(&heap, 2);
+        assert!(!sh.has_sleepers());
+        // Nobody parked: nobody to wake.
+        sh.idle.store(0, Ordering::Relaxed);
+        assert_eq!(sh.wake_one(), 0);
+        std::thread::scope(|s| {
+            // One idle worker, and it is parked.
+            sh.idle.store(1, Ordering::Relaxed);
+            let sleeper = s.spawn(|| park_listed(&sh));
+            while !sh.has_sleepers() {
+                std::thread::yield_now();
+            }
+            // A second idle worker still awake takes the task: no wake-up.
+            sh.idle.store(2, Ordering::Relaxed);
+            assert_eq!(sh.wake_one(), 0);
+            assert!(sh.has_sleepers());
+            // Every idle worker parked: the push wakes one (the test hangs if not).
+            sh.idle.store(1, Ordering::Relaxed);
+            assert_eq!(sh.wake_one(), 1);
+            assert!(!sh.has_sleepers());
+            sleeper.join().unwrap();
+        });
+    }
+}
