@@ -147,8 +147,14 @@ fn the_scheduler_setting_selects_and_persistent_is_refused_on_cpu() {
 #[test]
 fn stats_print_the_stealing_counts() {
     let rt = Runtime::with_config(stealing(2)).unwrap();
-    let text = rt.run_with_stats(fib::task(20)).unwrap().stats.to_string();
-    for line in ["scheduler          stealing", "spawns ", "steals ", "peak live frames "] {
+    let stats = rt.run_with_stats(fib::task(20)).unwrap().stats;
+    let text = stats.to_string();
+    for line in ["scheduler          stealing", "spawns ", "steals ", "idle ", "peak live frames "] {
         assert!(text.contains(line), "{line:?} missing from\n{text}");
     }
+    // Idle time is counted per worker within the run: the part before joining is part of it,
+    // and no worker is idle longer than the run.
+    assert!((1..=2).contains(&stats.workers), "{stats}");
+    assert!(stats.late <= stats.idle, "{stats}");
+    assert!(stats.idle <= stats.wall * stats.workers as u32, "{stats}");
 }

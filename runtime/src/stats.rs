@@ -68,6 +68,20 @@ pub struct Stats {
     pub peak_live_frames: usize,
     /// Their bytes.
     pub peak_frame_bytes: usize,
+    /// Stealing scheduler: pool threads that took part in the run (its workers).
+    pub workers: usize,
+    /// Stealing scheduler: time the workers spent without work, summed over them: from the run's
+    /// start until each joined ([`Stats::late`], included here), then every span between running
+    /// out of tasks and finding one (stealing, spinning, parked), until each left. `workers ×
+    /// wall − idle` is the time spent running tasks and their scheduling.
+    pub idle: Duration,
+    /// Stealing scheduler: the part of [`Stats::idle`] before the workers joined the run (pool
+    /// threads waking up), summed over them.
+    pub late: Duration,
+    /// Stealing scheduler: times an idle worker parked (after spinning and yielding in vain).
+    pub parks: u64,
+    /// Stealing scheduler: times a new task woke a parked worker.
+    pub wakeups: u64,
     /// Persistent device scheduler: items a warp sent to the global pool for hungry warps.
     pub donated: u64,
     /// Persistent device scheduler: spawns that ran inline only because both the warp's stack
@@ -180,6 +194,15 @@ impl fmt::Display for Stats {
                 self.tasks_created, self.tasks_inlined, self.calls_inlined
             )?;
             writeln!(f, "steals             {}", self.steals)?;
+            writeln!(
+                f,
+                "idle               {:.3} ms summed over {} workers ({:.3} ms before they joined), {} parks, {} wake-ups by new tasks",
+                self.idle.as_secs_f64() * 1e3,
+                self.workers,
+                self.late.as_secs_f64() * 1e3,
+                self.parks,
+                self.wakeups
+            )?;
             writeln!(
                 f,
                 "peak live frames   {} ({:.1} KiB)",

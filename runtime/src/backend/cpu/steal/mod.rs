@@ -6,8 +6,9 @@
 //! - [`worker`]: one worker per pool thread with its own deque (crossbeam-deque); it runs its
 //!   newest task first (depth-first, like the serial order) and steals the oldest task of a
 //!   random other worker when it has none (the largest piece of work there).
-//! - [`job`]: a stealable task, a heap record `(args, destination, depth)` with the callee's type
-//!   erased to monomorphized function pointers.
+//! - [`job`]: a stealable task, a record `(args, destination, depth, level)` with the callee's
+//!   type erased to monomorphized function pointers, inside the deque entry when it is small
+//!   (no allocation per task), else on the heap.
 //! - [`ranked`]: prioritized ready work (`spawn!(f(..), priority = key)`), one lock-protected
 //!   max-heap per run that a worker serves best-first when its own deque is empty, before it
 //!   steals; such a spawn is always a real task (never inlined), so the order holds.
@@ -127,6 +128,11 @@ fn run_with<T: CilkTask>(
         stats.tasks_inlined += w.tasks_inlined;
         stats.calls_inlined += w.calls_inlined;
         stats.steals += w.steals;
+        stats.workers += 1;
+        stats.idle += w.idle;
+        stats.late += w.late;
+        stats.parks += w.parks;
+        stats.wakeups += w.wakeups;
         stats.levels = stats.levels.max(w.levels());
         for (id, name, pre, cont) in w.tasks {
             let i = match reg.entries().iter().position(|e| e.id == id) {

@@ -67,6 +67,11 @@ impl<J> Ranked<J> {
         self.len.store(g.0.len(), Ordering::Relaxed);
     }
 
+    /// Whether no job waits (a hint: `Relaxed`).
+    pub(super) fn is_empty(&self) -> bool {
+        self.len.load(Ordering::Relaxed) == 0
+    }
+
     /// The job with the largest key, if any.
     pub(super) fn pop(&self) -> Option<J> {
         if self.len.load(Ordering::Relaxed) == 0 {

@@ -11,7 +11,11 @@
 //! an exhausted temporary heap, `max_depth`, the timeout) records the first error and sets
 //! `failed`: workers stop at their next task boundary, drop what is left in their own deques, and
 //! never resume another frame, so a failing run stops as soon as the running tasks return. Idle
-//! workers spin, then yield, then park for short intervals; `done` and `failed` unpark them.
+//! workers spin, then yield, then park; a new task wakes one parked worker at once unless an idle
+//! worker is still awake to take it (like rayon's
+//! sleep protocol: a worker that parked while the run's work was scarce would otherwise miss the
+//! next piece for its whole park interval), `done` and `failed` wake them all, and a short
+//! timeout covers a wake-up lost to a race.
 
 use super::frame::Header;
 use super::gate::Gate;
@@ -30,6 +34,15 @@ use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
+
+/// Idle rounds of spinning, then of yielding, before an idle worker parks (a round tries every
+/// other worker's deque once).
+const SPIN_ROUNDS: u32 = 7;
+const YIELD_ROUNDS: u32 = 32;
+
+/// How long a parked idle worker sleeps at most: a new task wakes one parked worker at once
+/// ([`Worker::push_task`]); the timeout only covers a wake-up lost to a race.
+const PARK: Duration = Duration::from_micros(100);
 
 /// Frames and records counted locally before they are added to the shared live counters.
 const LIVE_BATCH: isize = 32;
@@ -61,8 +74,22 @@ pub(super) struct Shared<'a> {
     max_depth: usize,
     check_races: bool,
     deadline: Option<(Instant, Duration)>,
+    /// When the run started (for the idle times).
+    start: Instant,
     /// The live-frame counters (written in per-worker batches): on a cache line of their own.
     counts: Padded<LiveCounts>,
+    /// Parked idle workers, for a spawn to wake one (`count` is read at every task push: on a
+    /// cache line of its own, written only when a worker parks or is woken).
+    sleepers: Padded<Sleepers>,
+}
+
+/// Idle workers that parked, waiting for a task ([`Worker::push_task`] wakes one) or their
+/// timeout ([`PARK`]).
+#[derive(Default)]
+struct Sleepers {
+    /// `list.len()` (`Relaxed`: a hint; a wake-up lost to a race costs at most [`PARK`]).
+    count: AtomicUsize,
+    list: Mutex<Vec<Thread>>,
 }
 
 /// The run's live task records and frames, and their peaks (`Relaxed`: statistics only).
@@ -114,12 +141,14 @@ impl<'a> Shared<'a> {
             max_depth: config.max_depth,
             check_races: config.check_races,
             deadline: config.timeout.map(|t| (start + t, t)),
+            start,
             counts: Padded(LiveCounts {
                 live: AtomicIsize::new(1),
                 live_bytes: AtomicIsize::new(root_bytes as isize),
                 peak: AtomicIsize::new(1),
                 peak_bytes: AtomicIsize::new(root_bytes as isize),
             }),
+            sleepers: Padded(Sleepers::default()),
         }
     }
 
@@ -161,6 +190,31 @@ impl<'a> Shared<'a> {
         )
     }
 
+    /// Wakes one parked worker, if any and no idle worker is awake: a task was just made
+    /// available. Returns how many it woke.
+    #[cold]
+    #[inline(never)]
+    fn wake_one(&self) -> u64 {
+        // Like rayon: not while an idle worker is still awake (spinning or yielding), which will
+        // find the task itself; waking costs the spawner a system call.
+        let parked = self.sleepers.count.load(Ordering::Relaxed);
+        if self.idle.load(Ordering::Relaxed) > parked {
+            return 0;
+        }
+        let mut list = self.sleepers.list.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(t) = list.pop() else { return 0 };
+        self.sleepers.count.store(list.len(), Ordering::Relaxed);
+        drop(list);
+        t.unpark();
+        1
+    }
+
+    /// Whether a parked worker should be woken for a new task.
+    #[inline]
+    fn has_sleepers(&self) -> bool {
+        self.sleepers.count.load(Ordering::Relaxed) > 0
+    }
+
     fn wake_all(&self) {
         for t in self.threads.lock().unwrap_or_else(|p| p.into_inner()).iter() {
             t.unpark();
@@ -189,6 +243,11 @@ pub(super) struct WorkerStats {
     pub(super) tasks_inlined: u64,
     pub(super) calls_inlined: u64,
     pub(super) steals: u64,
+    /// Time without work (from the run's start: `late` included), parks, wake-ups sent.
+    pub(super) idle: Duration,
+    pub(super) late: Duration,
+    pub(super) parks: u64,
+    pub(super) wakeups: u64,
 }
 
 impl WorkerStats {
@@ -279,6 +338,7 @@ impl<'r> Worker<'r> {
     /// Worker `index` of the run `sh` (takes its deque).
     pub(super) fn new(sh: &'r Shared<'r>, index: usize) -> Option<Self> {
         let local = sh.deques.get(index)?.lock().unwrap_or_else(|p| p.into_inner()).take()?;
+        let late = sh.start.elapsed();
         sh.threads.lock().unwrap_or_else(|p| p.into_inner()).push(std::thread::current());
         Some(Worker {
             sh,
@@ -292,7 +352,7 @@ impl<'r> Worker<'r> {
             stash_bytes: Vec::with_capacity(256),
             stash_at: Vec::with_capacity(64),
             current: ("?", 0),
-            stats: WorkerStats::default(),
+            stats: WorkerStats { late, ..WorkerStats::default() },
             rng: 0x9e37_79b9_7f4a_7c15 ^ ((index as u64 + 1) << 17),
             live: Live {
                 base: [sh.counts.live.load(Ordering::Relaxed), sh.counts.live_bytes.load(Ordering::Relaxed)],
@@ -305,8 +365,10 @@ impl<'r> Worker<'r> {
     /// The worker loop: own newest task, else a stolen one, else back off; until the run is
     /// done or failing. Returns this worker's counts.
     pub(super) fn run(mut self) -> WorkerStats {
-        // > 0 while this worker is counted in `Shared::idle` (it starts counted).
+        // > 0 while this worker is counted in `Shared::idle` (it starts counted, idle since the
+        // run's start).
         let mut idle = 1u32;
+        let mut idle_since = self.sh.start;
         loop {
             if self.failing() {
                 break;
@@ -323,14 +385,16 @@ impl<'r> Worker<'r> {
                         }
                         if idle == 0 {
                             self.sh.idle.fetch_add(1, Ordering::Relaxed);
+                            idle_since = Instant::now();
                         }
-                        backoff(&mut idle);
+                        self.backoff(&mut idle);
                         continue;
                     }
                 },
             };
             if idle > 0 {
                 self.sh.idle.fetch_sub(1, Ordering::Relaxed);
+                self.stats.idle += idle_since.elapsed();
             }
             idle = 0;
             self.jobs_since_clock += 1;
@@ -345,6 +409,7 @@ impl<'r> Worker<'r> {
         }
         if idle > 0 {
             self.sh.idle.fetch_sub(1, Ordering::Relaxed);
+            self.stats.idle += idle_since.elapsed();
         }
         // Only a failing run leaves tasks behind; their records are freed, never run.
         while let Some(job) = self.local.pop() {
@@ -416,6 +481,9 @@ impl<'r> Worker<'r> {
         self.local.push(job);
         self.stats.tasks_created += 1;
         self.frame_alloc(Job::bytes::<C>());
+        if self.sh.has_sleepers() {
+            self.stats.wakeups += self.sh.wake_one();
+        }
     }
 
     /// Adds a new task of `C` with priority `key` to the run's prioritized jobs.
@@ -423,6 +491,9 @@ impl<'r> Worker<'r> {
         self.sh.ranked.push(key, job);
         self.stats.tasks_created += 1;
         self.frame_alloc(Job::bytes::<C>());
+        if self.sh.has_sleepers() {
+            self.stats.wakeups += self.sh.wake_one();
+        }
     }
 
     /// The count of workers looking for work.
@@ -458,8 +529,9 @@ impl<'r> Worker<'r> {
     /// The root delivered its value.
     pub(super) fn root_done(&self) {
         self.sh.done.store(true, Ordering::Release);
-        self.sh.wake_all();
+        // The run's thread first (it wakes while the others are unparked).
         self.sh.gate.end();
+        self.sh.wake_all();
     }
 
     /// Whether the run's timeout has passed (and if so, fails it).
@@ -503,6 +575,37 @@ impl<'r> Worker<'r> {
         }
     }
 
+    /// One idle round: spin, then yield, then park until a new task or [`PARK`] (`done` and
+    /// `failed` unpark too).
+    fn backoff(&mut self, step: &mut u32) {
+        if *step < SPIN_ROUNDS {
+            for _ in 0..(1u32 << *step) {
+                std::hint::spin_loop();
+            }
+        } else if *step < SPIN_ROUNDS + YIELD_ROUNDS {
+            std::thread::yield_now();
+        } else {
+            let s = &self.sh.sleepers;
+            let me = std::thread::current();
+            {
+                let mut list = s.list.lock().unwrap_or_else(|p| p.into_inner());
+                list.push(me.clone());
+                s.count.store(list.len(), Ordering::Relaxed);
+            }
+            // A task pushed just before this worker was listed woke nobody: look once more.
+            if !self.sh.done() && self.sh.ranked.is_empty() && self.sh.stealers.iter().all(Stealer::is_empty) {
+                std::thread::park_timeout(PARK);
+                self.stats.parks += 1;
+            }
+            let mut list = s.list.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(i) = list.iter().position(|t| t.id() == me.id()) {
+                list.swap_remove(i);
+                s.count.store(list.len(), Ordering::Relaxed);
+            }
+        }
+        *step = step.saturating_add(1);
+    }
+
     /// Adds this worker's changes to the shared counts and its peaks to the shared peaks
     /// (`Relaxed`: statistics only, read after the run's join).
     fn flush_live(&mut self) {
@@ -518,16 +621,56 @@ impl<'r> Worker<'r> {
     }
 }
 
-/// One idle round: spin, then yield, then park briefly (`done`/`failed` unpark).
-fn backoff(step: &mut u32) {
-    if *step < 7 {
-        for _ in 0..(1u32 << *step) {
-            std::hint::spin_loop();
-        }
-    } else if *step < 24 {
-        std::thread::yield_now();
-    } else {
-        std::thread::park_timeout(Duration::from_micros(100));
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run's shared state with `workers` empty deques, every worker counted idle.
+    fn shared(heap: &RunHeap, workers: usize) -> Shared<'_> {
+        let deques = (0..workers).map(|_| crossbeam_deque::Worker::new_lifo()).collect();
+        Shared::new(deques, heap, &Config::default(), Instant::now(), 0, Arc::new(Gate::default()))
     }
-    *step = step.saturating_add(1);
+
+    /// Lists the calling thread as parked (as `Worker::backoff` does) and parks until unparked.
+    fn park_listed(sh: &Shared<'_>) {
+        {
+            let mut list = sh.sleepers.list.lock().unwrap();
+            list.push(std::thread::current());
+            sh.sleepers.count.store(list.len(), Ordering::Relaxed);
+        }
+        // No timeout: only `wake_one` ends this (a spurious wake-up parks again while listed).
+        loop {
+            std::thread::park();
+            if !sh.sleepers.list.lock().unwrap().iter().any(|t| t.id() == std::thread::current().id()) {
+                return;
+            }
+        }
+    }
+
+    #[test]
+    fn a_new_task_wakes_a_parked_worker_only_when_no_idle_worker_is_awake() {
+        let heap = RunHeap::new(1 << 12);
+        let sh = shared(&heap, 2);
+        assert!(!sh.has_sleepers());
+        // Nobody parked: nobody to wake.
+        sh.idle.store(0, Ordering::Relaxed);
+        assert_eq!(sh.wake_one(), 0);
+        std::thread::scope(|s| {
+            // One idle worker, and it is parked.
+            sh.idle.store(1, Ordering::Relaxed);
+            let sleeper = s.spawn(|| park_listed(&sh));
+            while !sh.has_sleepers() {
+                std::thread::yield_now();
+            }
+            // A second idle worker still awake takes the task: no wake-up.
+            sh.idle.store(2, Ordering::Relaxed);
+            assert_eq!(sh.wake_one(), 0);
+            assert!(sh.has_sleepers());
+            // Every idle worker parked: the push wakes one (the test hangs if not).
+            sh.idle.store(1, Ordering::Relaxed);
+            assert_eq!(sh.wake_one(), 1);
+            assert!(!sh.has_sleepers());
+            sleeper.join().unwrap();
+        });
+    }
 }
