@@ -51,8 +51,8 @@ for t in "$here"/tests/*; do
   skipped=$(grep -c '^SKIPPED' "$steps/$name.log")
   tests+=("$(printf '%-34s %s; %s skipped' "$name" "${counts:-no result line}" "$skipped")")
 done
-# Issue 12: the heap at K = 1024 on every resident block (known to hang; the watchdog's dump of
-# each block's trace words is the point of this step: read it in steps/heap-k1024-full.log).
+# Issue 12: the heap at K = 1024 on every resident block, verbose (it hung until 2026-11-26; on a
+# hang the watchdog's dump of each block's trace words is in steps/heap-k1024-full.log).
 if [ -x "$here/tests/cuda_heap" ] && part heap; then
   GPU_CILK_HEAP_K1024_FULL=1 STEP_TIMEOUT=300 step heap-k1024-full "$here/tests/cuda_heap" largest_nodes_k1024 \
     --include-ignored --exact --nocapture --test-threads=1
