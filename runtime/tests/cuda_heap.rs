@@ -296,9 +296,6 @@ fn largest_nodes_k1024() {
     } else {
         // Written past libtest's capture, so scripts/gpu-check.sh counts it as skipped.
         use std::io::Write as _;
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED largest_nodes_k1024 on 264 blocks: GPU_CILK_HEAP_K1024_FULL=0"
-        );
+        let _ = writeln!(std::io::stderr(), "SKIPPED largest_nodes_k1024 on 264 blocks: GPU_CILK_HEAP_K1024_FULL=0");
     }
 }
