@@ -210,8 +210,9 @@ pub struct Config {
     /// (`GPU_CILK_DEVICE_INLINE_STACK_BYTES`; default 0 = [`Config::device_stack_bytes`] less 4 KiB
     /// for the scheduler's and the segment's own frames and the last call's). A deeper call
     /// trips the guard of its serial form: on the persistent scheduler, an inline call from a
-    /// segment whose serial forms may all run twice (no `&mut` slice, `&Sum` or `Temp` parameter,
-    /// no `alloc!`) is unwound and run again as a task; otherwise the run fails with
+    /// segment whose serial forms may all run twice (no `&mut` slice or `Temp` parameter, no
+    /// `alloc!`; `&Sum` adds are held back until the call completes) is unwound and run again as
+    /// a task; otherwise the run fails with
     /// [`Error::DeviceFault`](crate::Error::DeviceFault) naming the function. Never a stack overflow.
     pub device_inline_stack_bytes: usize,
     /// Persistent device scheduler: bytes of the device frame pool, which holds one frame per
