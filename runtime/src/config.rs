@@ -213,7 +213,7 @@ pub struct Config {
     /// segment whose serial forms may all run twice (no `&mut` slice or `Temp` parameter, no
     /// `alloc!`; `&Sum` adds are held back until the call completes) is unwound and run again as
     /// a task; otherwise the run fails with
-    /// [`Error::DeviceFault`](crate::Error::DeviceFault) naming the function. Never a stack overflow.
+    /// [`Error::DeviceFault`] naming the function. Never a stack overflow.
     pub device_inline_stack_bytes: usize,
     /// Persistent device scheduler: bytes of the device frame pool, which holds one frame per
     /// task waiting for children (`GPU_CILK_DEVICE_FRAME_POOL_BYTES`, default 1 GiB).

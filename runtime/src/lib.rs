@@ -8,7 +8,7 @@
 //! - [`task`]: the contract with generated code ([`CilkTask`], [`Step`], [`Place`], [`Spawn`]).
 //! - [`channel`]: the array channel of Orr et al. (Rust twin of `kernels/channel.cuh`).
 //! - [`backend`]: `serial`, `cpu` (channel stacks + levelized scheduler on rayon), `cuda`.
-//! - [`slice`]: `&[T]`/`&mut [T]` parameters across the task boundary ([`RawSlice`]).
+//! - [`slice`](mod@slice): `&[T]`/`&mut [T]` parameters across the task boundary ([`RawSlice`]).
 //! - [`priority`]: the keys of priority spawns ([`Priority`]).
 //! - [`bound`]: shared monotone bounds ([`Max`], [`Min`], [`Sum`]).
 //! - [`temp`]: task-scoped temporaries (`alloc!`): [`Temp`] and its host storage.

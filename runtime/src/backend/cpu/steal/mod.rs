@@ -16,7 +16,7 @@
 //!   frame in a heap cell with a join counter; the last child to finish (or the owner, if the
 //!   children were faster) resumes it on its own worker — there is no level barrier.
 //! - [`segment`]: runs a task's segments and carries out, at each spawn, the
-//!   [`policy`](policy): a stealable task while the own deque is short, else an inline call of
+//!   [`policy`]: a stealable task while the own deque is short, else an inline call of
 //!   the callee's sub-kernels, and below `Config::inline_nesting` levels under the last stolen
 //!   task a plain call of the generated serial function.
 //! - [`gate`]: which pool threads take part in a run. A run asks every pool thread to join and
