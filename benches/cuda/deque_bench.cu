@@ -28,7 +28,7 @@
 typedef gc_pitem<2> dq_item;
 static_assert(sizeof(dq_item) == 48, "dq_item layout");
 // The host mirrors these (benches/gpu_suite/deque.rs): a change to gc_psched fails here first.
-static_assert(sizeof(gc_psched) == 168, "gc_psched layout (mirrored by DqSched in deque.rs)");
+static_assert(sizeof(gc_psched) == 168, "gc_psched layout (GcPSched of the runtime, used by deque.rs)");
 
 #define DQ_THREADS 256
 #define DQ_WARPS (DQ_THREADS / 32)

@@ -7,13 +7,13 @@
 //! unmeasured with exactly-once verification (a per-item counter that must end at 1), then
 //! measured with the count and checksum of consumed items checked.
 //!
-//! Owns the benchmark kernels' parameter mirrors (`gc_psched` as `DqSched`; the kernel
-//! static_asserts both sizes); `gc_tq` is mirrored once, in
+//! Owns the benchmark kernels' parameter mirror `dq_params` (the kernel static_asserts its size);
+//! `gc_psched` is the runtime's own mirror (`backend::cuda::GcPSched`), `gc_tq` is mirrored once, in
 //! `runtime/tests/support/ticket_queue_mirror.rs` (loaded by [`crate::queue`]).
 
 use crate::common::{timed, Device, Row};
 use crate::Args;
-use gpu_cilk::runtime::backend::cuda::{CudaDevice, DeviceCopy, Kernel, LaunchDims, ProgramSource};
+use gpu_cilk::runtime::backend::cuda::{CudaDevice, DeviceCopy, GcPSched, Kernel, LaunchDims, ProgramSource};
 
 use crate::queue::ticket_queue_mirror::GcTq;
 
@@ -36,43 +36,14 @@ pub(crate) fn program() -> ProgramSource {
         .header("gpu_cilk/persistent.cuh", gpu_cilk_kernels::PERSISTENT_CUH)
 }
 
-/// Mirrors `gc_psched` (persistent.cuh): 17 words, then 8 u32.
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-struct DqSched {
-    pool: u64,
-    pool_avail: u64,
-    frames: u64,
-    frame_bytes: u64,
-    frame_count: u64,
-    free_ring: u64,
-    free_avail: u64,
-    fresh: u64,
-    ctl: u64,
-    fault: u64,
-    result: u64,
-    stats: u64,
-    temps: u64,
-    root_args: u64,
-    pool_slack: u64,
-    deep: u64,
-    deep_cap: u64,
-    local_cap: u32,
-    free_cap: u32,
-    inline_threshold: u32,
-    max_depth: u32,
-    dev_stack_budget: u32,
-    idle_max_ns: u32,
-    inline_budget: u32,
-    inline_abort: u32,
-}
-const _: () = assert!(std::mem::size_of::<DqSched>() == 168);
+// `gc_psched` is the runtime's own layout-checked mirror (168 bytes, as deque_bench.cu asserts).
+const _: () = assert!(std::mem::size_of::<GcPSched>() == 168);
 
 /// Mirrors `dq_params` (deque_bench.cu).
 #[repr(C)]
 #[derive(Clone, Copy)]
 struct DqParams {
-    sched: DqSched,
+    sched: GcPSched,
     count: u64,
     checksum: u64,
     seen: u64,
@@ -169,14 +140,14 @@ fn run(args: &Args, dev: &CudaDevice) -> gpu_cilk::runtime::Result<Vec<Row>> {
             let total = producers(w as u64, stealing).count() as u64 * per_warp;
             let want_sum = checksum(w as u64, per_warp, stealing);
             let mut p = DqParams {
-                sched: DqSched {
+                sched: GcPSched {
                     pool: pool.ptr().addr(),
                     pool_avail: pool_avail.ptr().addr(),
                     stats: stats.ptr().addr(),
                     deep: deep.ptr().addr(),
                     deep_cap,
                     local_cap: LOCAL_CAP,
-                    ..DqSched::default()
+                    ..GcPSched::default()
                 },
                 count: results.ptr().addr(),
                 checksum: results.ptr().offset(1).addr(),

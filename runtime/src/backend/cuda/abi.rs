@@ -37,10 +37,13 @@ pub(crate) trait Mirror {
 /// [`Mirror`] impls. Field names must be the C field names.
 macro_rules! mirror {
     ($(#[$m:meta])* $cname:literal => struct $name:ident { $($(#[$fm:meta])* $f:ident : $t:ty),* $(,)? }) => {
+        mirror! { $(#[$m])* $cname => pub(crate) struct $name { $($(#[$fm])* $f: $t),* } }
+    };
+    ($(#[$m:meta])* $cname:literal => $vis:vis struct $name:ident { $($(#[$fm:meta])* $f:ident : $t:ty),* $(,)? }) => {
         $(#[$m])*
         #[repr(C)]
         #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
-        pub(crate) struct $name { $($(#[$fm])* pub(crate) $f: $t),* }
+        $vis struct $name { $($(#[$fm])* $vis $f: $t),* }
         // SAFETY: a `#[repr(C)]` struct of integers (device addresses are `u64`): plain data, every
         // bit pattern valid; `layout_asserts` makes every program check that the C side agrees.
         unsafe impl DeviceCopy for $name {}
@@ -127,7 +130,10 @@ mirror! {
 
 mirror! {
     /// `struct gc_psched`: the parameter of the persistent scheduler's kernel `gc_persistent`.
-    "gc_psched" => struct GcPSched {
+    /// Public (doc-hidden, re-exported by `backend::cuda`) only for the work-stack benchmark,
+    /// whose kernel takes the same struct; its fields are `gc_psched`'s, documented there.
+    #[allow(missing_docs)]
+    "gc_psched" => pub struct GcPSched {
         pool: u64,
         pool_avail: u64,
         frames: u64,

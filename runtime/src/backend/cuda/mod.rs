@@ -79,6 +79,9 @@ mod target;
 mod temps;
 
 pub use abi::DeviceScheduler;
+/// The persistent scheduler's kernel parameter (`gc_psched`), for the work-stack benchmark.
+#[doc(hidden)]
+pub use abi::GcPSched;
 pub use cache::{CacheKey, CompiledPtx, PtxCache};
 pub use context::DeviceInfo;
 pub use device::CudaDevice;
