@@ -12,6 +12,12 @@
 // gc_heap_smem_bytes<K, Key>() bytes of dynamic shared memory and at most the resident number of
 // blocks.
 
+// Built as is for the timed runs; `--heap-profile` builds it again with -DGC_HEAP_PROFILE (heap.cuh's
+// PROFILE: per-block phase counters through gc_heap::prof) and -DHB_KERNEL_LIST="HB_KERNELS(512) ..."
+// (only the node sizes asked for). runtime/tests/sim_heap.rs runs these kernels under the host
+// simulation, both ways.
+
+#include "gpu_cilk/portable.cuh"  // gc_dynamic_smem()
 #include "gpu_cilk/heap.cuh"
 
 typedef gc_heap_key<unsigned, unsigned> hb_key;
@@ -58,7 +64,7 @@ extern "C" __global__ void hb_fill(HbParams p) {
 
 template <int K>
 __device__ void hb_insert(const HbParams& p) {
-    extern __shared__ unsigned long long hb_smem[];
+    void* const hb_smem = gc_dynamic_smem();
     const unsigned long long batches = (p.n + p.batch - 1) / p.batch;
     for (unsigned long long b = blockIdx.x; b < batches; b += gridDim.x) {
         const unsigned long long first = b * p.batch;
@@ -70,7 +76,7 @@ __device__ void hb_insert(const HbParams& p) {
 
 template <int K>
 __device__ void hb_delete(const HbParams& p) {
-    extern __shared__ unsigned long long hb_smem[];
+    void* const hb_smem = gc_dynamic_smem();
     // Each block's output batch: K keys of the (already inserted) input array, in global memory
     // (the workspace already takes 40 KiB of shared memory at K = 1024; the host sizes `keys` to
     // at least blocks * K).
@@ -101,8 +107,12 @@ __device__ void hb_delete(const HbParams& p) {
     extern "C" __global__ void hb_insert_k##K(HbParams p) { hb_insert<K>(p); } \
     extern "C" __global__ void hb_delete_k##K(HbParams p) { hb_delete<K>(p); }
 
+#ifdef HB_KERNEL_LIST
+HB_KERNEL_LIST
+#else
 HB_KERNELS(64)
 HB_KERNELS(128)
 HB_KERNELS(256)
 HB_KERNELS(512)
 HB_KERNELS(1024)
+#endif

@@ -149,7 +149,7 @@ extern "C" __global__ void gc_heap_test_wait_last(gc_heap_test_params p) {
     const unsigned long long w = gc_heap_lock_node(h, 3);
     p.op_status[3] = (unsigned)w;
     gc_heap_node<1>(h, 3)[0] = ((const gc_test_k32*)p.in_keys)[0];
-    gc_heap_unlock_word(&h->states[3], GC_HEAP_AVAIL);
+    gc_heap_unlock(h, 3, GC_HEAP_AVAIL);
 }
 
 // Shared-memory bytes each instantiation needs (the host checks its own formula against these).

@@ -24,7 +24,7 @@
 //
 // LAYOUT. gc_heap<Key> is 256 bytes, 32 8-byte words (mirror it on the host with a #[repr(C)]
 // struct: nodes, states, pbuf, k, capacity, slots, count, pbuf_len, hlock, next_owner, error,
-// trace, hlocks, 3 pad, mode, 15 pad). The host allocates `slots * K` keys for `nodes` (node i at nodes + i*K;
+// trace, hlocks, tune, prof, 1 pad, mode, 15 pad). The host allocates `slots * K` keys for `nodes` (node i at nodes + i*K;
 // slot 0 unused), `slots` zeroed state words, K keys for `pbuf`, and sets k = K, capacity (nodes,
 // >= 1) and slots = the power of two above capacity's highest bit (2^(floor(log2 capacity) + 1)).
 // Everything else zero. A zeroed state is EMPTY, so this is an empty heap.
@@ -237,7 +237,9 @@ struct gc_heap {
     unsigned long long error;        // first protocol fault (GC_HEAP_FAULT_*), 0 none
     unsigned long long* trace;       // per-block progress words (DIAGNOSTICS), null: off
     unsigned long long hlocks;       // hlock acquisitions so far (DIAGNOSTICS; under hlock)
-    unsigned long long pad0[3];
+    unsigned long long tune;         // implementation switches (TUNING; 0: the defaults)
+    unsigned long long* prof;        // per-block phase counters (PROFILE), null: off
+    unsigned long long pad0;
     unsigned long long mode;         // deletes << 32 | bottom-up inserts (own 128-byte line)
     unsigned long long pad1[15];
 };
@@ -276,6 +278,185 @@ __device__ __forceinline__ gc_heap_ws<K, Key> gc_heap_ws_at(void* smem) {
     return ws;
 }
 
+// ---- tuning and profile ---------------------------------------------------------------------------
+//
+// TUNING. gc_heap::tune selects implementation variants that move the same keys under the same
+// locks in the same order of linearization (ALGORITHM and INVARIANTS hold for every value); the
+// benchmark sweeps them (`gpu_suite --only heap --heap-tune ...`). 0 is the default, the fastest
+// measured or best guessed; the bits turn optimizations off, the fields set back-off caps:
+//   bit 0 GC_HEAP_TUNE_PLAIN_DELETE  a delete locks the root, copies it out, locks and copies the
+//         last node, exchanges with pbuf and releases hlock before the sift-down locks the root's
+//         children (one lock, one barrier and one load at a time). Off (default): the FUSED
+//         delete (with count >= 4): thread 0 locks the root, its children 2 and 3 and the last
+//         node back to back (their compare-and-swaps in flight together, one acquire fence), then
+//         one barrier and one load phase bring in the root (the result), the last node (Z), both
+//         children and pbuf, and the sift-down's first level runs on what is already loaded.
+//         Lock order stays 1, 2, 3, last (last >= 4): increasing, as LOCKS requires.
+//   bit 1 GC_HEAP_TUNE_SERIAL_PAIR   the sift-down locks the left child, then the right, each with
+//         its own wait and fence. Off (default): both compare-and-swaps are issued at once and one
+//         acquire fence follows; a child found locked is waited for while the other may be held.
+//         That is outside the increasing-index order, and safe: only the holder of a node ever
+//         locks both its children, so whoever holds the left child waits only for its own
+//         descendants, never for the right child or the parent (no cycle).
+//   bit 2 GC_HEAP_TUNE_SC_FENCES     locks acquire and release with __threadfence() (fence.sc.gpu).
+//         Off (default): fence.acq_rel.gpu, which is all MEMORY ORDERING needs (the simulation
+//         always uses its sequentially consistent fence).
+//   bits 8-23  hot cap: the back-off cap (gc_heap_backoff) of the root-lock wait of an operation
+//         holding hlock, the wait every operation behind it queues on (0: 32 ns, i.e. sleeps of
+//         32 ns, polling by compare-and-swap).
+//   bits 24-39 hlock cap: the back-off cap of the hlock wait (0: 1024).
+//   bits 40-55 node cap: the back-off cap of every other wait (0: 1024).
+// Every block of a launch must see the same word (set it before the launch, never during one).
+// GC_HEAP_TUNE_LEGACY is the implementation before these switches (issue 12, 2026-11-26).
+#define GC_HEAP_TUNE_PLAIN_DELETE 1ull
+#define GC_HEAP_TUNE_SERIAL_PAIR 2ull
+#define GC_HEAP_TUNE_SC_FENCES 4ull
+#define GC_HEAP_TUNE_HOT_SHIFT 8
+#define GC_HEAP_TUNE_HLOCK_SHIFT 24
+#define GC_HEAP_TUNE_NODE_SHIFT 40
+#define GC_HEAP_TUNE_LEGACY (7ull | (1024ull << GC_HEAP_TUNE_HOT_SHIFT))
+
+template <typename Key>
+__device__ __forceinline__ unsigned long long gc_heap_tune(const gc_heap<Key>* h) {
+    return h->tune;  // set by the host before the launch, constant during it
+}
+__device__ __forceinline__ unsigned gc_heap_cap(unsigned long long tune, int shift, unsigned dflt) {
+    const unsigned c = (unsigned)((tune >> shift) & 0xffffull);
+    return c ? c : dflt;
+}
+__device__ __forceinline__ unsigned gc_heap_hot_cap(unsigned long long t) { return gc_heap_cap(t, GC_HEAP_TUNE_HOT_SHIFT, 32u); }
+__device__ __forceinline__ unsigned gc_heap_hlock_cap(unsigned long long t) { return gc_heap_cap(t, GC_HEAP_TUNE_HLOCK_SHIFT, 1024u); }
+__device__ __forceinline__ unsigned gc_heap_node_cap(unsigned long long t) { return gc_heap_cap(t, GC_HEAP_TUNE_NODE_SHIFT, 1024u); }
+
+// Thread 0: the fence of an acquire (after a relaxed RMW) or a release (before one).
+__device__ __forceinline__ void gc_heap_fence(unsigned long long tune) {
+#ifndef GC_HOST_SIM
+    if (!(tune & GC_HEAP_TUNE_SC_FENCES)) {
+        asm volatile("fence.acq_rel.gpu;" ::: "memory");
+        return;
+    }
+#endif
+    (void)tune;
+    __threadfence();
+}
+
+// PROFILE (compile with -DGC_HEAP_PROFILE; without it every call below compiles to nothing).
+// With gc_heap::prof set, thread 0 of block b adds clock64() cycles per phase into
+// prof[b * GC_HEAP_PROF_WORDS + GC_HEAP_P_*] (plain adds: one writer per block), and the first and
+// last clock64()/globaltimer pair it saw (so the host converts cycles to ns). Phases:
+#define GC_HEAP_PROF_WORDS 32
+#define GC_HEAP_P_DEL_OPS 0         // deletes
+#define GC_HEAP_P_DEL_TOTAL 1       // whole delete-min calls
+#define GC_HEAP_P_DEL_WAIT_MODE 2   // announce -> no bottom-up insert in flight
+#define GC_HEAP_P_DEL_WAIT_HLOCK 3  // -> hlock held
+#define GC_HEAP_P_DEL_WAIT_ROOT 4   // hlock held -> root (and, fused, 2, 3, last) locked
+#define GC_HEAP_P_DEL_ROOT_HLOCK 5  // root locked -> hlock released (last node, pbuf)
+#define GC_HEAP_P_DEL_ROOT_REST 6   // hlock released -> root released (first sift level)
+#define GC_HEAP_P_DEL_BELOW 7       // root released -> done (sift-down below the root)
+#define GC_HEAP_P_DEL_LEVELS 8      // sift-down levels (count)
+#define GC_HEAP_P_DEL_LOCK_WAIT 9   // of BELOW: waiting for children's locks
+#define GC_HEAP_P_INS_OPS 12        // inserts
+#define GC_HEAP_P_INS_TOTAL 13      // whole insert calls
+#define GC_HEAP_P_INS_SORT 14       // the batch's bitonic sort
+#define GC_HEAP_P_INS_WAIT_HLOCK 15 // -> hlock held
+#define GC_HEAP_P_INS_HOLD_HLOCK 16 // hlock held -> released
+#define GC_HEAP_P_INS_CLIMB 17      // bottom-up: hlock released -> done (writes, waits, merges)
+#define GC_HEAP_P_INS_LEVELS 18     // bottom-up levels climbed (count)
+#define GC_HEAP_P_INS_TOP_DOWN 19   // top-down and through-buffer inserts (count)
+#define GC_HEAP_P_INS_WAIT_PARENT 20 // of CLIMB: waiting for the parent AVAIL and the locks
+#define GC_HEAP_P_IN_INSERT 26     // (scratch) 1 while the block is in an insert
+#define GC_HEAP_P_HLOCK_AT 27      // (scratch) when the block took hlock in an insert
+#define GC_HEAP_P_CLK0 28           // first clock64() seen (0: none yet)
+#define GC_HEAP_P_GT0 29            // globaltimer then
+#define GC_HEAP_P_CLK1 30           // last clock64() seen
+#define GC_HEAP_P_GT1 31            // globaltimer then
+
+__device__ __forceinline__ long long gc_heap_prof_now() {
+#ifdef GC_HEAP_PROFILE
+    return clock64();
+#else
+    return 0;
+#endif
+}
+
+// Thread 0: adds `v` to this block's counter `slot`.
+template <typename Key>
+__device__ __forceinline__ void gc_heap_prof_add(const gc_heap<Key>* h, unsigned slot, long long v) {
+#ifdef GC_HEAP_PROFILE
+    unsigned long long* p = h->prof;
+    if (p) p[(unsigned long long)blockIdx.x * GC_HEAP_PROF_WORDS + slot] += (unsigned long long)v;
+#else
+    (void)h;
+    (void)slot;
+    (void)v;
+#endif
+}
+
+// Thread 0: sets this block's counter `slot` to `v`.
+template <typename Key>
+__device__ __forceinline__ void gc_heap_prof_set(const gc_heap<Key>* h, unsigned slot, long long v) {
+#ifdef GC_HEAP_PROFILE
+    unsigned long long* p = h->prof;
+    if (p) p[(unsigned long long)blockIdx.x * GC_HEAP_PROF_WORDS + slot] = (unsigned long long)v;
+#else
+    (void)h;
+    (void)slot;
+    (void)v;
+#endif
+}
+
+// Thread 0: this block's counter `slot` (0 when profiling is off).
+template <typename Key>
+__device__ __forceinline__ long long gc_heap_prof_get(const gc_heap<Key>* h, unsigned slot) {
+#ifdef GC_HEAP_PROFILE
+    const unsigned long long* p = h->prof;
+    return p ? (long long)p[(unsigned long long)blockIdx.x * GC_HEAP_PROF_WORDS + slot] : 0;
+#else
+    (void)h;
+    (void)slot;
+    return 0;
+#endif
+}
+
+// Thread 0: adds the cycles since *t0 to `slot` and moves *t0 to now.
+template <typename Key>
+__device__ __forceinline__ void gc_heap_prof_lap(const gc_heap<Key>* h, unsigned slot, long long* t0) {
+#ifdef GC_HEAP_PROFILE
+    const long long t = clock64();
+    gc_heap_prof_add(h, slot, t - *t0);
+    *t0 = t;
+#else
+    (void)h;
+    (void)slot;
+    (void)t0;
+#endif
+}
+
+// Thread 0: records the clock/globaltimer pair (first call: also as the first pair).
+template <typename Key>
+__device__ __forceinline__ void gc_heap_prof_mark(const gc_heap<Key>* h) {
+#ifdef GC_HEAP_PROFILE
+    unsigned long long* p = h->prof;
+    if (!p) return;
+    p += (unsigned long long)blockIdx.x * GC_HEAP_PROF_WORDS;
+    unsigned long long g;
+#ifdef GC_HOST_SIM
+    g = gc_sim_globaltimer();
+#else
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g));
+#endif
+    const unsigned long long c = (unsigned long long)clock64();
+    if (p[GC_HEAP_P_CLK0] == 0ull) {
+        p[GC_HEAP_P_CLK0] = c;
+        p[GC_HEAP_P_GT0] = g;
+    }
+    p[GC_HEAP_P_CLK1] = c;
+    p[GC_HEAP_P_GT1] = g;
+#else
+    (void)h;
+#endif
+}
+
 // ---- helpers ------------------------------------------------------------------------------------
 
 __device__ __forceinline__ unsigned long long gc_heap_kind(unsigned long long s) { return s & GC_HEAP_KIND_MASK; }
@@ -287,10 +468,15 @@ __device__ __forceinline__ unsigned long long gc_heap_ld(const unsigned long lon
     return *(const volatile unsigned long long*)p;
 }
 
-__device__ __forceinline__ void gc_heap_backoff(unsigned* ns) {
+// Sleeps *ns, then lets the next sleep grow (x2 + 32) while it is below `cap` (1024: sleeps of
+// 32, 96, 224, 480, 992, then 2016 ns for good).
+__device__ __forceinline__ void gc_heap_backoff(unsigned* ns, unsigned cap = 1024u) {
     __nanosleep(*ns);
-    if (*ns < 1024u) *ns = *ns * 2u + 32u;
+    if (*ns < cap) *ns = *ns * 2u + 32u;
 }
+
+// The first sleep of a wait whose sleeps grow while below `cap` (32 ns, or `cap` when smaller).
+__device__ __forceinline__ unsigned gc_heap_first_sleep(unsigned cap) { return cap < 32u ? cap : 32u; }
 
 // Tree index of the n-th allocated node (n >= 1), bit-reversal order within each level.
 __device__ __forceinline__ unsigned long long gc_heap_target(unsigned long long n) {
@@ -335,33 +521,78 @@ __device__ __forceinline__ void gc_heap_trace_wait(volatile unsigned long long* 
     }
 }
 
+// Thread 0: takes the lock of node word `w` (node `node`, for the trace) with no fence; returns the
+// unlocked word it held. The first compare-and-swap guesses `guess` (the word the node most likely
+// holds, e.g. AVAIL), so an uncontended lock costs one round trip to L2, not a load and a CAS; a
+// failed CAS that saw the word unlocked tries again at once with what it saw. While the word is
+// locked it backs off (cap: gc_heap_backoff) and looks again with a volatile load, or, `hot`, with
+// another guessing CAS (one round trip from the release to the lock, for the one waiter of a hot
+// lock). Callers fence (gc_heap_fence) before they touch what the lock covers.
+__device__ __forceinline__ unsigned long long gc_heap_take_word(unsigned long long* w, volatile unsigned long long* tr,
+                                                                unsigned long long node, unsigned long long guess,
+                                                                unsigned cap, bool hot) {
+    unsigned ns = gc_heap_first_sleep(cap);
+    gc_heap_trace_at(tr, GC_HEAP_AT_LOCK_NODE, node);
+    unsigned long long s = guess & ~GC_HEAP_LOCKED;
+    for (;;) {
+        while (!(s & GC_HEAP_LOCKED)) {
+            const unsigned long long old = atomicCAS(w, s, s | GC_HEAP_LOCKED);
+            if (old == s) {
+                gc_heap_trace_at(tr, GC_HEAP_AT_RUN, node);
+                gc_heap_trace_locked(tr);
+                GC_HEAP_CHAOS();
+                return s;
+            }
+            s = old;
+        }
+        gc_heap_trace_wait(tr, s);
+        gc_heap_backoff(&ns, cap);
+        s = hot ? guess & ~GC_HEAP_LOCKED : gc_heap_ld(w);
+    }
+}
+
 // Thread 0: lock node word `w` (node `node`, for the trace); returns the unlocked word it held.
 // ORDERING: the CAS reads the word the previous holder's atomicExch wrote after its fence;
 // the fence after the CAS makes every key that holder wrote (st.global.cg or plain stores, all
 // before its block's barrier and fence) visible to this block's loads after its next barrier.
 // The spin re-reads with a volatile load (never a value kept in a register or a stale L1 line).
 __device__ __forceinline__ unsigned long long gc_heap_lock_word(unsigned long long* w, volatile unsigned long long* tr,
-                                                                unsigned long long node) {
-    unsigned ns = 32u;
-    gc_heap_trace_at(tr, GC_HEAP_AT_LOCK_NODE, node);
-    for (;;) {
-        const unsigned long long s = gc_heap_ld(w);
-        if (!(s & GC_HEAP_LOCKED) && atomicCAS(w, s, s | GC_HEAP_LOCKED) == s) {
-            __threadfence();  // acquire
-            gc_heap_trace_at(tr, GC_HEAP_AT_RUN, node);
-            gc_heap_trace_locked(tr);
-            GC_HEAP_CHAOS();
-            return s;
-        }
-        gc_heap_trace_wait(tr, s);
-        gc_heap_backoff(&ns);
-    }
+                                                                unsigned long long node, unsigned long long tune,
+                                                                unsigned long long guess, unsigned cap, bool hot) {
+    const unsigned long long s = gc_heap_take_word(w, tr, node, guess, cap, hot);
+    gc_heap_fence(tune);  // acquire
+    return s;
 }
 
-// Thread 0: lock node `i` of `h`.
+// Thread 0: lock node `i` of `h` (an ordinary wait; the guess: AVAIL).
 template <typename Key>
 __device__ __forceinline__ unsigned long long gc_heap_lock_node(gc_heap<Key>* h, unsigned long long i) {
-    return gc_heap_lock_word(&h->states[i], gc_heap_tr(h), i);
+    const unsigned long long t = gc_heap_tune(h);
+    return gc_heap_lock_word(&h->states[i], gc_heap_tr(h), i, t, GC_HEAP_AVAIL, gc_heap_node_cap(t), false);
+}
+
+// Thread 0: lock node `i` of `h` expecting `guess` (EMPTY for a node being allocated).
+template <typename Key>
+__device__ __forceinline__ unsigned long long gc_heap_lock_node_as(gc_heap<Key>* h, unsigned long long i,
+                                                                   unsigned long long guess) {
+    const unsigned long long t = gc_heap_tune(h);
+    return gc_heap_lock_word(&h->states[i], gc_heap_tr(h), i, t, guess, gc_heap_node_cap(t), false);
+}
+
+// Thread 0, holding hlock: lock the root, the lock every operation behind this one queues on
+// (the hot cap; legacy: an ordinary wait).
+template <typename Key>
+__device__ __forceinline__ unsigned long long gc_heap_lock_root(gc_heap<Key>* h) {
+    const unsigned long long t = gc_heap_tune(h);
+    return gc_heap_lock_word(&h->states[1], gc_heap_tr(h), 1ull, t, GC_HEAP_AVAIL, gc_heap_hot_cap(t),
+                             !(t & GC_HEAP_TUNE_SC_FENCES));
+}
+
+// Thread 0: sets node word `w` to `s` (unlocked), with no fence: after gc_heap_fence (release),
+// which one fence may cover for several words.
+__device__ __forceinline__ void gc_heap_set_word(unsigned long long* w, unsigned long long s) {
+    GC_HEAP_CHAOS();
+    atomicExch(w, s);
 }
 
 // Thread 0: unlock node word `w`, leaving `s`. ORDERING (release): every caller reaches this
@@ -369,29 +600,38 @@ __device__ __forceinline__ unsigned long long gc_heap_lock_node(gc_heap<Key>* h,
 // writes happen-before thread 0's fence by the barrier's CTA-scope ordering), then fences at GPU
 // scope before the atomicExch that the next holder's CAS reads: the pattern of cooperative
 // groups' grid sync (bar.sync; thread 0 fence; atomic).
-__device__ __forceinline__ void gc_heap_unlock_word(unsigned long long* w, unsigned long long s) {
+template <typename Key>
+__device__ __forceinline__ void gc_heap_unlock(gc_heap<Key>* h, unsigned long long i, unsigned long long s) {
     GC_HEAP_CHAOS();
-    __threadfence();  // release
-    atomicExch(w, s);
+    gc_heap_fence(gc_heap_tune(h));  // release
+    atomicExch(&h->states[i], s);
 }
 
 template <typename Key>
 __device__ __forceinline__ void gc_heap_lock_heap(gc_heap<Key>* h) {
     const unsigned long long me = (unsigned long long)blockIdx.x + 1ull;  // the holder (DIAGNOSTICS)
-    unsigned ns = 32u;
+    const unsigned long long tune = gc_heap_tune(h);
+    const long long p0 = gc_heap_prof_now();
+    const unsigned cap = gc_heap_hlock_cap(tune);
+    unsigned ns = gc_heap_first_sleep(cap);
     volatile unsigned long long* tr = gc_heap_tr(h);
     gc_heap_trace_at(tr, GC_HEAP_AT_LOCK_HEAP, 0ull);
     for (;;) {
         const unsigned long long s = gc_heap_ld(&h->hlock);
         if (s == 0ull && atomicCAS(&h->hlock, 0ull, me) == 0ull) break;
         gc_heap_trace_wait(tr, s);
-        gc_heap_backoff(&ns);
+        gc_heap_backoff(&ns, cap);
     }
     // Taken: "seen" becomes this block's own id before the fence, so a dump that shows the block
     // still at LOCK_HEAP having seen itself says its thread 0 stopped between the CAS and RUN.
     if (tr) tr[1] = me;
-    __threadfence();  // acquire
+    gc_heap_fence(tune);  // acquire
     *(volatile unsigned long long*)&h->hlocks = *(volatile unsigned long long*)&h->hlocks + 1ull;
+    if (gc_heap_prof_get(h, GC_HEAP_P_IN_INSERT)) {  // (PROFILE: deletes time their own phases)
+        const long long p1 = gc_heap_prof_now();
+        gc_heap_prof_add(h, GC_HEAP_P_INS_WAIT_HLOCK, p1 - p0);
+        gc_heap_prof_set(h, GC_HEAP_P_HLOCK_AT, p1);
+    }
     GC_HEAP_CHAOS();
     gc_heap_trace_at(tr, GC_HEAP_AT_RUN, 0ull);
     gc_heap_trace_locked(tr);
@@ -399,8 +639,10 @@ __device__ __forceinline__ void gc_heap_lock_heap(gc_heap<Key>* h) {
 
 template <typename Key>
 __device__ __forceinline__ void gc_heap_unlock_heap(gc_heap<Key>* h) {
+    if (gc_heap_prof_get(h, GC_HEAP_P_IN_INSERT))
+        gc_heap_prof_add(h, GC_HEAP_P_INS_HOLD_HLOCK, gc_heap_prof_now() - gc_heap_prof_get(h, GC_HEAP_P_HLOCK_AT));
     GC_HEAP_CHAOS();
-    __threadfence();  // release
+    gc_heap_fence(gc_heap_tune(h));  // release
     atomicExch(&h->hlock, 0ull);
 }
 
@@ -535,7 +777,7 @@ __device__ void gc_heap_carry_down(gc_heap<Key>* h, const gc_heap_ws<K, Key>& ws
         const unsigned long long next = gc_heap_step_toward(cur, t);
         if (threadIdx.x == 0) {
             ws.ctl->w[0] = gc_heap_lock_node(h, next);
-            gc_heap_unlock_word(&h->states[cur], cur_w);  // cur's keys were written before the last barrier
+            gc_heap_unlock(h, cur, cur_w);  // cur's keys were written before the last barrier
         }
         __syncthreads();
         const unsigned long long next_w = ws.ctl->w[0];
@@ -543,7 +785,7 @@ __device__ void gc_heap_carry_down(gc_heap<Key>* h, const gc_heap_ws<K, Key>& ws
             if (threadIdx.x == 0 && gc_heap_kind(next_w) != GC_HEAP_TARGET) gc_heap_fault(h, GC_HEAP_FAULT_BAD_STATE);
             gc_heap_store(gc_heap_node<K>(h, t), ws.a, K);
             __syncthreads();
-            if (threadIdx.x == 0) gc_heap_unlock_word(&h->states[t], GC_HEAP_AVAIL);
+            if (threadIdx.x == 0) gc_heap_unlock(h, t, GC_HEAP_AVAIL);
             __syncthreads();
             return;
         }
@@ -580,7 +822,7 @@ __device__ int gc_heap_insert_through_buffer(gc_heap<Key>* h, const gc_heap_ws<K
         if (u >= (unsigned)K) {
             if (threadIdx.x == 0) {
                 *(volatile unsigned long long*)&h->count = 1ull;
-                const unsigned long long w = gc_heap_lock_node(h, 1);
+                const unsigned long long w = gc_heap_lock_node_as(h, 1, GC_HEAP_EMPTY);
                 if (gc_heap_kind(w) != GC_HEAP_EMPTY) gc_heap_fault(h, GC_HEAP_FAULT_BAD_STATE);
             }
             __syncthreads();
@@ -588,7 +830,7 @@ __device__ int gc_heap_insert_through_buffer(gc_heap<Key>* h, const gc_heap_ws<K
             gc_heap_store(h->pbuf, ws.m + K, u - K);
             __syncthreads();
             if (threadIdx.x == 0) {
-                gc_heap_unlock_word(&h->states[1], GC_HEAP_AVAIL);
+                gc_heap_unlock(h, 1, GC_HEAP_AVAIL);
                 *(volatile unsigned long long*)&h->pbuf_len = u - K;
                 gc_heap_unlock_heap(h);
             }
@@ -612,13 +854,13 @@ __device__ int gc_heap_insert_through_buffer(gc_heap<Key>* h, const gc_heap_ws<K
             } else {
                 *(volatile unsigned long long*)&h->count = nodes + 1ull;
                 const unsigned long long t = gc_heap_target(nodes + 1ull);
-                const unsigned long long w = gc_heap_lock_node(h, t);
+                const unsigned long long w = gc_heap_lock_node_as(h, t, GC_HEAP_EMPTY);
                 if (gc_heap_kind(w) != GC_HEAP_EMPTY) gc_heap_fault(h, GC_HEAP_FAULT_BAD_STATE);
-                gc_heap_unlock_word(&h->states[t], GC_HEAP_TARGET);
+                gc_heap_unlock(h, t, GC_HEAP_TARGET);
                 c->w[2] = t;
             }
         }
-        if (c->w[3] == GC_HEAP_OK) c->w[4] = gc_heap_lock_node(h, 1);
+        if (c->w[3] == GC_HEAP_OK) c->w[4] = gc_heap_lock_root(h);
         else gc_heap_unlock_heap(h);
     }
     __syncthreads();
@@ -644,7 +886,7 @@ __device__ int gc_heap_insert_through_buffer(gc_heap<Key>* h, const gc_heap_ws<K
     if (threadIdx.x == 0) {
         *(volatile unsigned long long*)&h->pbuf_len = t == 0ull ? u : u - K;
         gc_heap_unlock_heap(h);
-        if (t == 0ull) gc_heap_unlock_word(&h->states[1], root_w);
+        if (t == 0ull) gc_heap_unlock(h, 1, root_w);
     }
     __syncthreads();
     if (t == 0ull) return GC_HEAP_OK;
@@ -671,11 +913,11 @@ __device__ int gc_heap_insert_top_down(gc_heap<Key>* h, const gc_heap_ws<K, Key>
         } else {
             *(volatile unsigned long long*)&h->count = n + 1ull;
             const unsigned long long t = gc_heap_target(n + 1ull);
-            const unsigned long long w = gc_heap_lock_node(h, t);
+            const unsigned long long w = gc_heap_lock_node_as(h, t, GC_HEAP_EMPTY);
             if (gc_heap_kind(w) != GC_HEAP_EMPTY) gc_heap_fault(h, GC_HEAP_FAULT_BAD_STATE);
-            gc_heap_unlock_word(&h->states[t], GC_HEAP_TARGET);
+            gc_heap_unlock(h, t, GC_HEAP_TARGET);
             c->w[1] = t;
-            c->w[2] = gc_heap_lock_node(h, 1);
+            c->w[2] = gc_heap_lock_root(h);
             gc_heap_unlock_heap(h);
         }
     }
@@ -714,7 +956,7 @@ __device__ int gc_heap_insert_bottom_up(gc_heap<Key>* h, const gc_heap_ws<K, Key
         } else {
             *(volatile unsigned long long*)&h->count = n + 1ull;
             const unsigned long long cn = gc_heap_target(n + 1ull);
-            const unsigned long long w = gc_heap_lock_node(h, cn);
+            const unsigned long long w = gc_heap_lock_node_as(h, cn, GC_HEAP_EMPTY);
             if (gc_heap_kind(w) != GC_HEAP_EMPTY) gc_heap_fault(h, GC_HEAP_FAULT_BAD_STATE);
             gc_heap_unlock_heap(h);
             c->w[1] = cn;
@@ -729,11 +971,12 @@ __device__ int gc_heap_insert_bottom_up(gc_heap<Key>* h, const gc_heap_ws<K, Key
     if (path == 2ull) return GC_HEAP_FULL;
     gc_heap_store(gc_heap_node<K>(h, cn), ws.a, K);
     __syncthreads();
-    if (threadIdx.x == 0) gc_heap_unlock_word(&h->states[cn], gc_heap_inshold(me));
+    if (threadIdx.x == 0) gc_heap_unlock(h, cn, gc_heap_inshold(me));
     unsigned ns = 32u;
     while (cn > 1ull) {
         const unsigned long long p = cn >> 1;
         if (threadIdx.x == 0) {
+            const long long w0 = gc_heap_prof_now();
             // PROGRESS: wait for the parent to be AVAIL by looking (volatile loads), not by
             // locking. Locking p to look at it, and holding it while locking our own node, made
             // waiting inserts into a convoy on the GPU: every waiter held its parent while it
@@ -751,16 +994,18 @@ __device__ int gc_heap_insert_bottom_up(gc_heap<Key>* h, const gc_heap_ws<K, Key
                 gc_heap_backoff(&look);
             }
             c->w[3] = gc_heap_lock_node(h, p);
-            c->w[4] = gc_heap_lock_node(h, cn);
+            c->w[4] = gc_heap_lock_node_as(h, cn, gc_heap_inshold(me));
             if (c->w[4] != gc_heap_inshold(me)) gc_heap_fault(h, GC_HEAP_FAULT_BAD_STATE);
+            gc_heap_prof_add(h, GC_HEAP_P_INS_WAIT_PARENT, gc_heap_prof_now() - w0);
+            gc_heap_prof_add(h, GC_HEAP_P_INS_LEVELS, 1);
         }
         __syncthreads();
         const unsigned long long wp = c->w[3], wc = c->w[4];
         if (gc_heap_kind(wp) != GC_HEAP_AVAIL) {
             // Another insert's batch above ours, or a top-down insert's target not yet written.
             if (threadIdx.x == 0) {
-                gc_heap_unlock_word(&h->states[cn], wc);
-                gc_heap_unlock_word(&h->states[p], wp);
+                gc_heap_unlock(h, cn, wc);
+                gc_heap_unlock(h, p, wp);
                 volatile unsigned long long* tr = gc_heap_tr(h);
                 gc_heap_trace_at(tr, GC_HEAP_AT_WAIT_PARENT, cn);
                 gc_heap_trace_wait(tr, wp);
@@ -776,8 +1021,8 @@ __device__ int gc_heap_insert_bottom_up(gc_heap<Key>* h, const gc_heap_ws<K, Key
         if (!gc_heap_less(ws.b[K], ws.b[K - 1])) {  // max(p) <= min(c): early stop
             __syncthreads();
             if (threadIdx.x == 0) {
-                gc_heap_unlock_word(&h->states[cn], GC_HEAP_AVAIL);
-                gc_heap_unlock_word(&h->states[p], wp);
+                gc_heap_unlock(h, cn, GC_HEAP_AVAIL);
+                gc_heap_unlock(h, p, wp);
             }
             __syncthreads();
             return GC_HEAP_OK;
@@ -792,8 +1037,8 @@ __device__ int gc_heap_insert_bottom_up(gc_heap<Key>* h, const gc_heap_ws<K, Key
         }
         __syncthreads();
         if (threadIdx.x == 0) {
-            gc_heap_unlock_word(&h->states[cn], GC_HEAP_AVAIL);
-            gc_heap_unlock_word(&h->states[p], p == 1ull ? GC_HEAP_AVAIL : gc_heap_inshold(me));
+            gc_heap_unlock(h, cn, GC_HEAP_AVAIL);
+            gc_heap_unlock(h, p, p == 1ull ? GC_HEAP_AVAIL : gc_heap_inshold(me));
         }
         __syncthreads();
         cn = p;
@@ -801,9 +1046,9 @@ __device__ int gc_heap_insert_bottom_up(gc_heap<Key>* h, const gc_heap_ws<K, Key
     return GC_HEAP_OK;
 }
 
-// Inserts n keys (1..K, any order) from `keys` (global or shared memory, not the workspace).
+// gc_heap_insert's body; p0: thread 0's profile clock at its start (PROFILE).
 template <int K, typename Key>
-__device__ int gc_heap_insert(gc_heap<Key>* h, const Key* keys, unsigned n, void* smem) {
+__device__ int gc_heap_insert_impl(gc_heap<Key>* h, const Key* keys, unsigned n, void* smem, long long p0) {
     static_assert(K >= 1 && K <= 1024 && (K & (K - 1)) == 0, "K must be a power of two in 1..1024");
     const gc_heap_ws<K, Key> ws = gc_heap_ws_at<K, Key>(smem);
     if (n == 0u) return GC_HEAP_OK;
@@ -813,7 +1058,11 @@ __device__ int gc_heap_insert(gc_heap<Key>* h, const Key* keys, unsigned n, void
         ws.a[i] = i < n ? keys[i] : gc_heap_key_traits<Key>::max();
     __syncthreads();
     gc_heap_bitonic_sort<K>(ws.a);
-    if (n < (unsigned)K) return gc_heap_insert_through_buffer<K>(h, ws, n);
+    if (threadIdx.x == 0) gc_heap_prof_add(h, GC_HEAP_P_INS_SORT, gc_heap_prof_now() - p0);
+    if (n < (unsigned)K) {
+        if (threadIdx.x == 0) gc_heap_prof_add(h, GC_HEAP_P_INS_TOP_DOWN, 1);
+        return gc_heap_insert_through_buffer<K>(h, ws, n);
+    }
     if (threadIdx.x == 0) {
         // PROGRESS: a delete announced in `mode` waits until the bottom-up count reads 0. Were
         // every full insert to count itself in (and at once out again) while a delete is
@@ -830,65 +1079,160 @@ __device__ int gc_heap_insert(gc_heap<Key>* h, const Key* keys, unsigned n, void
         }
     }
     __syncthreads();
-    if (ws.ctl->w[7]) return gc_heap_insert_top_down<K>(h, ws);
+    if (ws.ctl->w[7]) {
+        if (threadIdx.x == 0) gc_heap_prof_add(h, GC_HEAP_P_INS_TOP_DOWN, 1);
+        return gc_heap_insert_top_down<K>(h, ws);
+    }
     const int r = gc_heap_insert_bottom_up<K>(h, ws);
     __syncthreads();
     if (threadIdx.x == 0) {
-        __threadfence();  // release: our nodes before the count-out a delete waits for
+        gc_heap_fence(gc_heap_tune(h));  // release: our nodes before the count-out a delete waits for
         atomicAdd(&h->mode, 0ull - 1ull);
     }
     __syncthreads();
     return r;
 }
 
+// Inserts n keys (1..K, any order) from `keys` (global or shared memory, not the workspace).
+template <int K, typename Key>
+__device__ int gc_heap_insert(gc_heap<Key>* h, const Key* keys, unsigned n, void* smem) {
+    const long long p0 = gc_heap_prof_now();
+    if (threadIdx.x == 0) {
+        gc_heap_prof_mark(h);
+        gc_heap_prof_set(h, GC_HEAP_P_IN_INSERT, 1);
+    }
+    const int r = gc_heap_insert_impl<K>(h, keys, n, smem, p0);
+    if (threadIdx.x == 0) {
+        gc_heap_prof_add(h, GC_HEAP_P_INS_OPS, 1);
+        gc_heap_prof_add(h, GC_HEAP_P_INS_TOTAL, gc_heap_prof_now() - p0);
+        gc_heap_prof_set(h, GC_HEAP_P_IN_INSERT, 0);
+        gc_heap_prof_mark(h);
+    }
+    return r;
+}
+
 // ---- delete-min -------------------------------------------------------------------------------------
 
-// Sifts the carried batch ws.a down from the root, which thread 0 holds.
+// Thread 0, holding node l / 2: lock both children l and l + 1 into *wl, *wr (the unlocked words
+// they held). TUNING bit 1 set: one after the other, each with its own wait and fence. Clear: both
+// compare-and-swaps (guessing AVAIL) in flight at once, a child found locked or not AVAIL taken
+// as gc_heap_take_word does, then one acquire fence. (Waiting for the left child while holding
+// the right is outside the increasing-index order and safe: see TUNING.)
+template <typename Key>
+__device__ __forceinline__ void gc_heap_lock_children(gc_heap<Key>* h, unsigned long long l, unsigned long long* wl,
+                                                      unsigned long long* wr) {
+    const unsigned long long t = gc_heap_tune(h);
+    if (t & GC_HEAP_TUNE_SERIAL_PAIR) {
+        *wl = gc_heap_lock_node(h, l);
+        *wr = gc_heap_lock_node(h, l + 1ull);
+        return;
+    }
+    unsigned long long* a = &h->states[l];
+    unsigned long long* b = &h->states[l + 1ull];
+    const unsigned long long ol = atomicCAS(a, GC_HEAP_AVAIL, GC_HEAP_AVAIL | GC_HEAP_LOCKED);
+    const unsigned long long orr = atomicCAS(b, GC_HEAP_AVAIL, GC_HEAP_AVAIL | GC_HEAP_LOCKED);
+    volatile unsigned long long* tr = gc_heap_tr(h);
+    const unsigned cap = gc_heap_node_cap(t);
+    if (ol == GC_HEAP_AVAIL) {
+        gc_heap_trace_locked(tr);
+        GC_HEAP_CHAOS();
+        *wl = ol;
+    } else {
+        *wl = gc_heap_take_word(a, tr, l, ol, cap, false);
+    }
+    if (orr == GC_HEAP_AVAIL) {
+        gc_heap_trace_locked(tr);
+        GC_HEAP_CHAOS();
+        *wr = orr;
+    } else {
+        *wr = gc_heap_take_word(b, tr, l + 1ull, orr, cap, false);
+    }
+    gc_heap_fence(t);  // acquire (both)
+}
+
+// Thread 0: unlock nodes i and j (leaving si, sj), after the block's barrier: one release fence
+// for both (TUNING bit 2 set: one each, as gc_heap_unlock).
+template <typename Key>
+__device__ __forceinline__ void gc_heap_unlock2(gc_heap<Key>* h, unsigned long long i, unsigned long long si,
+                                                unsigned long long j, unsigned long long sj) {
+    if (gc_heap_tune(h) & GC_HEAP_TUNE_SC_FENCES) {
+        gc_heap_unlock(h, i, si);
+        gc_heap_unlock(h, j, sj);
+        return;
+    }
+    gc_heap_fence(gc_heap_tune(h));  // release (both)
+    gc_heap_set_word(&h->states[i], si);
+    gc_heap_set_word(&h->states[j], sj);
+}
+
+// Sifts the carried batch ws.a down from the root, which thread 0 holds. `pre` (the fused delete):
+// the root's children are already locked (words pwl, pwr; read by every thread after a barrier)
+// and the present ones loaded, node 2 into ws.b[0, K), node 3 into ws.b[K, 2K). `pt`: thread 0's
+// profile clock (PROFILE).
 template <int K, typename Key>
-__device__ void gc_heap_sift_down(gc_heap<Key>* h, const gc_heap_ws<K, Key>& ws) {
+__device__ void gc_heap_sift_down(gc_heap<Key>* h, const gc_heap_ws<K, Key>& ws, bool pre, unsigned long long pwl,
+                                  unsigned long long pwr, long long* pt) {
     gc_heap_ctl* c = ws.ctl;
     unsigned long long cur = 1ull;
+    bool loaded = pre;  // this level's children are locked and loaded
     for (;;) {
         const unsigned long long l = 2ull * cur, r = l + 1ull;
+        if (threadIdx.x == 0) gc_heap_prof_add(h, GC_HEAP_P_DEL_LEVELS, 1);
         if (l >= h->slots) {
             gc_heap_store(gc_heap_node<K>(h, cur), ws.a, K);
             __syncthreads();
-            if (threadIdx.x == 0) gc_heap_unlock_word(&h->states[cur], GC_HEAP_AVAIL);
+            if (threadIdx.x == 0) {
+                gc_heap_unlock(h, cur, GC_HEAP_AVAIL);
+                if (cur == 1ull) gc_heap_prof_lap(h, GC_HEAP_P_DEL_ROOT_REST, pt);
+                gc_heap_prof_lap(h, GC_HEAP_P_DEL_BELOW, pt);
+            }
             __syncthreads();
             return;
         }
-        if (threadIdx.x == 0) {
-            c->w[0] = gc_heap_lock_node(h, l);
-            c->w[1] = gc_heap_lock_node(h, r);
-            if (gc_heap_kind(c->w[0]) == GC_HEAP_INSHOLD || gc_heap_kind(c->w[1]) == GC_HEAP_INSHOLD)
-                gc_heap_fault(h, GC_HEAP_FAULT_BAD_STATE);
+        unsigned long long wl, wr;
+        if (loaded) {
+            wl = pwl;
+            wr = pwr;
+        } else {
+            if (threadIdx.x == 0) {
+                const long long w0 = gc_heap_prof_now();
+                gc_heap_lock_children(h, l, &c->w[0], &c->w[1]);
+                if (cur != 1ull) gc_heap_prof_add(h, GC_HEAP_P_DEL_LOCK_WAIT, gc_heap_prof_now() - w0);
+                if (gc_heap_kind(c->w[0]) == GC_HEAP_INSHOLD || gc_heap_kind(c->w[1]) == GC_HEAP_INSHOLD)
+                    gc_heap_fault(h, GC_HEAP_FAULT_BAD_STATE);
+            }
+            __syncthreads();
+            wl = c->w[0];
+            wr = c->w[1];
         }
-        __syncthreads();
-        const unsigned long long wl = c->w[0], wr = c->w[1];
         const bool pl = gc_heap_kind(wl) == GC_HEAP_AVAIL, pr = gc_heap_kind(wr) == GC_HEAP_AVAIL;
         if (!pl && !pr) {
             gc_heap_store(gc_heap_node<K>(h, cur), ws.a, K);
             __syncthreads();
             if (threadIdx.x == 0) {
-                gc_heap_unlock_word(&h->states[r], wr);
-                gc_heap_unlock_word(&h->states[l], wl);
-                gc_heap_unlock_word(&h->states[cur], GC_HEAP_AVAIL);
+                gc_heap_unlock2(h, r, wr, l, wl);
+                gc_heap_unlock(h, cur, GC_HEAP_AVAIL);
+                if (cur == 1ull) gc_heap_prof_lap(h, GC_HEAP_P_DEL_ROOT_REST, pt);
+                gc_heap_prof_lap(h, GC_HEAP_P_DEL_BELOW, pt);
             }
             __syncthreads();
             return;
         }
         if (pl && pr) {
-            gc_heap_load(ws.b, gc_heap_node<K>(h, l), K);
-            gc_heap_load(ws.b + K, gc_heap_node<K>(h, r), K);
-            __syncthreads();
+            if (!loaded) {
+                gc_heap_load(ws.b, gc_heap_node<K>(h, l), K);
+                gc_heap_load(ws.b + K, gc_heap_node<K>(h, r), K);
+                __syncthreads();
+            }
             const Key hi_min = gc_heap_less(ws.b[K], ws.b[0]) ? ws.b[K] : ws.b[0];
             if (!gc_heap_less(hi_min, ws.a[K - 1])) {  // max(Z) <= min(l ∪ r): done
                 gc_heap_store(gc_heap_node<K>(h, cur), ws.a, K);
                 __syncthreads();
                 if (threadIdx.x == 0) {
-                    gc_heap_unlock_word(&h->states[r], wr);
-                    gc_heap_unlock_word(&h->states[l], wl);
-                    gc_heap_unlock_word(&h->states[cur], GC_HEAP_AVAIL);
+                    gc_heap_unlock2(h, r, wr, l, wl);
+                    gc_heap_unlock(h, cur, GC_HEAP_AVAIL);
+                    if (cur == 1ull) gc_heap_prof_lap(h, GC_HEAP_P_DEL_ROOT_REST, pt);
+                    gc_heap_prof_lap(h, GC_HEAP_P_DEL_BELOW, pt);
                 }
                 __syncthreads();
                 return;
@@ -903,38 +1247,87 @@ __device__ void gc_heap_sift_down(gc_heap<Key>* h, const gc_heap_ws<K, Key>& ws)
             gc_heap_copy(ws.a, ws.b + K, K);
             __syncthreads();
             if (threadIdx.x == 0) {
-                gc_heap_unlock_word(&h->states[t], GC_HEAP_AVAIL);
-                gc_heap_unlock_word(&h->states[cur], GC_HEAP_AVAIL);
+                gc_heap_unlock2(h, t, GC_HEAP_AVAIL, cur, GC_HEAP_AVAIL);
+                if (cur == 1ull) gc_heap_prof_lap(h, GC_HEAP_P_DEL_ROOT_REST, pt);
             }
             __syncthreads();
             cur = o;  // still held
+            loaded = false;
             continue;
         }
         // One child present.
         const unsigned long long x = pl ? l : r, wx = pl ? wl : wr;
         if (threadIdx.x == 0) {
-            if (pl) gc_heap_unlock_word(&h->states[r], wr);
-            else gc_heap_unlock_word(&h->states[l], wl);
+            if (pl) gc_heap_unlock(h, r, wr);
+            else gc_heap_unlock(h, l, wl);
         }
-        gc_heap_load(ws.b, gc_heap_node<K>(h, x), K);
-        __syncthreads();
-        if (!gc_heap_less(ws.b[0], ws.a[K - 1])) {  // max(Z) <= min(x): done
+        const Key* xb = ws.b;
+        if (loaded) {
+            xb = pl ? ws.b : ws.b + K;
+        } else {
+            gc_heap_load(ws.b, gc_heap_node<K>(h, x), K);
+            __syncthreads();
+        }
+        if (!gc_heap_less(xb[0], ws.a[K - 1])) {  // max(Z) <= min(x): done
             gc_heap_store(gc_heap_node<K>(h, cur), ws.a, K);
             __syncthreads();
             if (threadIdx.x == 0) {
-                gc_heap_unlock_word(&h->states[x], wx);
-                gc_heap_unlock_word(&h->states[cur], GC_HEAP_AVAIL);
+                gc_heap_unlock2(h, x, wx, cur, GC_HEAP_AVAIL);
+                if (cur == 1ull) gc_heap_prof_lap(h, GC_HEAP_P_DEL_ROOT_REST, pt);
+                gc_heap_prof_lap(h, GC_HEAP_P_DEL_BELOW, pt);
             }
             __syncthreads();
             return;
         }
-        gc_heap_merge_smem(ws.a, K, ws.b, K, ws.m);
+        gc_heap_merge_smem(ws.a, K, xb, K, ws.m);
         gc_heap_store(gc_heap_node<K>(h, cur), ws.m, K);
         gc_heap_copy(ws.a, ws.m + K, K);
         __syncthreads();
-        if (threadIdx.x == 0) gc_heap_unlock_word(&h->states[cur], GC_HEAP_AVAIL);
+        if (threadIdx.x == 0) {
+            gc_heap_unlock(h, cur, GC_HEAP_AVAIL);
+            if (cur == 1ull) gc_heap_prof_lap(h, GC_HEAP_P_DEL_ROOT_REST, pt);
+        }
         __syncthreads();
         cur = x;  // still held
+        loaded = false;
+    }
+}
+
+// Thread 0, holding hlock (and the root, fused): waits while the last node `last` is TARGET, by
+// looking (volatile loads), then takes its lock without a fence (fused) or with one; returns the
+// word it held (AVAIL). PROGRESS: while `last` is TARGET, a top-down insert ahead of us is still
+// carrying its keys down, and it must lock `last` to write them. Wait by looking, holding no lock
+// on `last`: a wait that locked `last` to look at it, unlocked and backed off starved that insert
+// on an H100 (issue 12, K = 1 on 256 blocks: the delete took and released `last` in every round,
+// and the insert's CAS, issued after its load had seen `last` unlocked, failed 15 million times in
+// a row; every waiting block backed off exactly as often in the watchdog's second, so the sleeps
+// end on common timer ticks and the race came out the same way in every round). Nothing makes
+// `last` TARGET again while we hold hlock (allocations happen under it), so the look is final;
+// the kind is checked again under the lock. That insert holds no lock we hold (it is past the
+// root, and, fused, past the root's children: it held one of them when it released the root, and
+// it needs only nodes below it).
+template <typename Key>
+__device__ unsigned long long gc_heap_take_last(gc_heap<Key>* h, unsigned long long last, bool fence) {
+    volatile unsigned long long* tr = gc_heap_tr(h);
+    const unsigned long long tune = gc_heap_tune(h);
+    const unsigned cap = gc_heap_node_cap(tune);
+    unsigned ns = gc_heap_first_sleep(cap);
+    for (;;) {
+        gc_heap_trace_at(tr, GC_HEAP_AT_WAIT_LAST, last);
+        unsigned long long s;
+        for (;;) {
+            s = gc_heap_ld(&h->states[last]);
+            if (gc_heap_kind(s) != GC_HEAP_TARGET) break;
+            gc_heap_trace_wait(tr, s);
+            gc_heap_backoff(&ns, cap);
+        }
+        const unsigned long long w = gc_heap_take_word(&h->states[last], tr, last, s, cap, false);
+        if (fence) gc_heap_fence(tune);  // acquire
+        if (gc_heap_kind(w) != GC_HEAP_TARGET) {
+            if (gc_heap_kind(w) != GC_HEAP_AVAIL) gc_heap_fault(h, GC_HEAP_FAULT_BAD_STATE);
+            return w;
+        }
+        gc_heap_unlock(h, last, w);  // (not reached: see above)
     }
 }
 
@@ -945,7 +1338,10 @@ __device__ unsigned gc_heap_delete_min(gc_heap<Key>* h, Key* out, void* smem) {
     static_assert(K >= 1 && K <= 1024 && (K & (K - 1)) == 0, "K must be a power of two in 1..1024");
     const gc_heap_ws<K, Key> ws = gc_heap_ws_at<K, Key>(smem);
     gc_heap_ctl* c = ws.ctl;
+    long long pt = gc_heap_prof_now(), p_start = pt;  // thread 0's profile clock (PROFILE)
     if (threadIdx.x == 0) {
+        const unsigned long long tune = gc_heap_tune(h);
+        gc_heap_prof_mark(h);
         if (h->k != (unsigned long long)K) gc_heap_fault(h, GC_HEAP_FAULT_K_MISMATCH);
         atomicAdd(&h->mode, GC_HEAP_DELETE_UNIT);
         volatile unsigned long long* tr = gc_heap_tr(h);
@@ -957,20 +1353,85 @@ __device__ unsigned gc_heap_delete_min(gc_heap<Key>* h, Key* out, void* smem) {
             gc_heap_trace_wait(tr, m);
             gc_heap_backoff(&ns);
         }
-        __threadfence();  // acquire: the bottom-up inserts we waited for
+        gc_heap_fence(tune);  // acquire: the bottom-up inserts we waited for
+        gc_heap_prof_lap(h, GC_HEAP_P_DEL_WAIT_MODE, &pt);
         gc_heap_lock_heap(h);
+        gc_heap_prof_lap(h, GC_HEAP_P_DEL_WAIT_HLOCK, &pt);
         const unsigned long long n = *(volatile unsigned long long*)&h->count;
         c->w[0] = n;
         c->w[1] = *(volatile unsigned long long*)&h->pbuf_len;
-        if (n > 0ull) c->w[2] = gc_heap_lock_node(h, 1);
+        // The fused delete (TUNING bit 0 clear) from 4 nodes on: the root, its children and the
+        // last node (>= 4) locked in increasing index order, one acquire fence for all four.
+        const bool fused = !(tune & GC_HEAP_TUNE_PLAIN_DELETE) && n >= 4ull;
+        c->w[5] = fused;
+        if (fused) {
+            c->w[2] = gc_heap_take_word(&h->states[1], tr, 1ull, GC_HEAP_AVAIL, gc_heap_hot_cap(tune),
+                                        !(tune & GC_HEAP_TUNE_SC_FENCES));
+            *(volatile unsigned long long*)&h->count = n - 1ull;
+            unsigned long long* s2 = &h->states[2];
+            unsigned long long* s3 = &h->states[3];
+            const unsigned long long o2 = atomicCAS(s2, GC_HEAP_AVAIL, GC_HEAP_AVAIL | GC_HEAP_LOCKED);
+            const unsigned long long o3 = atomicCAS(s3, GC_HEAP_AVAIL, GC_HEAP_AVAIL | GC_HEAP_LOCKED);
+            const unsigned cap = gc_heap_node_cap(tune);
+            c->w[3] = o2 == GC_HEAP_AVAIL ? o2 : gc_heap_take_word(s2, tr, 2ull, o2, cap, false);
+            c->w[4] = o3 == GC_HEAP_AVAIL ? o3 : gc_heap_take_word(s3, tr, 3ull, o3, cap, false);
+            if (gc_heap_kind(c->w[3]) == GC_HEAP_INSHOLD || gc_heap_kind(c->w[4]) == GC_HEAP_INSHOLD)
+                gc_heap_fault(h, GC_HEAP_FAULT_BAD_STATE);
+            gc_heap_take_last(h, gc_heap_target(n), false);
+            gc_heap_fence(tune);  // acquire (all four)
+        } else if (n > 0ull) {
+            c->w[2] = gc_heap_lock_root(h);
+        }
+        gc_heap_prof_lap(h, GC_HEAP_P_DEL_WAIT_ROOT, &pt);
     }
     __syncthreads();
     // Read once, here: on the paths below thread 0 reuses the words (the sift-down's locks)
     // while a lagging warp may not have read them yet.
     const unsigned long long n = c->w[0];
     const unsigned ps = (unsigned)c->w[1];
+    const bool fused = c->w[5] != 0ull;
+    const unsigned long long w2 = c->w[3], w3 = c->w[4];
     unsigned result = K;
-    if (n == 0ull) {
+    if (fused) {
+        // One load phase: the root (the result), the last node (Z), the present children, pbuf
+        // (into ws.m[K, K + ps), beside where the exchange writes Z).
+        const unsigned long long last = gc_heap_target(n);
+        gc_heap_load(out, gc_heap_node<K>(h, 1), K);
+        gc_heap_load(ws.a, gc_heap_node<K>(h, last), K);
+        if (gc_heap_kind(w2) == GC_HEAP_AVAIL) gc_heap_load(ws.b, gc_heap_node<K>(h, 2), K);
+        if (gc_heap_kind(w3) == GC_HEAP_AVAIL) gc_heap_load(ws.b + K, gc_heap_node<K>(h, 3), K);
+        if (ps > 0u) gc_heap_load(ws.m + K, h->pbuf, ps);
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            // One release fence: `last` EMPTY (its keys are read) and, with no exchange, hlock.
+            const unsigned long long tune = gc_heap_tune(h);
+            GC_HEAP_CHAOS();
+            gc_heap_fence(tune);  // release
+            gc_heap_set_word(&h->states[last], GC_HEAP_EMPTY);
+            if (ps == 0u) {
+                atomicExch(&h->hlock, 0ull);
+                gc_heap_prof_lap(h, GC_HEAP_P_DEL_ROOT_HLOCK, &pt);
+            }
+        }
+        if (ps > 0u) {
+            if (gc_heap_less(ws.m[K], ws.a[K - 1])) {  // exchange: Z keeps the K smallest (P3)
+                gc_heap_to_three<Key> sink;
+                sink.d0 = ws.m;
+                sink.d1 = h->pbuf;
+                sink.d2 = h->pbuf;
+                sink.n0 = K;
+                sink.n1 = K + ps;
+                gc_heap_merge(ws.a, K, ws.m + K, ps, sink);
+                gc_heap_copy(ws.a, ws.m, K);
+            }
+            __syncthreads();
+            if (threadIdx.x == 0) {
+                gc_heap_unlock_heap(h);
+                gc_heap_prof_lap(h, GC_HEAP_P_DEL_ROOT_HLOCK, &pt);
+            }
+        }
+        gc_heap_sift_down<K>(h, ws, true, w2, w3, &pt);
+    } else if (n == 0ull) {
         result = ps;
         gc_heap_load(out, h->pbuf, result);  // (out may be global: the cg path is fine for both)
         __syncthreads();
@@ -984,45 +1445,19 @@ __device__ unsigned gc_heap_delete_min(gc_heap<Key>* h, Key* out, void* smem) {
         if (n == 1ull) {
             if (threadIdx.x == 0) {
                 *(volatile unsigned long long*)&h->count = 0ull;
-                gc_heap_unlock_word(&h->states[1], GC_HEAP_EMPTY);
+                gc_heap_unlock(h, 1, GC_HEAP_EMPTY);
                 gc_heap_unlock_heap(h);
             }
         } else {
             const unsigned long long last = gc_heap_target(n);
             if (threadIdx.x == 0) {
                 *(volatile unsigned long long*)&h->count = n - 1ull;
-                // PROGRESS: while `last` is TARGET, a top-down insert ahead of us is still carrying
-                // its keys down, and it must lock `last` to write them. Wait by looking (volatile
-                // loads), holding no lock on `last`: a wait that locked `last` to look at it,
-                // unlocked and backed off starved that insert on an H100 (issue 12, K = 1 on 256
-                // blocks: the delete took and released `last` in every round, and the insert's
-                // CAS, issued after its load had seen `last` unlocked, failed 15 million times in
-                // a row; every waiting block backed off exactly as often in the watchdog's second,
-                // so the sleeps end on common timer ticks and the race came out the same way in
-                // every round). Nothing makes `last` TARGET again while we hold hlock (allocations
-                // happen under it), so the look is final; the kind is checked again under the lock.
-                volatile unsigned long long* tr = gc_heap_tr(h);
-                unsigned ns = 32u;
-                for (;;) {
-                    gc_heap_trace_at(tr, GC_HEAP_AT_WAIT_LAST, last);
-                    for (;;) {
-                        const unsigned long long s = gc_heap_ld(&h->states[last]);
-                        if (gc_heap_kind(s) != GC_HEAP_TARGET) break;
-                        gc_heap_trace_wait(tr, s);
-                        gc_heap_backoff(&ns);
-                    }
-                    const unsigned long long w = gc_heap_lock_node(h, last);
-                    if (gc_heap_kind(w) != GC_HEAP_TARGET) {
-                        if (gc_heap_kind(w) != GC_HEAP_AVAIL) gc_heap_fault(h, GC_HEAP_FAULT_BAD_STATE);
-                        break;
-                    }
-                    gc_heap_unlock_word(&h->states[last], w);  // (not reached: see above)
-                }
+                gc_heap_take_last(h, last, true);
             }
             __syncthreads();
             gc_heap_load(ws.a, gc_heap_node<K>(h, last), K);  // Z
             __syncthreads();
-            if (threadIdx.x == 0) gc_heap_unlock_word(&h->states[last], GC_HEAP_EMPTY);
+            if (threadIdx.x == 0) gc_heap_unlock(h, last, GC_HEAP_EMPTY);
             if (ps > 0u) {
                 gc_heap_load(ws.b, h->pbuf, ps);
                 __syncthreads();
@@ -1038,14 +1473,20 @@ __device__ unsigned gc_heap_delete_min(gc_heap<Key>* h, Key* out, void* smem) {
                 }
                 __syncthreads();
             }
-            if (threadIdx.x == 0) gc_heap_unlock_heap(h);
-            gc_heap_sift_down<K>(h, ws);
+            if (threadIdx.x == 0) {
+                gc_heap_unlock_heap(h);
+                gc_heap_prof_lap(h, GC_HEAP_P_DEL_ROOT_HLOCK, &pt);
+            }
+            gc_heap_sift_down<K>(h, ws, false, 0ull, 0ull, &pt);
         }
     }
     __syncthreads();
     if (threadIdx.x == 0) {
-        __threadfence();
+        gc_heap_fence(gc_heap_tune(h));
         atomicAdd(&h->mode, 0ull - GC_HEAP_DELETE_UNIT);
+        gc_heap_prof_add(h, GC_HEAP_P_DEL_OPS, 1);
+        gc_heap_prof_add(h, GC_HEAP_P_DEL_TOTAL, gc_heap_prof_now() - p_start);
+        gc_heap_prof_mark(h);
     }
     __syncthreads();
     return result;

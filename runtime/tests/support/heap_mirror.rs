@@ -27,7 +27,12 @@ pub struct GcHeap {
     pub trace: u64,
     /// Heap-lock acquisitions so far (written under the heap lock).
     pub hlocks: u64,
-    pub pad0: [u64; 3],
+    /// Implementation switches (heap.cuh, TUNING; 0: the defaults).
+    pub tune: u64,
+    /// Device address of the per-block profile counters (`PROF_WORDS` each; heap.cuh, PROFILE,
+    /// built with `-DGC_HEAP_PROFILE`), 0: off.
+    pub prof: u64,
+    pub pad0: u64,
     pub mode: u64,
     pub pad1: [u64; 15],
 }
@@ -48,6 +53,21 @@ impl GcHeap {
         GcHeap { nodes, states, pbuf, k, capacity, slots: Self::slots(capacity), next_owner: 1, ..Default::default() }
     }
 }
+
+/// heap.cuh's `GC_HEAP_TUNE_*`: bit 0 the plain (unfused) delete, bit 1 serial child locks,
+/// bit 2 sequentially consistent fences; back-off caps in ns at bits 8 (root wait under the heap
+/// lock), 24 (heap lock), 40 (other waits), 0 = the default.
+pub const TUNE_PLAIN_DELETE: u64 = 1;
+pub const TUNE_SERIAL_PAIR: u64 = 2;
+pub const TUNE_SC_FENCES: u64 = 4;
+pub const TUNE_HOT_SHIFT: u32 = 8;
+pub const TUNE_HLOCK_SHIFT: u32 = 24;
+pub const TUNE_NODE_SHIFT: u32 = 40;
+/// `GC_HEAP_TUNE_LEGACY`: the implementation before the switches.
+pub const TUNE_LEGACY: u64 = 7 | (1024 << TUNE_HOT_SHIFT);
+
+/// Words per block of the heap's profile counters (`GC_HEAP_PROF_WORDS`).
+pub const PROF_WORDS: usize = 32;
 
 /// Words per block of the heap's trace buffer (`GC_HEAP_TRACE_WORDS`).
 pub const TRACE_WORDS: usize = 5;
