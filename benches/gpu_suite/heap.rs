@@ -26,7 +26,10 @@ use std::time::{Duration, Instant};
 
 #[path = "../../runtime/tests/support/heap_mirror.rs"]
 mod heap_mirror;
-use heap_mirror::{smem_bytes, DevKey32, GcHeap};
+use heap_mirror::{
+    smem_bytes, DevKey32, GcHeap, Profile, PROF_WORDS, TUNE_HLOCK_SHIFT, TUNE_HOT_SHIFT, TUNE_LEGACY, TUNE_NODE_SHIFT,
+    TUNE_PLAIN_DELETE, TUNE_SC_FENCES, TUNE_SERIAL_PAIR,
+};
 
 const HEAP_BENCH_CU: &str = include_str!("../cuda/heap_bench.cu");
 const CUB_SORT_CU: &str = include_str!("../cuda/cub_sort.cu");
@@ -36,7 +39,80 @@ const KS: [u32; 5] = [64, 128, 256, 512, 1024];
 
 /// The heap benchmark with gpu-cilk's heap as `gpu_cilk/heap.cuh`.
 pub(crate) fn program() -> ProgramSource {
-    ProgramSource::new("heap_bench", HEAP_BENCH_CU).header("gpu_cilk/heap.cuh", gpu_cilk_kernels::HEAP_CUH)
+    ProgramSource::new("heap_bench", HEAP_BENCH_CU)
+        .header("gpu_cilk/portable.cuh", gpu_cilk_kernels::PORTABLE_CUH)
+        .header("gpu_cilk/heap.cuh", gpu_cilk_kernels::HEAP_CUH)
+}
+
+/// The same built with heap.cuh's PROFILE counters, for the node sizes `ks` only.
+pub(crate) fn profile_program(ks: &[u32]) -> ProgramSource {
+    let list: String = ks.iter().map(|k| format!("HB_KERNELS({k})")).collect();
+    program().option("-DGC_HEAP_PROFILE").option(format!("-DHB_KERNEL_LIST={list}"))
+}
+
+/// heap.cuh's tuning word (TUNING) from `+`-joined words: default, legacy, plain, serial, sc,
+/// hot=NS, hlock=NS, node=NS, or a number.
+pub(crate) fn parse_tune(spec: &str) -> Result<u64, String> {
+    let mut t = 0u64;
+    for word in spec.split('+').map(str::trim) {
+        let cap = |v: &str, shift: u32| -> Result<u64, String> {
+            let ns: u64 = v.parse().map_err(|_| format!("`{word}`: not a number of ns"))?;
+            if !(1..=0xffff).contains(&ns) {
+                return Err(format!("`{word}`: a cap is 1..65535 ns"));
+            }
+            Ok(ns << shift)
+        };
+        let field = |shift: u32| !(0xffffu64 << shift);
+        t = match word.split_once('=') {
+            Some(("hot", v)) => (t & field(TUNE_HOT_SHIFT)) | cap(v, TUNE_HOT_SHIFT)?,
+            Some(("hlock", v)) => (t & field(TUNE_HLOCK_SHIFT)) | cap(v, TUNE_HLOCK_SHIFT)?,
+            Some(("node", v)) => (t & field(TUNE_NODE_SHIFT)) | cap(v, TUNE_NODE_SHIFT)?,
+            Some(_) => return Err(format!("unknown tuning word `{word}`")),
+            None => match word {
+                "default" | "" => t,
+                "legacy" => t | TUNE_LEGACY,
+                "plain" => t | TUNE_PLAIN_DELETE,
+                "serial" => t | TUNE_SERIAL_PAIR,
+                "sc" => t | TUNE_SC_FENCES,
+                w => match w.strip_prefix("0x") {
+                    Some(hex) => u64::from_str_radix(hex, 16),
+                    None => w.parse(),
+                }
+                .map_err(|_| format!("unknown tuning word `{w}` (default, legacy, plain, serial, sc, hot=, hlock=, node=)"))?,
+            },
+        };
+    }
+    Ok(t)
+}
+
+/// One configuration of the heap kernels.
+#[derive(Clone, Debug)]
+struct HeapCfg {
+    k: u32,
+    batch: u32,
+    /// Threads per block (None: [`threads_for`]'s default).
+    threads: Option<u32>,
+    /// Blocks of the delete kernel (None: the insert kernel's).
+    del_blocks: Option<u32>,
+    /// The tuning word and how it was asked for.
+    tune: (String, u64),
+}
+
+impl HeapCfg {
+    /// The row name: `heap K=.. B=..`, then what differs from the defaults.
+    fn name(&self) -> String {
+        let mut name = format!("heap K={} B={}", self.k, self.batch);
+        if let Some(t) = self.threads {
+            name.push_str(&format!(" T={t}"));
+        }
+        if let Some(d) = self.del_blocks {
+            name.push_str(&format!(" D={d}"));
+        }
+        if self.tune.1 != 0 {
+            name.push_str(&format!(" tune={}", self.tune.0));
+        }
+        name
+    }
 }
 
 /// Mirrors `struct HbParams` of heap_bench.cu.
@@ -84,8 +160,48 @@ fn key_u32(i: u64, n: u64, seed: u32, dist: u32) -> u32 {
 }
 
 /// Threads per block for node size `k` (the merges have 2K outputs; more threads idle).
-fn threads_for(args: &Args, k: u32) -> u32 {
-    args.heap_threads.unwrap_or((k / 2).clamp(64, 512))
+fn threads_for(cfg: &HeapCfg) -> u32 {
+    cfg.threads.unwrap_or((cfg.k / 2).clamp(64, 512))
+}
+
+/// The sweep at one N: every node size, batch divisor, thread count, delete-block count and
+/// tuning word asked for at that size (see `Args`: the full sweep at N <= 2^heap_sweep_log2n).
+fn configs(args: &Args, l: u32) -> Result<Vec<HeapCfg>, String> {
+    let small = l <= args.heap_sweep_log2n;
+    let first_or_all = |v: &[u32]| -> Vec<Option<u32>> {
+        match (v.is_empty(), small) {
+            (true, _) => vec![None],
+            (false, true) => v.iter().map(|&x| Some(x)).collect(),
+            (false, false) => vec![Some(v[0])],
+        }
+    };
+    let tunes = if small { &args.heap_tune } else { &args.heap_tune_big };
+    let tunes: Vec<(String, u64)> =
+        tunes.iter().map(|t| parse_tune(t).map(|w| (t.clone(), w))).collect::<Result<_, _>>()?;
+    let divs: Vec<u32> = if l == args.heap_sweep_log2n { args.heap_batch_div.clone() } else { vec![1] };
+    let mut out = Vec::new();
+    for &k in args.heap_k.iter().filter(|k| KS.contains(k)) {
+        for &div in divs.iter().filter(|&&d| d >= 1 && k % d == 0) {
+            for threads in first_or_all(&args.heap_threads) {
+                for del_blocks in first_or_all(&args.heap_del_blocks) {
+                    for tune in &tunes {
+                        out.push(HeapCfg { k, batch: k / div, threads, del_blocks, tune: tune.clone() });
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The priority sum and payload xor of the N keys (what a run must give back).
+fn expected(n: u64, seed: u32, dist: u32) -> (u64, u64) {
+    let (mut sum, mut xor) = (0u64, 0u64);
+    for i in 0..n {
+        sum = sum.wrapping_add(key_u32(i, n, seed, dist) as u64);
+        xor ^= i;
+    }
+    (sum, xor)
 }
 
 pub(crate) fn bench_heap(args: &Args, device: Device) -> Vec<Row> {
@@ -104,7 +220,15 @@ pub(crate) fn bench_heap(args: &Args, device: Device) -> Vec<Row> {
         println!("heap:    CUB columns skipped: {e}");
     }
     let gpu = match device {
-        Ok(dev) => HeapGpu::new(dev).map_err(|e| format!("n/a: {e}")),
+        Ok(dev) => HeapGpu::new(dev).map(|g| {
+            if args.heap_profile_log2n.is_empty() {
+                g
+            } else {
+                let ks: Vec<u32> = args.heap_k.iter().copied().filter(|k| KS.contains(k)).collect();
+                g.with_profile(&ks)
+            }
+        })
+        .map_err(|e| format!("n/a: {e}")),
         Err(e) => Err(format!("n/a: {e}")),
     };
     // Node sizes whose runs got too slow stop at the size that exceeded the budget.
@@ -115,32 +239,34 @@ pub(crate) fn bench_heap(args: &Args, device: Device) -> Vec<Row> {
         if !args.gpu_only {
             rows.push(binary_heap_row(args, l, n, seed, dist));
         }
-        match &gpu {
-            Err(e) => rows.push(Row::new("heap", &size, "gpu-cilk heap", 2.0 * n as f64, "keys/s").na(e)),
-            Ok(g) => {
-                for &k in args.heap_k.iter().filter(|k| KS.contains(k)) {
-                    let divs: Vec<u32> = if l == args.heap_sweep_log2n { args.heap_batch_div.clone() } else { vec![1] };
-                    for div in divs.into_iter().filter(|&d| d >= 1 && k % d == 0) {
-                        let name = format!("heap K={k} B={}", k / div);
-                        let mut row = Row::new("heap", &size, &name, 2.0 * n as f64, "keys/s");
-                        if over_budget.contains(&k) {
-                            rows.push(row.na(format!("skipped: a smaller N took over {} s", args.heap_max_s)));
-                            continue;
-                        }
-                        match g.run(args, k, k / div, n, seed, dist) {
-                            Ok(r) => {
-                                row.times = Ok(r.times);
-                                row.verified = Some(r.verified);
-                                row.note = r.note;
-                                if r.slowest > Duration::from_secs_f64(args.heap_max_s) && div == 1 {
-                                    over_budget.push(k);
-                                }
-                            }
-                            Err(e) => row = row.na(format!("n/a: {e}")),
-                        }
-                        rows.push(row);
+        match (&gpu, configs(args, l)) {
+            (Err(e), _) => rows.push(Row::new("heap", &size, "gpu-cilk heap", 2.0 * n as f64, "keys/s").na(e)),
+            (_, Err(e)) => rows.push(Row::new("heap", &size, "gpu-cilk heap", 2.0 * n as f64, "keys/s").na(e)),
+            (Ok(g), Ok(cfgs)) => {
+                let want = expected(n, seed, dist);
+                let profile = args.heap_profile_log2n.contains(&l);
+                let mut budget_hit: Vec<u32> = Vec::new();
+                for cfg in cfgs {
+                    let k = cfg.k;
+                    let mut row = Row::new("heap", &size, &cfg.name(), 2.0 * n as f64, "keys/s");
+                    if over_budget.contains(&k) {
+                        rows.push(row.na(format!("skipped: a smaller N took over {} s", args.heap_max_s)));
+                        continue;
                     }
+                    match g.run(args, &cfg, n, seed, dist, want, profile) {
+                        Ok(r) => {
+                            row.times = Ok(r.times);
+                            row.verified = Some(r.verified);
+                            row.note = r.note;
+                            if r.slowest > Duration::from_secs_f64(args.heap_max_s) && cfg.batch == k {
+                                budget_hit.push(k);
+                            }
+                        }
+                        Err(e) => row = row.na(format!("n/a: {e}")),
+                    }
+                    rows.push(row);
                 }
+                over_budget.extend(budget_hit);
             }
         }
         match &cub {
@@ -210,6 +336,8 @@ struct HeapGpu<'d> {
     dev: &'d CudaDevice,
     fill: Kernel<HbParams>,
     kernels: Vec<(u32, Kernel<HbParams>, Kernel<HbParams>)>,
+    /// The PROFILE build's insert and delete kernels per K (`--heap-profile-log2n`), or why not.
+    profiled: Result<Vec<(u32, Kernel<HbParams>, Kernel<HbParams>)>, String>,
 }
 
 struct HeapRun {
@@ -235,42 +363,95 @@ impl<'d> HeapGpu<'d> {
             };
             kernels.push((k, ins, del));
         }
-        Ok(HeapGpu { dev, fill, kernels })
+        Ok(HeapGpu { dev, fill, kernels, profiled: Err("not built".into()) })
     }
 
-    fn run(&self, args: &Args, k: u32, batch: u32, n: u64, seed: u32, dist: u32) -> gpu_cilk::runtime::Result<HeapRun> {
+    /// Builds the PROFILE kernels for the node sizes `ks`.
+    fn with_profile(mut self, ks: &[u32]) -> Self {
+        let build = || -> gpu_cilk::runtime::Result<Vec<(u32, Kernel<HbParams>, Kernel<HbParams>)>> {
+            let program = self.dev.load_program(&profile_program(ks))?;
+            let mut out = Vec::new();
+            for &k in ks {
+                // SAFETY: as in `new` (the same kernels, built with -DGC_HEAP_PROFILE; `run` also
+                // points the header's `prof` at blocks * PROF_WORDS zeroed words).
+                let (ins, del) = unsafe {
+                    (program.kernel::<HbParams>(&format!("hb_insert_k{k}"))?, program.kernel(&format!("hb_delete_k{k}"))?)
+                };
+                out.push((k, ins, del));
+            }
+            Ok(out)
+        };
+        self.profiled = build().map_err(|e| e.to_string());
+        self
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn run(
+        &self,
+        args: &Args,
+        cfg: &HeapCfg,
+        n: u64,
+        seed: u32,
+        dist: u32,
+        (sum, xor): (u64, u64),
+        profile: bool,
+    ) -> gpu_cilk::runtime::Result<HeapRun> {
         let dev = self.dev;
+        let (k, batch) = (cfg.k, cfg.batch);
         let (_, ins, del) = self.kernels.iter().find(|e| e.0 == k).expect("an instantiated K");
-        let threads = threads_for(args, k);
+        let threads = threads_for(cfg);
         let smem = smem_bytes(k, 8);
         let per_sm = ins
             .max_active_blocks_per_sm(threads, smem as usize)?
             .min(del.max_active_blocks_per_sm(threads, smem as usize)?);
         let blocks = (dev.info().multiprocessors * per_sm.max(1)).min(args.heap_blocks.unwrap_or(u32::MAX)).max(1);
+        let del_blocks = cfg.del_blocks.unwrap_or(blocks).clamp(1, blocks);
         let capacity = n.div_ceil(k as u64) + blocks as u64 + 2;
         let slots = GcHeap::slots(capacity);
         let nodes = dev.alloc_zeroed::<DevKey32>((slots * k as u64) as usize)?;
         let mut states = dev.alloc_zeroed::<u64>(slots as usize)?;
         let pbuf = dev.alloc_zeroed::<DevKey32>(k as usize)?;
-        let empty = GcHeap::empty(nodes.ptr().addr(), states.ptr().addr(), pbuf.ptr().addr(), k as u64, capacity);
+        let empty = GcHeap {
+            tune: cfg.tune.1,
+            ..GcHeap::empty(nodes.ptr().addr(), states.ptr().addr(), pbuf.ptr().addr(), k as u64, capacity)
+        };
         let mut heap = dev.htod(&[empty])?;
         let keys = dev.alloc_zeroed::<DevKey32>(n.max(blocks as u64 * k as u64) as usize)?;
         let mut counters = dev.alloc_zeroed::<u64>(6)?;
         let p = HbParams { heap: heap.ptr(), keys: keys.ptr(), counters: counters.ptr(), n, batch, seed, dist, pad: 0 };
-        // Expected results, from the host generator.
-        let (mut sum, mut xor) = (0u64, 0u64);
-        for i in 0..n {
-            sum = sum.wrapping_add(key_u32(i, n, seed, dist) as u64);
-            xor ^= i;
-        }
         let dims = LaunchDims::linear(blocks, threads).shared_mem(smem);
+        let del_dims = LaunchDims::linear(del_blocks, threads).shared_mem(smem);
         let mut times = Vec::new();
         let (mut ins_ms, mut del_ms) = (Vec::new(), Vec::new());
         let mut verified = true;
         let mut slowest = Duration::ZERO;
-        for rep in 0..args.warmup + args.heap_reps {
+        // The timed runs, then with `profile` one run of the PROFILE build.
+        let prof_kernels = match (&self.profiled, profile) {
+            (Ok(p), true) => p.iter().find(|e| e.0 == k),
+            _ => None,
+        };
+        let mut prof_buf = match prof_kernels {
+            Some(_) => Some(dev.alloc_zeroed::<u64>(blocks as usize * PROF_WORDS)?),
+            None => None,
+        };
+        let mut prof_note = match (&self.profiled, profile) {
+            (Err(e), true) => format!("; no profile: {e}"),
+            _ => String::new(),
+        };
+        let runs = args.warmup + args.heap_reps + usize::from(prof_kernels.is_some());
+        for rep in 0..runs {
+            let profiling = rep == args.warmup + args.heap_reps;
+            let (ins, del) = match (profiling, prof_kernels) {
+                (true, Some((_, pi, pd))) => (pi, pd),
+                _ => (ins, del),
+            };
+            let mut header = empty;
+            if let (true, Some(buf)) = (profiling, prof_buf.as_mut()) {
+                dev.zero(buf)?;
+                header.prof = buf.ptr().addr();
+            }
             dev.zero(&mut states)?;
-            dev.copy_htod(&[empty], &mut heap)?;
+            dev.copy_htod(&[header], &mut heap)?;
             dev.zero(&mut counters)?;
             self.fill.launch(LaunchDims::linear(4 * dev.info().multiprocessors, 256), &p)?;
             dev.sync()?;
@@ -278,7 +459,7 @@ impl<'d> HeapGpu<'d> {
             ins.launch(dims, &p)?;
             dev.sync()?;
             let t1 = Instant::now();
-            del.launch(dims, &p)?;
+            del.launch(del_dims, &p)?;
             dev.sync()?;
             let t2 = Instant::now();
             let c = dev.dtoh(&counters)?;
@@ -297,6 +478,18 @@ impl<'d> HeapGpu<'d> {
                 );
                 verified = false;
             }
+            if profiling {
+                if let Some(buf) = &prof_buf {
+                    let prof = Profile::sum(&dev.dtoh(buf)?);
+                    let text = prof.summary((t1 - t0).as_nanos() as f64, (t2 - t1).as_nanos() as f64);
+                    println!("heap profile N={n} {} ({blocks} insert / {del_blocks} delete blocks):", cfg.name());
+                    for line in text.lines() {
+                        println!("  {line}");
+                    }
+                    prof_note = format!("; profile ({:.1} + {:.1} ms): {}", ms(t1 - t0), ms(t2 - t1), text.replace('\n', "; "));
+                }
+                continue;
+            }
             slowest = slowest.max(t2 - t0);
             if rep >= args.warmup {
                 times.push(t2 - t0);
@@ -309,13 +502,19 @@ impl<'d> HeapGpu<'d> {
             v.get(v.len() / 2).copied().unwrap_or(0.0)
         };
         let note = format!(
-            "insert {:.1} ms + delete {:.1} ms; {blocks} blocks x {threads} threads, {} B shared",
+            "insert {:.1} ms + delete {:.1} ms; {blocks} blocks ({del_blocks} deleting) x {threads} threads, {} B \
+             shared, tune {:#x}{prof_note}",
             med(&mut ins_ms),
             med(&mut del_ms),
-            smem
+            smem,
+            cfg.tune.1,
         );
         Ok(HeapRun { times, verified, note, slowest })
     }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
 }
 
 // ---- CUB sort (nvcc) ---------------------------------------------------------------------------------

@@ -179,12 +179,32 @@ pub(crate) struct Args {
     /// not run at larger N.
     #[arg(long, default_value_t = 20.0)]
     heap_max_s: f64,
-    /// Heap benchmark: threads per block (default K / 2, clamped to 64..512).
-    #[arg(long)]
-    heap_threads: Option<u32>,
+    /// Heap benchmark: threads per block, a sweep (default K / 2, clamped to 64..512); beyond
+    /// 2^heap_sweep_log2n only the first value runs.
+    #[arg(long, value_delimiter = ',')]
+    heap_threads: Vec<u32>,
     /// Heap benchmark: at most this many blocks (default: as many as are resident at once).
     #[arg(long)]
     heap_blocks: Option<u32>,
+    /// Heap benchmark: blocks of the delete kernel, a sweep (default: as many as the insert
+    /// kernel's); deletes pass the root one at a time, so fewer blocks contend less for its locks.
+    /// Beyond 2^heap_sweep_log2n only the first value runs.
+    #[arg(long, value_delimiter = ',')]
+    heap_del_blocks: Vec<u32>,
+    /// Heap benchmark: heap.cuh implementation switches (TUNING), a sweep at N <= 2^heap_sweep_log2n:
+    /// each value `+`-joined words: default, legacy (before the switches), plain (unfused
+    /// delete), serial (child locks one at a time), sc (SC fences), hot=NS, hlock=NS, node=NS
+    /// (back-off caps), or a number (the raw word).
+    #[arg(long, default_value = "default", value_delimiter = ',')]
+    heap_tune: Vec<String>,
+    /// Heap benchmark: the switches run at N > 2^heap_sweep_log2n.
+    #[arg(long, default_value = "default", value_delimiter = ',')]
+    heap_tune_big: Vec<String>,
+    /// Heap benchmark: at these log2 N, after each configuration's timed runs, one more run of a
+    /// build with -DGC_HEAP_PROFILE prints where the time goes (heap.cuh PROFILE; phases per
+    /// insert and delete, the root's hold time against the delete kernel's time per delete).
+    #[arg(long, value_delimiter = ',')]
+    heap_profile_log2n: Vec<u32>,
     /// nvcc for the CUB sort baseline (benches/cuda/cub_sort.cu, built for sm_90); without it
     /// the CUB columns say why they are missing.
     #[arg(long, default_value = "/usr/local/cuda/bin/nvcc")]

@@ -198,6 +198,7 @@ fn tiny_nodes_many_blocks_all_distributions() {
         batches: Batches::Full,
         dist: Dist::Random,
         chaos: 0,
+        tune: 0,
     }];
     for dist in [Dist::Random, Dist::Ascending, Dist::Descending, Dist::Equal] {
         cfgs.push(Cfg {
@@ -210,6 +211,7 @@ fn tiny_nodes_many_blocks_all_distributions() {
             batches: Batches::Mixed,
             dist,
             chaos: 0,
+            tune: 0,
         });
     }
     stress(&device("tiny_nodes_many_blocks_all_distributions"), &cfgs);
@@ -228,6 +230,7 @@ fn mid_nodes_full_partial_and_mixed_batches() {
         batches: Batches::Mixed,
         dist: Dist::Random,
         chaos: 0,
+        tune: 0,
     };
     stress(
         &device("mid_nodes_full_partial_and_mixed_batches"),
@@ -237,6 +240,11 @@ fn mid_nodes_full_partial_and_mixed_batches() {
             Cfg { batches: Batches::Partial, dist: Dist::Descending, ..base },
             Cfg { dist: Dist::Equal, ..base },
             Cfg { phases: &[85, 25], dist: Dist::Ascending, ..base },
+            // heap.cuh's TUNING variants: the implementation before the switches, and each
+            // optimization off alone (the default, 0, runs above).
+            Cfg { tune: mirror::TUNE_LEGACY, ..base },
+            Cfg { tune: mirror::TUNE_PLAIN_DELETE, ..base },
+            Cfg { tune: mirror::TUNE_SERIAL_PAIR | mirror::TUNE_SC_FENCES, ..base },
         ],
     );
 }
@@ -254,6 +262,7 @@ fn large_nodes_mixed_and_phased() {
         batches: Batches::Mixed,
         dist: Dist::Random,
         chaos: 0,
+        tune: 0,
     };
     stress(
         &device("large_nodes_mixed_and_phased"),
@@ -279,10 +288,19 @@ fn largest_nodes_k1024() {
         batches: Batches::Full,
         dist: Dist::Random,
         chaos: 0,
+        tune: 0,
     };
     let few = Cfg { blocks: 8, ..big };
     let dev = device("largest_nodes_k1024");
-    stress(&dev, &[few, Cfg { dist: Dist::Ascending, ..few }, Cfg { phases: MIXED, batches: Batches::Mixed, ..few }]);
+    stress(
+        &dev,
+        &[
+            few,
+            Cfg { dist: Dist::Ascending, ..few },
+            Cfg { phases: MIXED, batches: Batches::Mixed, ..few },
+            Cfg { phases: MIXED, batches: Batches::Mixed, tune: mirror::TUNE_LEGACY, ..few },
+        ],
+    );
     if !std::env::var("GPU_CILK_HEAP_K1024_FULL").is_ok_and(|v| v == "0") {
         stress(
             &dev,

@@ -57,6 +57,7 @@ fn small(k: u32, wide: bool, threads: u32) -> Cfg {
         batches: Batches::Mixed,
         dist: Dist::Random,
         chaos: 0,
+        tune: 0,
     }
 }
 
@@ -103,4 +104,26 @@ fn tiny_nodes_many_blocks() {
 fn delete_waits_for_its_target_last_node_without_locking_it() {
     let Some(dev) = sim::sim_device("delete_waits_for_its_target_last_node_without_locking_it") else { return };
     stress::wait_last_probe(&dev, 2);
+}
+
+/// heap.cuh's TUNING variants (the implementation before the switches, and each optimization
+/// off alone; the default word 0 runs in every test above) under the same history checks, the
+/// fused default also with stalling lock holders.
+#[test]
+fn tuning_variants() {
+    let Some(dev) = sim::sim_device("tuning_variants") else { return };
+    let mut cfgs = Vec::new();
+    for tune in [
+        mirror::TUNE_LEGACY,
+        mirror::TUNE_PLAIN_DELETE,
+        mirror::TUNE_SERIAL_PAIR,
+        mirror::TUNE_SC_FENCES,
+        1 << mirror::TUNE_HOT_SHIFT | 1 << mirror::TUNE_HLOCK_SHIFT | 1 << mirror::TUNE_NODE_SHIFT,
+    ] {
+        cfgs.push(Cfg { tune, ..small(4, true, 8) });
+        cfgs.push(Cfg { tune, phases: PHASED, batches: Batches::Full, ..small(4, true, 8) });
+    }
+    cfgs.push(Cfg { blocks: 16, ops_per_block: 24, batches: Batches::Full, chaos: 50, ..small(1, false, 2) });
+    cfgs.push(Cfg { phases: PHASED, chaos: 50, ..small(4, true, 4) });
+    stress(&dev, &cfgs);
 }

@@ -153,3 +153,112 @@ const _: () = assert!(std::mem::size_of::<DevKey32>() == 8 && std::mem::size_of:
 pub fn smem_bytes(k: u32, key_bytes: u32) -> u32 {
     64 + 5 * k * key_bytes
 }
+
+/// heap.cuh's PROFILE counters (`GC_HEAP_P_*`: the word index of each phase in a block's
+/// `PROF_WORDS`), summed over the blocks of a run, with the clock's ns per cycle.
+#[derive(Clone, Debug, Default)]
+pub struct Profile {
+    pub w: Vec<u64>,
+    /// Nanoseconds per clock64() cycle, from the blocks' first and last clock/globaltimer pairs.
+    pub ns_per_cycle: f64,
+}
+
+pub const P_DEL_OPS: usize = 0;
+pub const P_DEL_TOTAL: usize = 1;
+pub const P_DEL_WAIT_MODE: usize = 2;
+pub const P_DEL_WAIT_HLOCK: usize = 3;
+pub const P_DEL_WAIT_ROOT: usize = 4;
+pub const P_DEL_ROOT_HLOCK: usize = 5;
+pub const P_DEL_ROOT_REST: usize = 6;
+pub const P_DEL_BELOW: usize = 7;
+pub const P_DEL_LEVELS: usize = 8;
+pub const P_DEL_LOCK_WAIT: usize = 9;
+pub const P_INS_OPS: usize = 12;
+pub const P_INS_TOTAL: usize = 13;
+pub const P_INS_SORT: usize = 14;
+pub const P_INS_WAIT_HLOCK: usize = 15;
+pub const P_INS_HOLD_HLOCK: usize = 16;
+pub const P_INS_LEVELS: usize = 18;
+pub const P_INS_TOP_DOWN: usize = 19;
+pub const P_INS_WAIT_PARENT: usize = 20;
+const P_CLK0: usize = 28;
+const P_GT0: usize = 29;
+const P_CLK1: usize = 30;
+const P_GT1: usize = 31;
+
+impl Profile {
+    /// Sums the per-block counters `words` (`blocks * PROF_WORDS`, as the device left them).
+    pub fn sum(words: &[u64]) -> Profile {
+        let mut w = vec![0u64; PROF_WORDS];
+        let (mut cycles, mut ns) = (0u64, 0u64);
+        for b in words.chunks_exact(PROF_WORDS) {
+            for (acc, v) in w.iter_mut().zip(b).take(P_CLK0) {
+                *acc = acc.wrapping_add(*v);
+            }
+            if b[P_CLK0] != 0 && b[P_CLK1] > b[P_CLK0] && b[P_GT1] > b[P_GT0] {
+                cycles += b[P_CLK1] - b[P_CLK0];
+                ns += b[P_GT1] - b[P_GT0];
+            }
+        }
+        let ns_per_cycle = if cycles > 0 { ns as f64 / cycles as f64 } else { 1.0 };
+        Profile { w, ns_per_cycle }
+    }
+
+    /// Microseconds per operation of counter `slot` over `ops` operations.
+    fn us(&self, slot: usize, ops: u64) -> f64 {
+        self.w[slot] as f64 * self.ns_per_cycle / 1e3 / ops.max(1) as f64
+    }
+
+    /// Where the time goes, given the insert and delete kernels' wall times in ns: per
+    /// operation means of every phase, and the serialized resource's hold time (the root for
+    /// deletes, the heap lock for inserts) against the kernel's time per operation.
+    pub fn summary(&self, insert_ns: f64, delete_ns: f64) -> String {
+        let (d, i) = (self.w[P_DEL_OPS], self.w[P_INS_OPS]);
+        let mut s = String::new();
+        if d > 0 {
+            let cycle = delete_ns / d as f64 / 1e3;
+            let hold = self.us(P_DEL_ROOT_HLOCK, d) + self.us(P_DEL_ROOT_REST, d);
+            s.push_str(&format!(
+                "delete: {d} ops, {cycle:.2} us of kernel time each (the root's cycle); per delete, us: total {:.2}, \
+                 wait mode {:.2}, wait hlock {:.2}, wait root (holding hlock) {:.2}, root held {hold:.2} (to hlock \
+                 release {:.2}, then first level {:.2}), below the root {:.2} ({:.1} levels, child-lock waits {:.2}); \
+                 root held {:.0}% of the cycle, hand-off and idle {:.2} us",
+                self.us(P_DEL_TOTAL, d),
+                self.us(P_DEL_WAIT_MODE, d),
+                self.us(P_DEL_WAIT_HLOCK, d),
+                self.us(P_DEL_WAIT_ROOT, d),
+                self.us(P_DEL_ROOT_HLOCK, d),
+                self.us(P_DEL_ROOT_REST, d),
+                self.us(P_DEL_BELOW, d),
+                self.w[P_DEL_LEVELS] as f64 / d as f64,
+                self.us(P_DEL_LOCK_WAIT, d),
+                100.0 * hold / cycle.max(1e-9),
+                (cycle - hold).max(0.0),
+            ));
+        }
+        if i > 0 {
+            let cycle = insert_ns / i as f64 / 1e3;
+            let hold = self.us(P_INS_HOLD_HLOCK, i);
+            let rest = self.us(P_INS_TOTAL, i)
+                - self.us(P_INS_SORT, i)
+                - self.us(P_INS_WAIT_HLOCK, i)
+                - self.us(P_INS_HOLD_HLOCK, i);
+            if !s.is_empty() {
+                s.push('\n');
+            }
+            s.push_str(&format!(
+                "insert: {i} ops ({} top-down or through the buffer), {cycle:.2} us of kernel time each; per insert, \
+                 us: total {:.2}, sort {:.2}, wait hlock {:.2}, hlock held {hold:.2}, after hlock {rest:.2} ({:.1} \
+                 levels climbed, parent waits {:.2}); hlock held {:.0}% of the cycle",
+                self.w[P_INS_TOP_DOWN],
+                self.us(P_INS_TOTAL, i),
+                self.us(P_INS_SORT, i),
+                self.us(P_INS_WAIT_HLOCK, i),
+                self.w[P_INS_LEVELS] as f64 / i as f64,
+                self.us(P_INS_WAIT_PARENT, i),
+                100.0 * hold / cycle.max(1e-9),
+            ));
+        }
+        s
+    }
+}

@@ -48,6 +48,8 @@ pub struct Params {
     pub ops_per_block: u32,
     /// The host simulation's `GC_HEAP_CHAOS` permille (heap_test.cu); ignored on a GPU.
     pub chaos: u32,
+    /// heap.cuh's tuning word (TUNING; `mirror::TUNE_*`), 0: the defaults.
+    pub tune: u64,
 }
 // SAFETY: repr(C): nine 8-byte words then two u32 (80 bytes, no padding, every bit pattern
 // valid), the layout of `gc_heap_test_params` (static_assert'ed 80 in heap_test.cu).
@@ -342,6 +344,7 @@ pub fn stress_typed<Kt: TestKey>(dev: &Dev, cfg: Cfg, seed: u64) {
     let heap = dev
         .htod(&[GcHeap {
             trace: trace.ptr().addr(),
+            tune: cfg.tune,
             ..GcHeap::empty(nodes.ptr().addr(), states.ptr().addr(), pbuf.ptr().addr(), k, capacity)
         }])
         .unwrap();
