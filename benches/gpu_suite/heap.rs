@@ -12,13 +12,19 @@
 //! all N keys come back (count, priority sum, payload xor), every batch sorted, at most one
 //! partial batch, no failed insert, and the heap's header quiescent and empty with no fault.
 //!
-//! Owns the heap kernels' parameter mirror; `gc_heap` is mirrored once, in
-//! `runtime/tests/support/heap_mirror.rs`, shared with the heap's GPU test.
+//! `gc_heap` and the kernels' `HbParams` are mirrored once, in `runtime/tests/support/heap_mirror.rs`,
+//! shared with the heap's GPU test and `runtime/tests/sim_heap.rs` (which runs these kernels on the
+//! host simulation, with and without the profile).
+//!
+//! Sweeps (`--heap-tune`, `--heap-threads`, `--heap-del-blocks`; see `Args`) name their rows
+//! `heap K=.. B=.. [T=threads] [D=delete blocks] [tune=..]`; `--heap-profile-log2n` adds one run
+//! of a `-DGC_HEAP_PROFILE` build per configuration and prints where the time goes (heap.cuh,
+//! PROFILE; `heap_mirror::Profile::summary`).
 
 use crate::common::{Device, Row};
 use crate::nvcc::NvccProgram;
 use crate::Args;
-use gpu_cilk::runtime::backend::cuda::{CudaDevice, DeviceCopy, DevicePtr, Kernel, LaunchDims, ProgramSource};
+use gpu_cilk::runtime::backend::cuda::{CudaDevice, Kernel, LaunchDims, ProgramSource};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::path::Path;
@@ -27,11 +33,10 @@ use std::time::{Duration, Instant};
 #[path = "../../runtime/tests/support/heap_mirror.rs"]
 mod heap_mirror;
 use heap_mirror::{
-    smem_bytes, DevKey32, GcHeap, Profile, PROF_WORDS, TUNE_HLOCK_SHIFT, TUNE_HOT_SHIFT, TUNE_LEGACY, TUNE_NODE_SHIFT,
+    smem_bytes, DevKey32, GcHeap, HbParams, HEAP_BENCH_CU, Profile, PROF_WORDS, TUNE_HLOCK_SHIFT, TUNE_HOT_SHIFT, TUNE_LEGACY, TUNE_NODE_SHIFT,
     TUNE_PLAIN_DELETE, TUNE_SC_FENCES, TUNE_SERIAL_PAIR,
 };
 
-const HEAP_BENCH_CU: &str = include_str!("../cuda/heap_bench.cu");
 const CUB_SORT_CU: &str = include_str!("../cuda/cub_sort.cu");
 
 /// The node sizes `heap_bench.cu` instantiates.
@@ -115,22 +120,6 @@ impl HeapCfg {
     }
 }
 
-/// Mirrors `struct HbParams` of heap_bench.cu.
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct HbParams {
-    heap: DevicePtr<GcHeap>,
-    keys: DevicePtr<DevKey32>,
-    counters: DevicePtr<u64>,
-    n: u64,
-    batch: u32,
-    seed: u32,
-    dist: u32,
-    pad: u32,
-}
-// SAFETY: repr(C): three 8-byte pointers, a u64, four u32 (48 bytes, no padding, every bit
-// pattern valid), the layout of `HbParams` (static_assert'ed 48 in heap_bench.cu).
-unsafe impl DeviceCopy for HbParams {}
 
 fn dist_code(dist: &str) -> Result<u32, String> {
     match dist {

@@ -23,6 +23,7 @@ mod splitmix;
 mod stress;
 
 use gpu_cilk_runtime::backend::cuda::sim::{SimBuffer, SimDevice, SimKernel, SimProgram};
+use gpu_cilk_runtime::backend::cuda::{LaunchDims, ProgramSource};
 use gpu_cilk_runtime::Error;
 use stress::{source, stress, Batches, Cfg, Dist, Params, Watch, MIXED, PHASED};
 
@@ -126,4 +127,88 @@ fn tuning_variants() {
     cfgs.push(Cfg { blocks: 16, ops_per_block: 24, batches: Batches::Full, chaos: 50, ..small(1, false, 2) });
     cfgs.push(Cfg { phases: PHASED, chaos: 50, ..small(4, true, 4) });
     stress(&dev, &cfgs);
+}
+
+/// The benchmark's kernels (`benches/cuda/heap_bench.cu`, `gpu_suite --only heap`) built with
+/// heap.cuh's PROFILE, on a small grid, with the default tuning and the legacy one: every key
+/// comes back (the bench's own counters), the header ends quiescent, and the phase counters add
+/// up (one insert per batch, one delete per node plus each block's final empty one, the phases
+/// of a delete within its total).
+#[test]
+fn bench_kernels_with_the_profile() {
+    use mirror::*;
+    let Some(dev) = sim::sim_device("bench_kernels_with_the_profile") else { return };
+    const K: u64 = 8;
+    let (blocks, threads, nodes_in) = (4u32, 4u32, 24u64);
+    let n = K * nodes_in;
+    let src = ProgramSource::new("heap_bench", HEAP_BENCH_CU)
+        .header("gpu_cilk/portable.cuh", gpu_cilk_kernels::PORTABLE_CUH)
+        .header("gpu_cilk/heap.cuh", gpu_cilk_kernels::HEAP_CUH)
+        .option("-DGC_HEAP_PROFILE")
+        .option("-DHB_KERNEL_LIST=HB_KERNELS(8)");
+    let program = dev.load_program(&src).unwrap_or_else(|e| panic!("compiling heap_bench.cu: {e}"));
+    // SAFETY: every kernel of heap_bench.cu takes one `HbParams` (mirrored); the launches below
+    // pass a header whose arrays hold `slots * K` keys, `slots` state words and K buffer keys, a
+    // key array of max(n, blocks * K) keys, six counters and `blocks * PROF_WORDS` profile words.
+    let (fill, ins, del) = unsafe {
+        (
+            program.kernel::<HbParams>("hb_fill").unwrap().cooperative(),
+            program.kernel::<HbParams>("hb_insert_k8").unwrap().cooperative(),
+            program.kernel::<HbParams>("hb_delete_k8").unwrap().cooperative(),
+        )
+    };
+    for tune in [0, TUNE_LEGACY] {
+        let capacity = nodes_in + blocks as u64 + 2;
+        let slots = GcHeap::slots(capacity);
+        let nodes = dev.alloc_zeroed::<DevKey32>((slots * K) as usize).unwrap();
+        let states = dev.alloc_zeroed::<u64>(slots as usize).unwrap();
+        let pbuf = dev.alloc_zeroed::<DevKey32>(K as usize).unwrap();
+        let prof = dev.alloc_zeroed::<u64>(blocks as usize * PROF_WORDS).unwrap();
+        let header = GcHeap {
+            tune,
+            prof: prof.ptr().addr(),
+            ..GcHeap::empty(nodes.ptr().addr(), states.ptr().addr(), pbuf.ptr().addr(), K, capacity)
+        };
+        let heap = dev.htod(&[header]).unwrap();
+        let keys = dev.alloc_zeroed::<DevKey32>(n.max(blocks as u64 * K) as usize).unwrap();
+        let counters = dev.alloc_zeroed::<u64>(6).unwrap();
+        let p = HbParams {
+            heap: heap.ptr(),
+            keys: keys.ptr(),
+            counters: counters.ptr(),
+            n,
+            batch: K as u32,
+            seed: 1,
+            dist: 0,
+            pad: 0,
+        };
+        fill.launch(LaunchDims::linear(2, 32), &p).unwrap();
+        dev.sync().unwrap();
+        let input = dev.dtoh(&keys).unwrap();
+        let sum: u64 = input[..n as usize].iter().map(|k| k.prio as u64).sum();
+        let smem = mirror::smem_bytes(K as u32, 8);
+        ins.launch(LaunchDims::linear(blocks, threads).shared_mem(smem), &p).unwrap();
+        dev.sync().unwrap();
+        del.launch(LaunchDims::linear(blocks, threads).shared_mem(smem), &p).unwrap();
+        dev.sync().unwrap();
+        let c = dev.dtoh(&counters).unwrap();
+        let xor = (0..n).fold(0u64, |x, i| x ^ i);
+        assert_eq!(c, [n, sum, xor, 0, 0, 0], "tune {tune:#x}: keys, sum, xor, unsorted, partial, failed inserts");
+        let h = dev.dtoh(&heap).unwrap()[0];
+        assert_eq!((h.error, h.count, h.pbuf_len, h.hlock, h.mode), (0, 0, 0, 0, 0), "tune {tune:#x}: {h:?}");
+        let pr = Profile::sum(&dev.dtoh(&prof).unwrap());
+        assert_eq!(pr.w[P_INS_OPS], nodes_in, "tune {tune:#x}: one insert per batch");
+        assert_eq!(pr.w[P_DEL_OPS], nodes_in + blocks as u64, "tune {tune:#x}: a delete per node, an empty one per block");
+        let parts: u64 = [P_DEL_WAIT_MODE, P_DEL_WAIT_HLOCK, P_DEL_WAIT_ROOT, P_DEL_ROOT_HLOCK, P_DEL_ROOT_REST, P_DEL_BELOW]
+            .iter()
+            .map(|&s| pr.w[s])
+            .sum();
+        assert!(parts <= pr.w[P_DEL_TOTAL], "tune {tune:#x}: delete phases {parts} > total {}", pr.w[P_DEL_TOTAL]);
+        assert!(pr.w[P_DEL_ROOT_HLOCK] > 0 && pr.w[P_DEL_ROOT_REST] > 0, "tune {tune:#x}: root phases {:?}", pr.w);
+        assert!(pr.w[P_DEL_LEVELS] >= nodes_in, "tune {tune:#x}: every sifting delete visits a level");
+        assert!(pr.w[P_INS_SORT] > 0 && pr.w[P_INS_HOLD_HLOCK] > 0, "tune {tune:#x}: insert phases {:?}", pr.w);
+        let text = pr.summary(1e6, 1e6);
+        assert!(text.starts_with("delete: ") && text.contains("\ninsert: "), "{text}");
+        println!("tune {tune:#x}:\n{text}");
+    }
 }

@@ -5,7 +5,7 @@
 
 #![allow(dead_code)]
 
-use gpu_cilk_runtime::backend::cuda::DeviceCopy;
+use gpu_cilk_runtime::backend::cuda::{DeviceCopy, DevicePtr};
 
 /// Mirrors `gc_heap<Key>` (32 8-byte words; the three pointers as device addresses).
 #[repr(C)]
@@ -53,6 +53,27 @@ impl GcHeap {
         GcHeap { nodes, states, pbuf, k, capacity, slots: Self::slots(capacity), next_owner: 1, ..Default::default() }
     }
 }
+
+/// `benches/cuda/heap_bench.cu`: the heap benchmark's kernels (`gpu_suite --only heap`; run on the
+/// host simulation by `sim_heap.rs`).
+pub const HEAP_BENCH_CU: &str = include_str!("../../../benches/cuda/heap_bench.cu");
+
+/// Mirrors `struct HbParams` of heap_bench.cu.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct HbParams {
+    pub heap: DevicePtr<GcHeap>,
+    pub keys: DevicePtr<DevKey32>,
+    pub counters: DevicePtr<u64>,
+    pub n: u64,
+    pub batch: u32,
+    pub seed: u32,
+    pub dist: u32,
+    pub pad: u32,
+}
+// SAFETY: repr(C): three 8-byte pointers, a u64, four u32 (48 bytes, no padding, every bit
+// pattern valid), the layout of `HbParams` (static_assert'ed 48 in heap_bench.cu).
+unsafe impl DeviceCopy for HbParams {}
 
 /// heap.cuh's `GC_HEAP_TUNE_*`: bit 0 the plain (unfused) delete, bit 1 serial child locks,
 /// bit 2 sequentially consistent fences; back-off caps in ns at bits 8 (root wait under the heap

@@ -48,8 +48,6 @@ pub struct Params {
     pub ops_per_block: u32,
     /// The host simulation's `GC_HEAP_CHAOS` permille (heap_test.cu); ignored on a GPU.
     pub chaos: u32,
-    /// heap.cuh's tuning word (TUNING; `mirror::TUNE_*`), 0: the defaults.
-    pub tune: u64,
 }
 // SAFETY: repr(C): nine 8-byte words then two u32 (80 bytes, no padding, every bit pattern
 // valid), the layout of `gc_heap_test_params` (static_assert'ed 80 in heap_test.cu).
@@ -118,6 +116,8 @@ pub struct Cfg {
     /// Host simulation only: the permille of lock steps at which the holder stalls for up to
     /// 200 us (heap_test.cu's `GC_HEAP_CHAOS` hook); the GPU kernel ignores it (use 0 there).
     pub chaos: u32,
+    /// heap.cuh's tuning word (TUNING; `mirror::TUNE_*`), 0: the defaults.
+    pub tune: u64,
 }
 
 pub struct Script<Kt> {
