@@ -37,7 +37,7 @@ mod splitmix;
 mod stress;
 
 use gpu::{device, gate};
-use gpu_cilk_runtime::backend::cuda::{compile, Arch, CudaDevice, DeviceBuffer, Kernel, Program};
+use gpu_cilk_runtime::backend::cuda::{compile, Arch, CudaDevice, DeviceBuffer, Kernel, Program, ProgramSource};
 use gpu_cilk_runtime::Error;
 use std::time::Duration;
 use stress::{
@@ -133,6 +133,33 @@ fn kernels_compile_with_the_mirrored_parameter_layout() {
             ptx.lines().filter(|l| l.contains(".shared") && l.contains(".b8") && !l.contains(".extern")).collect();
         assert!(static_shared.is_empty(), "{arch}: static shared memory declared: {static_shared:?}");
     }
+}
+
+/// The benchmark's kernels (`benches/cuda/heap_bench.cu`) compile with NVRTC as `gpu_suite`
+/// builds them: plain, and with heap.cuh's PROFILE for chosen node sizes (`--heap-profile-log2n`),
+/// whose PTX reads the clocks the plain build does not.
+#[test]
+fn bench_kernels_compile_plain_and_profiled() {
+    let plain = ProgramSource::new("heap_bench", mirror::HEAP_BENCH_CU)
+        .header("gpu_cilk/portable.cuh", gpu_cilk_kernels::PORTABLE_CUH)
+        .header("gpu_cilk/heap.cuh", gpu_cilk_kernels::HEAP_CUH);
+    let profiled =
+        plain.clone().option("-DGC_HEAP_PROFILE").option("-DHB_KERNEL_LIST=HB_KERNELS(512)HB_KERNELS(1024)");
+    let arch = Arch::new(9, 0);
+    let (a, b) = match (compile(&plain, arch), compile(&profiled, arch)) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e @ Error::BackendUnavailable { .. }), _) if !gate::require_nvrtc() => {
+            gate::nvrtc_missing("bench_kernels_compile_plain_and_profiled", &e);
+            return;
+        }
+        (a, b) => panic!("compiling heap_bench.cu: {:?} / {:?}", a.err(), b.err()),
+    };
+    for k in [64, 128, 256, 512, 1024] {
+        assert!(a.contains(&format!(".entry hb_delete_k{k}(")), "plain build lacks hb_delete_k{k}");
+    }
+    assert!(b.contains(".entry hb_delete_k1024(") && !b.contains(".entry hb_delete_k64("), "profiled kernel list");
+    assert!(b.contains("%globaltimer") && !a.contains("%globaltimer"), "only the profiled build reads the clocks");
+    assert!(a.contains("fence.acq_rel.gpu"), "the default tuning's fences");
 }
 
 /// The watchdog's report (no GPU): the heap lock's holder comes first and is marked, and each
