@@ -33,8 +33,8 @@ use std::time::{Duration, Instant};
 #[path = "../../runtime/tests/support/heap_mirror.rs"]
 mod heap_mirror;
 use heap_mirror::{
-    smem_bytes, DevKey32, GcHeap, HbParams, HEAP_BENCH_CU, Profile, PROF_WORDS, TUNE_HLOCK_SHIFT, TUNE_HOT_SHIFT, TUNE_LEGACY, TUNE_NODE_SHIFT,
-    TUNE_PLAIN_DELETE, TUNE_SC_FENCES, TUNE_SERIAL_PAIR,
+    smem_bytes, DevKey32, GcHeap, HbParams, Profile, HEAP_BENCH_CU, PROF_WORDS, TUNE_HLOCK_SHIFT, TUNE_HOT_SHIFT,
+    TUNE_LEGACY, TUNE_NODE_SHIFT, TUNE_PLAIN_DELETE, TUNE_SC_FENCES, TUNE_SERIAL_PAIR,
 };
 
 const CUB_SORT_CU: &str = include_str!("../cuda/cub_sort.cu");
@@ -83,7 +83,9 @@ pub(crate) fn parse_tune(spec: &str) -> Result<u64, String> {
                     Some(hex) => u64::from_str_radix(hex, 16),
                     None => w.parse(),
                 }
-                .map_err(|_| format!("unknown tuning word `{w}` (default, legacy, plain, serial, sc, hot=, hlock=, node=)"))?,
+                .map_err(|_| {
+                    format!("unknown tuning word `{w}` (default, legacy, plain, serial, sc, hot=, hlock=, node=)")
+                })?,
             },
         };
     }
@@ -119,7 +121,6 @@ impl HeapCfg {
         name
     }
 }
-
 
 fn dist_code(dist: &str) -> Result<u32, String> {
     match dist {
@@ -209,15 +210,16 @@ pub(crate) fn bench_heap(args: &Args, device: Device) -> Vec<Row> {
         println!("heap:    CUB columns skipped: {e}");
     }
     let gpu = match device {
-        Ok(dev) => HeapGpu::new(dev).map(|g| {
-            if args.heap_profile_log2n.is_empty() {
-                g
-            } else {
-                let ks: Vec<u32> = args.heap_k.iter().copied().filter(|k| KS.contains(k)).collect();
-                g.with_profile(&ks)
-            }
-        })
-        .map_err(|e| format!("n/a: {e}")),
+        Ok(dev) => HeapGpu::new(dev)
+            .map(|g| {
+                if args.heap_profile_log2n.is_empty() {
+                    g
+                } else {
+                    let ks: Vec<u32> = args.heap_k.iter().copied().filter(|k| KS.contains(k)).collect();
+                    g.with_profile(&ks)
+                }
+            })
+            .map_err(|e| format!("n/a: {e}")),
         Err(e) => Err(format!("n/a: {e}")),
     };
     // Node sizes whose runs got too slow stop at the size that exceeded the budget.
@@ -364,7 +366,10 @@ impl<'d> HeapGpu<'d> {
                 // SAFETY: as in `new` (the same kernels, built with -DGC_HEAP_PROFILE; `run` also
                 // points the header's `prof` at blocks * PROF_WORDS zeroed words).
                 let (ins, del) = unsafe {
-                    (program.kernel::<HbParams>(&format!("hb_insert_k{k}"))?, program.kernel(&format!("hb_delete_k{k}"))?)
+                    (
+                        program.kernel::<HbParams>(&format!("hb_insert_k{k}"))?,
+                        program.kernel(&format!("hb_delete_k{k}"))?,
+                    )
                 };
                 out.push((k, ins, del));
             }
@@ -475,7 +480,8 @@ impl<'d> HeapGpu<'d> {
                     for line in text.lines() {
                         println!("  {line}");
                     }
-                    prof_note = format!("; profile ({:.1} + {:.1} ms): {}", ms(t1 - t0), ms(t2 - t1), text.replace('\n', "; "));
+                    prof_note =
+                        format!("; profile ({:.1} + {:.1} ms): {}", ms(t1 - t0), ms(t2 - t1), text.replace('\n', "; "));
                 }
                 continue;
             }

@@ -143,8 +143,7 @@ fn bench_kernels_compile_plain_and_profiled() {
     let plain = ProgramSource::new("heap_bench", mirror::HEAP_BENCH_CU)
         .header("gpu_cilk/portable.cuh", gpu_cilk_kernels::PORTABLE_CUH)
         .header("gpu_cilk/heap.cuh", gpu_cilk_kernels::HEAP_CUH);
-    let profiled =
-        plain.clone().option("-DGC_HEAP_PROFILE").option("-DHB_KERNEL_LIST=HB_KERNELS(512)HB_KERNELS(1024)");
+    let profiled = plain.clone().option("-DGC_HEAP_PROFILE").option("-DHB_KERNEL_LIST=HB_KERNELS(512)HB_KERNELS(1024)");
     let arch = Arch::new(9, 0);
     let (a, b) = match (compile(&plain, arch), compile(&profiled, arch)) {
         (Ok(a), Ok(b)) => (a, b),

@@ -198,11 +198,16 @@ fn bench_kernels_with_the_profile() {
         assert_eq!((h.error, h.count, h.pbuf_len, h.hlock, h.mode), (0, 0, 0, 0, 0), "tune {tune:#x}: {h:?}");
         let pr = Profile::sum(&dev.dtoh(&prof).unwrap());
         assert_eq!(pr.w[P_INS_OPS], nodes_in, "tune {tune:#x}: one insert per batch");
-        assert_eq!(pr.w[P_DEL_OPS], nodes_in + blocks as u64, "tune {tune:#x}: a delete per node, an empty one per block");
-        let parts: u64 = [P_DEL_WAIT_MODE, P_DEL_WAIT_HLOCK, P_DEL_WAIT_ROOT, P_DEL_ROOT_HLOCK, P_DEL_ROOT_REST, P_DEL_BELOW]
-            .iter()
-            .map(|&s| pr.w[s])
-            .sum();
+        assert_eq!(
+            pr.w[P_DEL_OPS],
+            nodes_in + blocks as u64,
+            "tune {tune:#x}: a delete per node, an empty one per block"
+        );
+        let parts: u64 =
+            [P_DEL_WAIT_MODE, P_DEL_WAIT_HLOCK, P_DEL_WAIT_ROOT, P_DEL_ROOT_HLOCK, P_DEL_ROOT_REST, P_DEL_BELOW]
+                .iter()
+                .map(|&s| pr.w[s])
+                .sum();
         assert!(parts <= pr.w[P_DEL_TOTAL], "tune {tune:#x}: delete phases {parts} > total {}", pr.w[P_DEL_TOTAL]);
         assert!(pr.w[P_DEL_ROOT_HLOCK] > 0 && pr.w[P_DEL_ROOT_REST] > 0, "tune {tune:#x}: root phases {:?}", pr.w);
         assert!(pr.w[P_DEL_LEVELS] >= nodes_in, "tune {tune:#x}: every sifting delete visits a level");

@@ -150,7 +150,8 @@ mod state;
 
 use merge::{merge_into, step_toward, target};
 use state::{
-    held_by, inshold, kind, lock, lock_heap, release, unlock_heap, Backoff, AVAIL, EMPTY, INSHOLD, LOCKED, TARGET,
+    held_by, inshold, kind, lock, lock_heap, release, try_lock_as, unlock_heap, Backoff, AVAIL, EMPTY, INSHOLD, LOCKED,
+    TARGET,
 };
 
 #[cfg(loom)]
@@ -376,6 +377,18 @@ impl<T: Ord + Copy + Send> Heap<T> {
 
     fn release_node(&self, i: usize, s: u64) {
         release(&self.states[i], s)
+    }
+
+    /// Locks both children `l` and `l + 1` of a node the caller holds, returning their unlocked
+    /// words: one guessing attempt at each (`AVAIL`), then an ordinary wait for each one missed,
+    /// the right child possibly held while the left is waited for (heap.cuh, TUNING bit 1 clear:
+    /// the device has both compare-and-swaps in flight at once). Outside the increasing-index
+    /// order and safe: only a node's holder locks both its children, so whoever holds the left
+    /// one waits only for its own descendants, never for the right one or for the parent.
+    fn lock_children(&self, l: usize) -> (u64, u64) {
+        let a = try_lock_as(&self.states[l], AVAIL);
+        let b = try_lock_as(&self.states[l + 1], AVAIL);
+        (a.unwrap_or_else(|| self.lock_node(l)), b.unwrap_or_else(|| self.lock_node(l + 1)))
     }
 
     // ---- insert ----------------------------------------------------------------------------------
@@ -643,6 +656,22 @@ impl<T: Ord + Copy + Send> Heap<T> {
             return out.len();
         }
         let _root = self.lock_node(1);
+        if n >= 4 {
+            // heap.cuh's fused delete (its default, TUNING bit 0 clear): the root, its children
+            // and the last node (>= 4) locked in increasing index order before anything is read;
+            // the sift-down starts with the root's children held.
+            let last = target(n);
+            self.count.store(n - 1, Ordering::Relaxed);
+            let children = self.lock_children(2);
+            self.wait_for_last(last);
+            self.read(1, out);
+            self.read(last, &mut s.a); // Z
+            self.release_node(last, EMPTY);
+            self.exchange_with_pbuf(&mut s);
+            unlock_heap(&self.hlock);
+            self.sift_down(&mut s, Some(children));
+            return k;
+        }
         self.read(1, out);
         if n == 1 {
             self.count.store(0, Ordering::Relaxed);
@@ -655,6 +684,16 @@ impl<T: Ord + Copy + Send> Heap<T> {
         self.wait_for_last(last);
         self.read(last, &mut s.a); // Z
         self.release_node(last, EMPTY);
+        self.exchange_with_pbuf(&mut s);
+        unlock_heap(&self.hlock);
+        self.sift_down(&mut s, None);
+        k
+    }
+
+    /// Under the heap lock: the carried batch `s.a` and the partial buffer exchange keys so that
+    /// `s.a` holds the `k` smallest of both (P3).
+    fn exchange_with_pbuf(&self, s: &mut Scratch<T>) {
+        let k = self.k;
         self.read_pbuf(&mut s.b);
         if !s.b.is_empty() && s.b[0] < max_of(&s.a) {
             s.m.clear();
@@ -663,9 +702,6 @@ impl<T: Ord + Copy + Send> Heap<T> {
             s.a.extend_from_slice(&s.m[..k]);
             self.write_pbuf(&s.m[k..]);
         }
-        unlock_heap(&self.hlock);
-        self.sift_down(&mut s);
-        k
     }
 
     /// Locks the delete's last node `last` (under the heap lock, holding the root), first waiting
@@ -689,8 +725,9 @@ impl<T: Ord + Copy + Send> Heap<T> {
         }
     }
 
-    /// Sifts the carried batch `s.a` down from the root, which the caller holds.
-    fn sift_down(&self, s: &mut Scratch<T>) {
+    /// Sifts the carried batch `s.a` down from the root, which the caller holds; `pre`: the
+    /// root's children are held already (their unlocked words; the fused delete).
+    fn sift_down(&self, s: &mut Scratch<T>, mut pre: Option<(u64, u64)>) {
         let k = self.k;
         let present = |w: u64| {
             debug_assert_ne!(kind(w), INSHOLD, "a delete met a bottom-up insert's batch");
@@ -704,8 +741,10 @@ impl<T: Ord + Copy + Send> Heap<T> {
                 self.release_node(cur, AVAIL);
                 return;
             }
-            let wl = self.lock_node(l);
-            let wr = self.lock_node(r);
+            let (wl, wr) = match pre.take() {
+                Some(words) => words,
+                None => self.lock_children(l),
+            };
             let (x, wx) = match (present(wl), present(wr)) {
                 (false, false) => {
                     self.write(cur, &s.a);

@@ -127,6 +127,15 @@ pub(crate) fn lock(w: &AtomicU64) -> u64 {
     }
 }
 
+/// One attempt to lock the state word `w` guessing that it holds the unlocked word `guess`:
+/// `Some(guess)` when the compare-and-swap took the lock, else `None` (heap.cuh's guessing CAS;
+/// the device issues one at each child of a node at once, [`super::Heap`]'s `lock_children`).
+#[inline]
+pub(crate) fn try_lock_as(w: &AtomicU64, guess: u64) -> Option<u64> {
+    debug_assert_eq!(guess & LOCKED, 0, "guessing a locked word");
+    w.compare_exchange(guess, guess | LOCKED, Ordering::Acquire, Ordering::Relaxed).ok()
+}
+
 /// Unlocks the node whose state word is `w`, leaving the unlocked word `s`.
 #[inline]
 pub(crate) fn release(w: &AtomicU64, s: u64) {
