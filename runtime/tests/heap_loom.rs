@@ -141,3 +141,17 @@ fn partial_overflow_against_delete() {
 fn deletes_drain_to_the_buffer() {
     model(2, 4, vec![vec![4, 8], vec![6]], vec![vec![Delete, Delete], vec![Insert(vec![5])]]);
 }
+
+/// The fused delete (from 4 nodes on: the root, its children and the last node locked before
+/// anything is read; heap.cuh's default) twice in a row against a full insert, which goes
+/// top-down behind the first delete and may be the second one's `TARGET` last node while that
+/// delete holds the root's children; and the sift-down's paired child locks.
+#[test]
+fn fused_deletes_and_a_top_down_insert() {
+    model(
+        1,
+        16,
+        vec![vec![10], vec![20], vec![30], vec![40], vec![50]],
+        vec![vec![Delete, Delete], vec![Insert(vec![5])]],
+    );
+}

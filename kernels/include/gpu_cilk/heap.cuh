@@ -57,7 +57,9 @@
 //   LOCKED 4   held by a block (kind and owner unchanged)           (paper: INUSE)
 // The heap lock `hlock` covers count, pbuf and pbuf_len. Lock order: hlock, then nodes by
 // increasing index; every acquisition made while holding a lock goes to a larger index (a child,
-// the right sibling after the left, a descendant after the root): no deadlock. A bottom-up
+// the right sibling after the left, a descendant after the root, the fused delete's 1, 2, 3,
+// last): no deadlock. One exception, safe: a sift-down may wait for the left child while holding
+// the right (TUNING bit 1), since only a node's holder ever locks both its children. A bottom-up
 // insert never waits while holding a lock (it releases c, then locks p and c: Hunt et al.).
 //
 // MODES (why bottom-up inserts and deletes take turns). The paper runs BU-INS concurrently with
@@ -89,7 +91,10 @@
 //     the root, copy it out (the result); the only node: it becomes EMPTY. Otherwise lock the
 //     last node target(count--) (while it is TARGET, waiting by looking at its state word, not
 //     by locking it: the insert it waits for must lock it), take its keys as the carried batch Z,
-//     make it EMPTY; Z and pbuf exchange so Z holds the K smallest; release hlock. Sift down
+//     make it EMPTY; Z and pbuf exchange so Z holds the K smallest; release hlock. (Fused, the
+//     default from 4 nodes on, TUNING: the root, its children 2 and 3 and the last node are all
+//     locked before anything is read, one load phase brings them in, and the sift-down's first
+//     level finds the children held; the same moves, fewer round trips under the root.) Sift down
 //     from the root (held): lock both children; EMPTY and TARGET ones are absent. None: cur = Z.
 //     One, x: max(Z) <= min(x): cur = Z, done; else cur = K smallest of Z ∪ x, Z = the rest,
 //     continue at x. Two: hi/lo = K smallest/largest of l ∪ r; max(Z) <= min(hi): cur = Z,
@@ -117,10 +122,14 @@
 //
 // MEMORY ORDERING (CUDA atomics are relaxed; "relaxed RMW; fence" acquires, "fence; RMW"
 // releases, the pattern of cooperative groups' grid sync):
-//   - lock: thread 0 atomicCAS(w, s, s | LOCKED) from an unlocked s, then __threadfence()
-//     (acquire), then __syncthreads() so the block reads keys only after the lock is held.
-//   - unlock: __syncthreads() (the block's key writes are done), thread 0 __threadfence()
-//     (release), atomicExch(w, new word). The next holder's CAS reads that word, so every key
+//   - lock: thread 0 atomicCAS(w, s, s | LOCKED) from an unlocked s, then a fence (acquire;
+//     gc_heap_fence: fence.acq_rel.gpu, or __threadfence() with TUNING bit 2), then
+//     __syncthreads() so the block reads keys only after the lock is held.
+//   - unlock: __syncthreads() (the block's key writes are done), thread 0 fences (release),
+//     atomicExch(w, new word). One fence serves several locks taken back to back (the fused
+//     delete's four, a sift-down's two children) or released together (a sift-down step's two
+//     nodes; the fused delete's last node and hlock); a fence.acq_rel after a CAS and before an
+//     exchange is both the acquire and the release (a bottom-up insert's leaf and hlock). The next holder's CAS reads that word, so every key
 //     written under the lock happens-before every access of the next holder. Keys are read with
 //     ld.global.cg (L2, never a stale L1 line) and written with st.global.cg.
 //   - hlock: the same with atomicCAS(0 -> blockIdx.x + 1) / atomicExch(0); count, pbuf_len and
@@ -956,9 +965,23 @@ __device__ int gc_heap_insert_bottom_up(gc_heap<Key>* h, const gc_heap_ws<K, Key
         } else {
             *(volatile unsigned long long*)&h->count = n + 1ull;
             const unsigned long long cn = gc_heap_target(n + 1ull);
-            const unsigned long long w = gc_heap_lock_node_as(h, cn, GC_HEAP_EMPTY);
-            if (gc_heap_kind(w) != GC_HEAP_EMPTY) gc_heap_fault(h, GC_HEAP_FAULT_BAD_STATE);
-            gc_heap_unlock_heap(h);
+            const unsigned long long tune = gc_heap_tune(h);
+            if (tune & GC_HEAP_TUNE_SC_FENCES) {
+                const unsigned long long w = gc_heap_lock_node_as(h, cn, GC_HEAP_EMPTY);
+                if (gc_heap_kind(w) != GC_HEAP_EMPTY) gc_heap_fault(h, GC_HEAP_FAULT_BAD_STATE);
+                gc_heap_unlock_heap(h);
+            } else {
+                // One fence.acq_rel is both the acquire of the leaf's lock (before the batch is
+                // written there) and the release of hlock (count): one fence less under hlock.
+                const unsigned long long w =
+                    gc_heap_take_word(&h->states[cn], gc_heap_tr(h), cn, GC_HEAP_EMPTY, gc_heap_node_cap(tune), false);
+                if (gc_heap_kind(w) != GC_HEAP_EMPTY) gc_heap_fault(h, GC_HEAP_FAULT_BAD_STATE);
+                if (gc_heap_prof_get(h, GC_HEAP_P_IN_INSERT))
+                    gc_heap_prof_add(h, GC_HEAP_P_INS_HOLD_HLOCK, gc_heap_prof_now() - gc_heap_prof_get(h, GC_HEAP_P_HLOCK_AT));
+                GC_HEAP_CHAOS();
+                gc_heap_fence(tune);  // acquire (the leaf) and release (hlock)
+                atomicExch(&h->hlock, 0ull);
+            }
             c->w[1] = cn;
             c->w[2] = me;
         }
