@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 mod heap_mirror;
 use heap_mirror::{
     smem_bytes, DevKey32, GcHeap, HbParams, Profile, HEAP_BENCH_CU, PROF_WORDS, TUNE_HLOCK_SHIFT, TUNE_HOT_SHIFT,
-    TUNE_LEGACY, TUNE_NODE_SHIFT, TUNE_PLAIN_DELETE, TUNE_SC_FENCES, TUNE_SERIAL_PAIR,
+    TUNE_LEGACY, TUNE_LOAD_FIRST, TUNE_NODE_SHIFT, TUNE_PLAIN_DELETE, TUNE_SC_FENCES, TUNE_SERIAL_PAIR,
 };
 
 const CUB_SORT_CU: &str = include_str!("../cuda/cub_sort.cu");
@@ -56,7 +56,7 @@ pub(crate) fn profile_program(ks: &[u32]) -> ProgramSource {
 }
 
 /// heap.cuh's tuning word (TUNING) from `+`-joined words: default, legacy, plain, serial, sc,
-/// hot=NS, hlock=NS, node=NS, or a number.
+/// load, hot=NS, hlock=NS, node=NS, or a number.
 pub(crate) fn parse_tune(spec: &str) -> Result<u64, String> {
     let mut t = 0u64;
     for word in spec.split('+').map(str::trim) {
@@ -79,12 +79,13 @@ pub(crate) fn parse_tune(spec: &str) -> Result<u64, String> {
                 "plain" => t | TUNE_PLAIN_DELETE,
                 "serial" => t | TUNE_SERIAL_PAIR,
                 "sc" => t | TUNE_SC_FENCES,
+                "load" => t | TUNE_LOAD_FIRST,
                 w => match w.strip_prefix("0x") {
                     Some(hex) => u64::from_str_radix(hex, 16),
                     None => w.parse(),
                 }
                 .map_err(|_| {
-                    format!("unknown tuning word `{w}` (default, legacy, plain, serial, sc, hot=, hlock=, node=)")
+                    format!("unknown tuning word `{w}` (default, legacy, plain, serial, sc, load, hot=, hlock=, node=)")
                 })?,
             },
         };

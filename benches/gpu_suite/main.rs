@@ -193,7 +193,8 @@ pub(crate) struct Args {
     heap_del_blocks: Vec<u32>,
     /// Heap benchmark: heap.cuh implementation switches (TUNING), a sweep at N <= 2^heap_sweep_log2n:
     /// each value `+`-joined words: default, legacy (before the switches), plain (unfused
-    /// delete), serial (child locks one at a time), sc (SC fences), hot=NS, hlock=NS, node=NS
+    /// delete), serial (child locks one at a time), sc (SC fences), load (a load before each lock's
+    /// first CAS), hot=NS, hlock=NS, node=NS
     /// (back-off caps), or a number (the raw word).
     #[arg(long, default_value = "default", value_delimiter = ',')]
     heap_tune: Vec<String>,
@@ -215,6 +216,9 @@ pub(crate) struct Args {
     /// Skip the serial and rayon columns.
     #[arg(long)]
     pub(crate) gpu_only: bool,
+    /// Skip the NVRTC compile-time table (it compiles every program twice, whatever --only says).
+    #[arg(long)]
+    pub(crate) skip_compile_times: bool,
     /// Per-synchronization timeout in seconds for CUDA runs.
     #[arg(long, default_value_t = 120)]
     pub(crate) timeout_s: u64,
@@ -265,7 +269,7 @@ fn main() {
         heap::program(),
         deque::program(),
     ];
-    for program in &programs {
+    for program in programs.iter().filter(|_| !args.skip_compile_times) {
         report.compiles.push(compile_times(&cache_dir, program, arch, device.as_ref().ok()));
     }
     print_compiles(&report.compiles);

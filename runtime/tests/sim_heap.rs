@@ -119,6 +119,7 @@ fn tuning_variants() {
         mirror::TUNE_PLAIN_DELETE,
         mirror::TUNE_SERIAL_PAIR,
         mirror::TUNE_SC_FENCES,
+        mirror::TUNE_LOAD_FIRST,
         1 << mirror::TUNE_HOT_SHIFT | 1 << mirror::TUNE_HLOCK_SHIFT | 1 << mirror::TUNE_NODE_SHIFT,
     ] {
         cfgs.push(Cfg { tune, ..small(4, true, 8) });

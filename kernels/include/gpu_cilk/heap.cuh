@@ -140,7 +140,7 @@
 //     __threadfence() after (acquire).
 //   - next_owner: atomicAdd (uniqueness only). error: atomicCAS(0 -> code) (first fault wins).
 //
-// PROGRESS. Waits spin with __nanosleep back-off. Lock holders never wait for a smaller index; a
+// PROGRESS. Waits spin with __nanosleep back-off. Lock holders never wait for a smaller index (but a sibling: LOCKS); a
 // bottom-up insert waits only for the batch above it or a top-down insert's target, and it waits
 // by looking at the parent's state word, holding no lock (it locks the parent and its own node
 // only once the parent looks AVAIL and unlocked, and checks again under the locks): a waiter that
@@ -310,6 +310,9 @@ __device__ __forceinline__ gc_heap_ws<K, Key> gc_heap_ws_at(void* smem) {
 //   bit 2 GC_HEAP_TUNE_SC_FENCES     locks acquire and release with __threadfence() (fence.sc.gpu).
 //         Off (default): fence.acq_rel.gpu, which is all MEMORY ORDERING needs (the simulation
 //         always uses its sequentially consistent fence).
+//   bit 3 GC_HEAP_TUNE_LOAD_FIRST    every lock looks at the word (a volatile load) before its first
+//         compare-and-swap. Off (default): the first compare-and-swap guesses the word (AVAIL, or
+//         EMPTY for a node being allocated): one round trip to L2 instead of two when it is free.
 //   bits 8-23  hot cap: the back-off cap (gc_heap_backoff) of the root-lock wait of an operation
 //         holding hlock, the wait every operation behind it queues on (0: 32 ns, i.e. sleeps of
 //         32 ns, polling by compare-and-swap).
@@ -320,10 +323,11 @@ __device__ __forceinline__ gc_heap_ws<K, Key> gc_heap_ws_at(void* smem) {
 #define GC_HEAP_TUNE_PLAIN_DELETE 1ull
 #define GC_HEAP_TUNE_SERIAL_PAIR 2ull
 #define GC_HEAP_TUNE_SC_FENCES 4ull
+#define GC_HEAP_TUNE_LOAD_FIRST 8ull
 #define GC_HEAP_TUNE_HOT_SHIFT 8
 #define GC_HEAP_TUNE_HLOCK_SHIFT 24
 #define GC_HEAP_TUNE_NODE_SHIFT 40
-#define GC_HEAP_TUNE_LEGACY (7ull | (1024ull << GC_HEAP_TUNE_HOT_SHIFT))
+#define GC_HEAP_TUNE_LEGACY (15ull | (1024ull << GC_HEAP_TUNE_HOT_SHIFT))
 
 template <typename Key>
 __device__ __forceinline__ unsigned long long gc_heap_tune(const gc_heap<Key>* h) {
@@ -532,7 +536,8 @@ __device__ __forceinline__ void gc_heap_trace_wait(volatile unsigned long long* 
 
 // Thread 0: takes the lock of node word `w` (node `node`, for the trace) with no fence; returns the
 // unlocked word it held. The first compare-and-swap guesses `guess` (the word the node most likely
-// holds, e.g. AVAIL), so an uncontended lock costs one round trip to L2, not a load and a CAS; a
+// holds, e.g. AVAIL; with the LOCKED bit set: no guess, look first), so an uncontended lock costs
+// one round trip to L2, not a load and a CAS; a
 // failed CAS that saw the word unlocked tries again at once with what it saw. While the word is
 // locked it backs off (cap: gc_heap_backoff) and looks again with a volatile load, or, `hot`, with
 // another guessing CAS (one round trip from the release to the lock, for the one waiter of a hot
@@ -542,7 +547,8 @@ __device__ __forceinline__ unsigned long long gc_heap_take_word(unsigned long lo
                                                                 unsigned cap, bool hot) {
     unsigned ns = gc_heap_first_sleep(cap);
     gc_heap_trace_at(tr, GC_HEAP_AT_LOCK_NODE, node);
-    unsigned long long s = guess & ~GC_HEAP_LOCKED;
+    const bool guessing = !(guess & GC_HEAP_LOCKED);  // a locked guess: look first (TUNING bit 3)
+    unsigned long long s = guessing ? guess : gc_heap_ld(w);
     for (;;) {
         while (!(s & GC_HEAP_LOCKED)) {
             const unsigned long long old = atomicCAS(w, s, s | GC_HEAP_LOCKED);
@@ -556,7 +562,7 @@ __device__ __forceinline__ unsigned long long gc_heap_take_word(unsigned long lo
         }
         gc_heap_trace_wait(tr, s);
         gc_heap_backoff(&ns, cap);
-        s = hot ? guess & ~GC_HEAP_LOCKED : gc_heap_ld(w);
+        s = hot && guessing ? guess : gc_heap_ld(w);
     }
 }
 
@@ -573,11 +579,17 @@ __device__ __forceinline__ unsigned long long gc_heap_lock_word(unsigned long lo
     return s;
 }
 
+// The first guess of a lock expecting `w`: `w`, or no guess (LOCKED) with TUNING bit 3.
+__device__ __forceinline__ unsigned long long gc_heap_guess(unsigned long long tune, unsigned long long w) {
+    return (tune & GC_HEAP_TUNE_LOAD_FIRST) ? GC_HEAP_LOCKED : w;
+}
+
 // Thread 0: lock node `i` of `h` (an ordinary wait; the guess: AVAIL).
 template <typename Key>
 __device__ __forceinline__ unsigned long long gc_heap_lock_node(gc_heap<Key>* h, unsigned long long i) {
     const unsigned long long t = gc_heap_tune(h);
-    return gc_heap_lock_word(&h->states[i], gc_heap_tr(h), i, t, GC_HEAP_AVAIL, gc_heap_node_cap(t), false);
+    return gc_heap_lock_word(&h->states[i], gc_heap_tr(h), i, t, gc_heap_guess(t, GC_HEAP_AVAIL), gc_heap_node_cap(t),
+                             false);
 }
 
 // Thread 0: lock node `i` of `h` expecting `guess` (EMPTY for a node being allocated).
@@ -585,7 +597,7 @@ template <typename Key>
 __device__ __forceinline__ unsigned long long gc_heap_lock_node_as(gc_heap<Key>* h, unsigned long long i,
                                                                    unsigned long long guess) {
     const unsigned long long t = gc_heap_tune(h);
-    return gc_heap_lock_word(&h->states[i], gc_heap_tr(h), i, t, guess, gc_heap_node_cap(t), false);
+    return gc_heap_lock_word(&h->states[i], gc_heap_tr(h), i, t, gc_heap_guess(t, guess), gc_heap_node_cap(t), false);
 }
 
 // Thread 0, holding hlock: lock the root, the lock every operation behind this one queues on
@@ -593,8 +605,8 @@ __device__ __forceinline__ unsigned long long gc_heap_lock_node_as(gc_heap<Key>*
 template <typename Key>
 __device__ __forceinline__ unsigned long long gc_heap_lock_root(gc_heap<Key>* h) {
     const unsigned long long t = gc_heap_tune(h);
-    return gc_heap_lock_word(&h->states[1], gc_heap_tr(h), 1ull, t, GC_HEAP_AVAIL, gc_heap_hot_cap(t),
-                             !(t & GC_HEAP_TUNE_SC_FENCES));
+    return gc_heap_lock_word(&h->states[1], gc_heap_tr(h), 1ull, t, gc_heap_guess(t, GC_HEAP_AVAIL),
+                             gc_heap_hot_cap(t), !(t & GC_HEAP_TUNE_SC_FENCES));
 }
 
 // Thread 0: sets node word `w` to `s` (unlocked), with no fence: after gc_heap_fence (release),

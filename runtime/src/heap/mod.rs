@@ -134,8 +134,9 @@
 //!
 //! # Progress
 //!
-//! Waiting is spinning. Lock holders never wait for a smaller index; a bottom-up insert waits
-//! only for the batch above it (whose insert can move, the topmost one always) or for a top-down
+//! Waiting is spinning. Lock holders never wait for a smaller index (but a left child while
+//! holding its right sibling, `lock_children`: only the parent's holder locks both); a bottom-up
+//! insert waits only for the batch above it (whose insert can move, the topmost one always) or for a top-down
 //! insert's target (that insert holds no lock it waits behind); a delete waits for the bottom-up
 //! inserts in flight, which need no delete, and for its last node while a top-down insert ahead
 //! of it has not written it (that insert holds no lock the delete holds). So some operation

@@ -76,16 +76,17 @@ pub struct HbParams {
 unsafe impl DeviceCopy for HbParams {}
 
 /// heap.cuh's `GC_HEAP_TUNE_*`: bit 0 the plain (unfused) delete, bit 1 serial child locks,
-/// bit 2 sequentially consistent fences; back-off caps in ns at bits 8 (root wait under the heap
+/// bit 2 sequentially consistent fences, bit 3 a load before every lock's first CAS; back-off caps in ns at bits 8 (root wait under the heap
 /// lock), 24 (heap lock), 40 (other waits), 0 = the default.
 pub const TUNE_PLAIN_DELETE: u64 = 1;
 pub const TUNE_SERIAL_PAIR: u64 = 2;
 pub const TUNE_SC_FENCES: u64 = 4;
+pub const TUNE_LOAD_FIRST: u64 = 8;
 pub const TUNE_HOT_SHIFT: u32 = 8;
 pub const TUNE_HLOCK_SHIFT: u32 = 24;
 pub const TUNE_NODE_SHIFT: u32 = 40;
 /// `GC_HEAP_TUNE_LEGACY`: the implementation before the switches.
-pub const TUNE_LEGACY: u64 = 7 | (1024 << TUNE_HOT_SHIFT);
+pub const TUNE_LEGACY: u64 = 15 | (1024 << TUNE_HOT_SHIFT);
 
 /// Words per block of the heap's profile counters (`GC_HEAP_PROF_WORDS`).
 pub const PROF_WORDS: usize = 32;
