@@ -324,12 +324,15 @@ fn binary_heap_row(args: &Args, l: u32, n: u64, seed: u32, dist: u32) -> Row {
 
 // ---- the gpu-cilk heap -----------------------------------------------------------------------------
 
+/// One node size's insert and delete kernels.
+type KernelPair = (u32, Kernel<HbParams>, Kernel<HbParams>);
+
 struct HeapGpu<'d> {
     dev: &'d CudaDevice,
     fill: Kernel<HbParams>,
-    kernels: Vec<(u32, Kernel<HbParams>, Kernel<HbParams>)>,
+    kernels: Vec<KernelPair>,
     /// The PROFILE build's insert and delete kernels per K (`--heap-profile-log2n`), or why not.
-    profiled: Result<Vec<(u32, Kernel<HbParams>, Kernel<HbParams>)>, String>,
+    profiled: Result<Vec<KernelPair>, String>,
 }
 
 struct HeapRun {
@@ -360,7 +363,7 @@ impl<'d> HeapGpu<'d> {
 
     /// Builds the PROFILE kernels for the node sizes `ks`.
     fn with_profile(mut self, ks: &[u32]) -> Self {
-        let build = || -> gpu_cilk::runtime::Result<Vec<(u32, Kernel<HbParams>, Kernel<HbParams>)>> {
+        let build = || -> gpu_cilk::runtime::Result<Vec<KernelPair>> {
             let program = self.dev.load_program(&profile_program(ks))?;
             let mut out = Vec::new();
             for &k in ks {
