@@ -232,8 +232,8 @@ pub(crate) fn bench_heap(args: &Args, device: Device) -> Vec<Row> {
             rows.push(binary_heap_row(args, l, n, seed, dist));
         }
         match (&gpu, configs(args, l)) {
-            (Err(e), _) => rows.push(Row::new("heap", &size, "gpu-cilk heap", 2.0 * n as f64, "keys/s").na(e)),
             (_, Err(e)) => rows.push(Row::new("heap", &size, "gpu-cilk heap", 2.0 * n as f64, "keys/s").na(e)),
+            (Err(e), _) => rows.push(Row::new("heap", &size, "gpu-cilk heap", 2.0 * n as f64, "keys/s").na(e)),
             (Ok(g), Ok(cfgs)) => {
                 let want = expected(n, seed, dist);
                 let profile = args.heap_profile_log2n.contains(&l);

@@ -313,9 +313,10 @@ __device__ __forceinline__ gc_heap_ws<K, Key> gc_heap_ws_at(void* smem) {
 //   bit 3 GC_HEAP_TUNE_LOAD_FIRST    every lock looks at the word (a volatile load) before its first
 //         compare-and-swap. Off (default): the first compare-and-swap guesses the word (AVAIL, or
 //         EMPTY for a node being allocated): one round trip to L2 instead of two when it is free.
-//   bits 8-23  hot cap: the back-off cap (gc_heap_backoff) of the root-lock wait of an operation
-//         holding hlock, the wait every operation behind it queues on (0: 32 ns, i.e. sleeps of
-//         32 ns, polling by compare-and-swap).
+//   bits 8-23  hot cap: the back-off cap (gc_heap_backoff) of the waits every operation behind
+//         the waiter queues on, each with one waiter: the root-lock wait of an operation holding
+//         hlock, and a sift-down's (paired or fused) wait for children, which the previous delete
+//         holds one level down (0: 32 ns, i.e. sleeps of 32 ns, polling by compare-and-swap).
 //   bits 24-39 hlock cap: the back-off cap of the hlock wait (0: 1024).
 //   bits 40-55 node cap: the back-off cap of every other wait (0: 1024).
 // Every block of a launch must see the same word (set it before the launch, never during one).
@@ -362,12 +363,13 @@ __device__ __forceinline__ void gc_heap_fence(unsigned long long tune) {
 #define GC_HEAP_P_DEL_TOTAL 1       // whole delete-min calls
 #define GC_HEAP_P_DEL_WAIT_MODE 2   // announce -> no bottom-up insert in flight
 #define GC_HEAP_P_DEL_WAIT_HLOCK 3  // -> hlock held
-#define GC_HEAP_P_DEL_WAIT_ROOT 4   // hlock held -> root (and, fused, 2, 3, last) locked
-#define GC_HEAP_P_DEL_ROOT_HLOCK 5  // root locked -> hlock released (last node, pbuf)
+#define GC_HEAP_P_DEL_WAIT_ROOT 4   // hlock held -> root locked
+#define GC_HEAP_P_DEL_ROOT_HLOCK 5  // root locked -> hlock released (fused: 2, 3, last, loads)
 #define GC_HEAP_P_DEL_ROOT_REST 6   // hlock released -> root released (first sift level)
 #define GC_HEAP_P_DEL_BELOW 7       // root released -> done (sift-down below the root)
 #define GC_HEAP_P_DEL_LEVELS 8      // sift-down levels (count)
 #define GC_HEAP_P_DEL_LOCK_WAIT 9   // of BELOW: waiting for children's locks
+#define GC_HEAP_P_DEL_WAIT_KIDS 10  // of the root's hold: locking the root's children (2, 3)
 #define GC_HEAP_P_INS_OPS 12        // inserts
 #define GC_HEAP_P_INS_TOTAL 13      // whole insert calls
 #define GC_HEAP_P_INS_SORT 14       // the batch's bitonic sort
@@ -541,14 +543,16 @@ __device__ __forceinline__ void gc_heap_trace_wait(volatile unsigned long long* 
 // failed CAS that saw the word unlocked tries again at once with what it saw. While the word is
 // locked it backs off (cap: gc_heap_backoff) and looks again with a volatile load, or, `hot`, with
 // another guessing CAS (one round trip from the release to the lock, for the one waiter of a hot
-// lock). Callers fence (gc_heap_fence) before they touch what the lock covers.
+// lock). `seen`: the word a compare-and-swap of the caller's just returned (first tried as is).
+// Callers fence (gc_heap_fence) before they touch what the lock covers.
 __device__ __forceinline__ unsigned long long gc_heap_take_word(unsigned long long* w, volatile unsigned long long* tr,
                                                                 unsigned long long node, unsigned long long guess,
-                                                                unsigned cap, bool hot) {
+                                                                unsigned cap, bool hot,
+                                                                unsigned long long seen = ~0ull) {
     unsigned ns = gc_heap_first_sleep(cap);
     gc_heap_trace_at(tr, GC_HEAP_AT_LOCK_NODE, node);
     const bool guessing = !(guess & GC_HEAP_LOCKED);  // a locked guess: look first (TUNING bit 3)
-    unsigned long long s = guessing ? guess : gc_heap_ld(w);
+    unsigned long long s = seen != ~0ull ? seen : guessing ? guess : gc_heap_ld(w);
     for (;;) {
         while (!(s & GC_HEAP_LOCKED)) {
             const unsigned long long old = atomicCAS(w, s, s | GC_HEAP_LOCKED);
@@ -1167,20 +1171,22 @@ __device__ __forceinline__ void gc_heap_lock_children(gc_heap<Key>* h, unsigned 
     const unsigned long long ol = atomicCAS(a, GC_HEAP_AVAIL, GC_HEAP_AVAIL | GC_HEAP_LOCKED);
     const unsigned long long orr = atomicCAS(b, GC_HEAP_AVAIL, GC_HEAP_AVAIL | GC_HEAP_LOCKED);
     volatile unsigned long long* tr = gc_heap_tr(h);
-    const unsigned cap = gc_heap_node_cap(t);
+    // The waits here are on the deletes' pipeline (the child is the previous delete's node one
+    // level down, and everything behind this delete waits for it): the hot cap, polling by CAS.
+    const unsigned cap = gc_heap_hot_cap(t);
     if (ol == GC_HEAP_AVAIL) {
         gc_heap_trace_locked(tr);
         GC_HEAP_CHAOS();
         *wl = ol;
     } else {
-        *wl = gc_heap_take_word(a, tr, l, ol, cap, false);
+        *wl = gc_heap_take_word(a, tr, l, GC_HEAP_AVAIL, cap, true, ol);
     }
     if (orr == GC_HEAP_AVAIL) {
         gc_heap_trace_locked(tr);
         GC_HEAP_CHAOS();
         *wr = orr;
     } else {
-        *wr = gc_heap_take_word(b, tr, l + 1ull, orr, cap, false);
+        *wr = gc_heap_take_word(b, tr, l + 1ull, GC_HEAP_AVAIL, cap, true, orr);
     }
     gc_heap_fence(t);  // acquire (both)
 }
@@ -1232,7 +1238,8 @@ __device__ void gc_heap_sift_down(gc_heap<Key>* h, const gc_heap_ws<K, Key>& ws,
             if (threadIdx.x == 0) {
                 const long long w0 = gc_heap_prof_now();
                 gc_heap_lock_children(h, l, &c->w[0], &c->w[1]);
-                if (cur != 1ull) gc_heap_prof_add(h, GC_HEAP_P_DEL_LOCK_WAIT, gc_heap_prof_now() - w0);
+                gc_heap_prof_add(h, cur == 1ull ? GC_HEAP_P_DEL_WAIT_KIDS : GC_HEAP_P_DEL_LOCK_WAIT,
+                                 gc_heap_prof_now() - w0);
                 if (gc_heap_kind(c->w[0]) == GC_HEAP_INSHOLD || gc_heap_kind(c->w[1]) == GC_HEAP_INSHOLD)
                     gc_heap_fault(h, GC_HEAP_FAULT_BAD_STATE);
             }
@@ -1347,6 +1354,17 @@ __device__ unsigned long long gc_heap_take_last(gc_heap<Key>* h, unsigned long l
     const unsigned long long tune = gc_heap_tune(h);
     const unsigned cap = gc_heap_node_cap(tune);
     unsigned ns = gc_heap_first_sleep(cap);
+    if (!(tune & GC_HEAP_TUNE_LOAD_FIRST)) {
+        // First a compare-and-swap guessing AVAIL (one round trip): it cannot lock a TARGET
+        // node (the word does not match), so it never races the insert a TARGET waits for.
+        const unsigned long long old = atomicCAS(&h->states[last], GC_HEAP_AVAIL, GC_HEAP_AVAIL | GC_HEAP_LOCKED);
+        if (old == GC_HEAP_AVAIL) {
+            gc_heap_trace_locked(tr);
+            GC_HEAP_CHAOS();
+            if (fence) gc_heap_fence(tune);  // acquire
+            return old;
+        }
+    }
     for (;;) {
         gc_heap_trace_at(tr, GC_HEAP_AT_WAIT_LAST, last);
         unsigned long long s;
@@ -1400,24 +1418,26 @@ __device__ unsigned gc_heap_delete_min(gc_heap<Key>* h, Key* out, void* smem) {
         const bool fused = !(tune & GC_HEAP_TUNE_PLAIN_DELETE) && n >= 4ull;
         c->w[5] = fused;
         if (fused) {
-            c->w[2] = gc_heap_take_word(&h->states[1], tr, 1ull, GC_HEAP_AVAIL, gc_heap_hot_cap(tune),
-                                        !(tune & GC_HEAP_TUNE_SC_FENCES));
+            c->w[2] = gc_heap_take_word(&h->states[1], tr, 1ull, gc_heap_guess(tune, GC_HEAP_AVAIL),
+                                        gc_heap_hot_cap(tune), !(tune & GC_HEAP_TUNE_SC_FENCES));
+            gc_heap_prof_lap(h, GC_HEAP_P_DEL_WAIT_ROOT, &pt);
             *(volatile unsigned long long*)&h->count = n - 1ull;
             unsigned long long* s2 = &h->states[2];
             unsigned long long* s3 = &h->states[3];
             const unsigned long long o2 = atomicCAS(s2, GC_HEAP_AVAIL, GC_HEAP_AVAIL | GC_HEAP_LOCKED);
             const unsigned long long o3 = atomicCAS(s3, GC_HEAP_AVAIL, GC_HEAP_AVAIL | GC_HEAP_LOCKED);
-            const unsigned cap = gc_heap_node_cap(tune);
-            c->w[3] = o2 == GC_HEAP_AVAIL ? o2 : gc_heap_take_word(s2, tr, 2ull, o2, cap, false);
-            c->w[4] = o3 == GC_HEAP_AVAIL ? o3 : gc_heap_take_word(s3, tr, 3ull, o3, cap, false);
+            const unsigned cap = gc_heap_hot_cap(tune);  // (as in gc_heap_lock_children)
+            c->w[3] = o2 == GC_HEAP_AVAIL ? o2 : gc_heap_take_word(s2, tr, 2ull, GC_HEAP_AVAIL, cap, true, o2);
+            c->w[4] = o3 == GC_HEAP_AVAIL ? o3 : gc_heap_take_word(s3, tr, 3ull, GC_HEAP_AVAIL, cap, true, o3);
             if (gc_heap_kind(c->w[3]) == GC_HEAP_INSHOLD || gc_heap_kind(c->w[4]) == GC_HEAP_INSHOLD)
                 gc_heap_fault(h, GC_HEAP_FAULT_BAD_STATE);
+            gc_heap_prof_add(h, GC_HEAP_P_DEL_WAIT_KIDS, gc_heap_prof_now() - pt);
             gc_heap_take_last(h, gc_heap_target(n), false);
             gc_heap_fence(tune);  // acquire (all four)
-        } else if (n > 0ull) {
-            c->w[2] = gc_heap_lock_root(h);
+        } else {
+            if (n > 0ull) c->w[2] = gc_heap_lock_root(h);
+            gc_heap_prof_lap(h, GC_HEAP_P_DEL_WAIT_ROOT, &pt);
         }
-        gc_heap_prof_lap(h, GC_HEAP_P_DEL_WAIT_ROOT, &pt);
     }
     __syncthreads();
     // Read once, here: on the paths below thread 0 reuses the words (the sift-down's locks)

@@ -195,6 +195,7 @@ pub const P_DEL_ROOT_REST: usize = 6;
 pub const P_DEL_BELOW: usize = 7;
 pub const P_DEL_LEVELS: usize = 8;
 pub const P_DEL_LOCK_WAIT: usize = 9;
+pub const P_DEL_WAIT_KIDS: usize = 10;
 pub const P_INS_OPS: usize = 12;
 pub const P_INS_TOTAL: usize = 13;
 pub const P_INS_SORT: usize = 14;
@@ -243,7 +244,8 @@ impl Profile {
             s.push_str(&format!(
                 "delete: {d} ops, {cycle:.2} us of kernel time each (the root's cycle); per delete, us: total {:.2}, \
                  wait mode {:.2}, wait hlock {:.2}, wait root (holding hlock) {:.2}, root held {hold:.2} (to hlock \
-                 release {:.2}, then first level {:.2}), below the root {:.2} ({:.1} levels, child-lock waits {:.2}); \
+                 release {:.2}, then first level {:.2}; of the hold, locking the root's children {:.2}: the \
+                 previous delete's second level), below the root {:.2} ({:.1} levels, child-lock waits {:.2}); \
                  root held {:.0}% of the cycle, hand-off and idle {:.2} us",
                 self.us(P_DEL_TOTAL, d),
                 self.us(P_DEL_WAIT_MODE, d),
@@ -251,6 +253,7 @@ impl Profile {
                 self.us(P_DEL_WAIT_ROOT, d),
                 self.us(P_DEL_ROOT_HLOCK, d),
                 self.us(P_DEL_ROOT_REST, d),
+                self.us(P_DEL_WAIT_KIDS, d),
                 self.us(P_DEL_BELOW, d),
                 self.w[P_DEL_LEVELS] as f64 / d as f64,
                 self.us(P_DEL_LOCK_WAIT, d),
