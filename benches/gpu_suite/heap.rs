@@ -55,40 +55,62 @@ pub(crate) fn profile_program(ks: &[u32]) -> ProgramSource {
     program().option("-DGC_HEAP_PROFILE").option(format!("-DHB_KERNEL_LIST={list}"))
 }
 
-/// heap.cuh's tuning word (TUNING) from `+`-joined words: default, legacy, plain, serial, sc,
-/// load, hot=NS, hlock=NS, node=NS, or a number.
-pub(crate) fn parse_tune(spec: &str) -> Result<u64, String> {
-    let mut t = 0u64;
+/// A `--heap-tune` value: heap.cuh's tuning word (TUNING) and, optionally, the launch shape.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct TuneSpec {
+    pub(crate) word: u64,
+    /// `T=n`: threads per block (overrides `--heap-threads` for this value).
+    pub(crate) threads: Option<u32>,
+    /// `D=n`: delete-kernel blocks (overrides `--heap-del-blocks` for this value).
+    pub(crate) del_blocks: Option<u32>,
+}
+
+/// Parses `+`-joined words: default, legacy, plain, serial, sc, load, hot=NS, hlock=NS, node=NS,
+/// a number (the raw word), T=threads, D=delete blocks.
+pub(crate) fn parse_tune(spec: &str) -> Result<TuneSpec, String> {
+    let mut t = TuneSpec::default();
     for word in spec.split('+').map(str::trim) {
+        let num = |v: &str| -> Result<u64, String> { v.parse().map_err(|_| format!("`{word}`: not a number")) };
         let cap = |v: &str, shift: u32| -> Result<u64, String> {
-            let ns: u64 = v.parse().map_err(|_| format!("`{word}`: not a number of ns"))?;
+            let ns = num(v)?;
             if !(1..=0xffff).contains(&ns) {
                 return Err(format!("`{word}`: a cap is 1..65535 ns"));
             }
-            Ok(ns << shift)
+            Ok((t.word & !(0xffffu64 << shift)) | (ns << shift))
         };
-        let field = |shift: u32| !(0xffffu64 << shift);
-        t = match word.split_once('=') {
-            Some(("hot", v)) => (t & field(TUNE_HOT_SHIFT)) | cap(v, TUNE_HOT_SHIFT)?,
-            Some(("hlock", v)) => (t & field(TUNE_HLOCK_SHIFT)) | cap(v, TUNE_HLOCK_SHIFT)?,
-            Some(("node", v)) => (t & field(TUNE_NODE_SHIFT)) | cap(v, TUNE_NODE_SHIFT)?,
+        let count = |v: &str| -> Result<Option<u32>, String> {
+            match num(v)? {
+                n @ 1..=65535 => Ok(Some(n as u32)),
+                _ => Err(format!("`{word}`: 1..65535")),
+            }
+        };
+        match word.split_once('=') {
+            Some(("hot", v)) => t.word = cap(v, TUNE_HOT_SHIFT)?,
+            Some(("hlock", v)) => t.word = cap(v, TUNE_HLOCK_SHIFT)?,
+            Some(("node", v)) => t.word = cap(v, TUNE_NODE_SHIFT)?,
+            Some(("T", v)) => t.threads = count(v)?,
+            Some(("D", v)) => t.del_blocks = count(v)?,
             Some(_) => return Err(format!("unknown tuning word `{word}`")),
-            None => match word {
-                "default" | "" => t,
-                "legacy" => t | TUNE_LEGACY,
-                "plain" => t | TUNE_PLAIN_DELETE,
-                "serial" => t | TUNE_SERIAL_PAIR,
-                "sc" => t | TUNE_SC_FENCES,
-                "load" => t | TUNE_LOAD_FIRST,
-                w => match w.strip_prefix("0x") {
-                    Some(hex) => u64::from_str_radix(hex, 16),
-                    None => w.parse(),
+            None => {
+                t.word |= match word {
+                    "default" | "" => 0,
+                    "legacy" => TUNE_LEGACY,
+                    "plain" => TUNE_PLAIN_DELETE,
+                    "serial" => TUNE_SERIAL_PAIR,
+                    "sc" => TUNE_SC_FENCES,
+                    "load" => TUNE_LOAD_FIRST,
+                    w => match w.strip_prefix("0x") {
+                        Some(hex) => u64::from_str_radix(hex, 16),
+                        None => w.parse(),
+                    }
+                    .map_err(|_| {
+                        format!(
+                            "unknown tuning word `{w}` (default, legacy, plain, serial, sc, load, hot=, hlock=, node=, T=, D=)"
+                        )
+                    })?,
                 }
-                .map_err(|_| {
-                    format!("unknown tuning word `{w}` (default, legacy, plain, serial, sc, load, hot=, hlock=, node=)")
-                })?,
-            },
-        };
+            }
+        }
     }
     Ok(t)
 }
@@ -116,8 +138,15 @@ impl HeapCfg {
         if let Some(d) = self.del_blocks {
             name.push_str(&format!(" D={d}"));
         }
-        if self.tune.1 != 0 {
-            name.push_str(&format!(" tune={}", self.tune.0));
+        // The word's own name (T= / D= are shown above).
+        let words: Vec<&str> = self
+            .tune
+            .0
+            .split('+')
+            .filter(|w| !w.starts_with("T=") && !w.starts_with("D=") && *w != "default")
+            .collect();
+        if self.tune.1 != 0 && !words.is_empty() {
+            name.push_str(&format!(" tune={}", words.join("+")));
         }
         name
     }
@@ -167,16 +196,20 @@ fn configs(args: &Args, l: u32) -> Result<Vec<HeapCfg>, String> {
         }
     };
     let tunes = if small { &args.heap_tune } else { &args.heap_tune_big };
-    let tunes: Vec<(String, u64)> =
+    let tunes: Vec<(String, TuneSpec)> =
         tunes.iter().map(|t| parse_tune(t).map(|w| (t.clone(), w))).collect::<Result<_, _>>()?;
     let divs: Vec<u32> = if l == args.heap_sweep_log2n { args.heap_batch_div.clone() } else { vec![1] };
     let mut out = Vec::new();
     for &k in args.heap_k.iter().filter(|k| KS.contains(k)) {
         for &div in divs.iter().filter(|&&d| d >= 1 && k % d == 0) {
-            for threads in first_or_all(&args.heap_threads) {
-                for del_blocks in first_or_all(&args.heap_del_blocks) {
-                    for tune in &tunes {
-                        out.push(HeapCfg { k, batch: k / div, threads, del_blocks, tune: tune.clone() });
+            for (name, spec) in &tunes {
+                // A value's own T= / D= replaces that sweep.
+                let threads = spec.threads.map_or_else(|| first_or_all(&args.heap_threads), |t| vec![Some(t)]);
+                let dels = spec.del_blocks.map_or_else(|| first_or_all(&args.heap_del_blocks), |d| vec![Some(d)]);
+                for &threads in &threads {
+                    for &del_blocks in &dels {
+                        let tune = (name.clone(), spec.word);
+                        out.push(HeapCfg { k, batch: k / div, threads, del_blocks, tune });
                     }
                 }
             }

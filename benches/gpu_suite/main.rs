@@ -195,7 +195,9 @@ pub(crate) struct Args {
     /// each value `+`-joined words: default, legacy (before the switches), plain (unfused
     /// delete), serial (child locks one at a time), sc (SC fences), load (a load before each lock's
     /// first CAS), hot=NS, hlock=NS, node=NS
-    /// (back-off caps), or a number (the raw word).
+    /// (back-off caps), or a number (the raw word); T=N and D=N set this value's threads and
+    /// delete blocks (instead of the --heap-threads / --heap-del-blocks sweep), e.g.
+    /// `default,legacy,default+D=64,default+T=1024`.
     #[arg(long, default_value = "default", value_delimiter = ',')]
     heap_tune: Vec<String>,
     /// Heap benchmark: the switches run at N > 2^heap_sweep_log2n.
