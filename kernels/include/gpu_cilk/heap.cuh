@@ -129,8 +129,9 @@
 //     atomicExch(w, new word). One fence serves several locks taken back to back (the fused
 //     delete's four, a sift-down's two children) or released together (a sift-down step's two
 //     nodes; the fused delete's last node and hlock); a fence.acq_rel after a CAS and before an
-//     exchange is both the acquire and the release (a bottom-up insert's leaf and hlock). The next holder's CAS reads that word, so every key
-//     written under the lock happens-before every access of the next holder. Keys are read with
+//     exchange is both the acquire and the release (a bottom-up insert's leaf and hlock). The
+//     next holder's CAS reads that word, so every key written under the lock happens-before every
+//     access of the next holder. Keys are read with
 //     ld.global.cg (L2, never a stale L1 line) and written with st.global.cg.
 //   - hlock: the same with atomicCAS(0 -> blockIdx.x + 1) / atomicExch(0); count, pbuf_len and
 //     hlocks are plain accesses by thread 0 under it (volatile, so they are not cached in registers across it).
@@ -140,10 +141,11 @@
 //     __threadfence() after (acquire).
 //   - next_owner: atomicAdd (uniqueness only). error: atomicCAS(0 -> code) (first fault wins).
 //
-// PROGRESS. Waits spin with __nanosleep back-off. Lock holders never wait for a smaller index (but a sibling: LOCKS); a
-// bottom-up insert waits only for the batch above it or a top-down insert's target, and it waits
-// by looking at the parent's state word, holding no lock (it locks the parent and its own node
-// only once the parent looks AVAIL and unlocked, and checks again under the locks): a waiter that
+// PROGRESS. Waits spin with __nanosleep back-off. Lock holders never wait for a smaller index
+// (but a sibling: LOCKS); a bottom-up insert waits only for the batch above it or a top-down
+// insert's target, and it waits by looking at the parent's state word, holding no lock (it locks
+// the parent and its own node only once the parent looks AVAIL and unlocked, and checks again
+// under the locks): a waiter that
 // held locks while it waited would block the very insert it waits for. Likewise a delete whose
 // last node is TARGET waits by looking at that node's word (holding hlock and the root, which
 // the top-down insert it waits for no longer needs), and locks it only once it is no longer
@@ -375,10 +377,9 @@ __device__ __forceinline__ void gc_heap_fence(unsigned long long tune) {
 #define GC_HEAP_P_INS_SORT 14       // the batch's bitonic sort
 #define GC_HEAP_P_INS_WAIT_HLOCK 15 // -> hlock held
 #define GC_HEAP_P_INS_HOLD_HLOCK 16 // hlock held -> released
-#define GC_HEAP_P_INS_CLIMB 17      // bottom-up: hlock released -> done (writes, waits, merges)
 #define GC_HEAP_P_INS_LEVELS 18     // bottom-up levels climbed (count)
 #define GC_HEAP_P_INS_TOP_DOWN 19   // top-down and through-buffer inserts (count)
-#define GC_HEAP_P_INS_WAIT_PARENT 20 // of CLIMB: waiting for the parent AVAIL and the locks
+#define GC_HEAP_P_INS_WAIT_PARENT 20 // bottom-up: waiting for the parent AVAIL and the locks
 #define GC_HEAP_P_IN_INSERT 26     // (scratch) 1 while the block is in an insert
 #define GC_HEAP_P_HLOCK_AT 27      // (scratch) when the block took hlock in an insert
 #define GC_HEAP_P_CLK0 28           // first clock64() seen (0: none yet)
