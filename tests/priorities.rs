@@ -1,9 +1,9 @@
 //! Priority spawns on the device schedulers (`spawn!(f(..), priority = key)`): the persistent
 //! scheduler queues them in its ready heap (ready_heap.cuh) and serves them best first; the
 //! results stay the serial function's (`tests/differential.rs` checks that over many trees and
-//! every backend); here, that every priority spawn of a segment goes through the heap, that a
-//! full heap turns spawns into plain ones without losing any, and that `device_priority_servers
-//! = 0` turns the heap off. On the host simulation in CI, on a GPU with `--include-ignored`.
+//! every backend); here, that every priority spawn of a segment goes through the heap while its
+//! reserve is not reached, that a full heap turns spawns into plain ones without losing any, and
+//! that `device_priority_servers = 0` turns the heap off. On the host simulation in CI, on a GPU with `--include-ignored`.
 
 #[path = "support/backends.rs"]
 mod backends;
@@ -58,6 +58,13 @@ fn check(base: Config) {
     assert_eq!(r.value, want);
     assert_eq!(r.stats.prioritized + r.stats.priority_fallbacks, spawns(d), "{}", r.stats);
     assert!(r.stats.priority_fallbacks > 0, "3 slots for {} spawns\n{}", spawns(d), r.stats);
+
+    // A reserve of 0: priority spawns go depth-first unless a warp is idle (a schedule-dependent
+    // share goes through the heap); nothing is lost either way.
+    let rt = Runtime::with_config(tasks.clone().device_priority_reserve(0)).unwrap();
+    let r = rt.run_with_stats(ptree::task(11, d)).unwrap();
+    assert_eq!(r.value, want);
+    assert!(r.stats.prioritized <= spawns(d), "{}", r.stats);
 
     // No server: priorities off, plain spawns.
     let rt = Runtime::with_config(tasks.device_priority_servers(0)).unwrap();

@@ -232,6 +232,16 @@ pub struct Config {
     /// (`GPU_CILK_DEVICE_PRIORITY_WINDOW`, default 2048). Larger keeps more warps busy; smaller
     /// keeps the order closer to strictly best first.
     pub device_priority_window: usize,
+    /// Persistent device scheduler, programs with priority spawns: while fewer than this many
+    /// priority spawns wait in the ready heap and its queues and no warp is idle, a priority
+    /// spawn runs depth-first on its warp like a plain one (its own stack, the automatic cutoff);
+    /// at or above it, or when a warp is idle, it goes into the heap
+    /// (`GPU_CILK_DEVICE_PRIORITY_RESERVE`, default 8192). So the heap holds a reserve of the best
+    /// work for warps that run dry, while busy warps go depth first and find good incumbents fast
+    /// (measured: every node through the heap made knapsack 40× slower, docs/benchmarks.md). At
+    /// or above [`Config::device_priority_slots`]: every priority spawn goes through the heap
+    /// (strict best first in batches).
+    pub device_priority_reserve: usize,
     /// Persistent device scheduler: bytes of the device frame pool, which holds one frame per
     /// task waiting for children (`GPU_CILK_DEVICE_FRAME_POOL_BYTES`, default 1 GiB).
     pub device_frame_pool_bytes: usize,
@@ -277,6 +287,7 @@ impl Default for Config {
             device_priority_slots: 1 << 18,
             device_priority_servers: 2,
             device_priority_window: 2048,
+            device_priority_reserve: 8192,
             temp_heap_bytes: 1 << 26,
             timeout: None,
             check_races: false,
@@ -386,6 +397,9 @@ impl Config {
         }
         if let Some(v) = num("GPU_CILK_DEVICE_PRIORITY_WINDOW")? {
             c.device_priority_window = v;
+        }
+        if let Some(v) = num("GPU_CILK_DEVICE_PRIORITY_RESERVE")? {
+            c.device_priority_reserve = v;
         }
         if let Some(v) = num("GPU_CILK_TEMP_HEAP_BYTES")? {
             c.temp_heap_bytes = v;
@@ -531,6 +545,12 @@ impl Config {
         self
     }
 
+    /// Sets the ready heap's reserve ([`Config::device_priority_reserve`]).
+    pub fn device_priority_reserve(mut self, items: usize) -> Self {
+        self.device_priority_reserve = items;
+        self
+    }
+
     /// Sets the ready heap's window ([`Config::device_priority_window`]).
     pub fn device_priority_window(mut self, items: usize) -> Self {
         self.device_priority_window = items;
@@ -628,6 +648,12 @@ impl Config {
             return Err(Error::Config(format!(
                 "device_priority_servers ({}) must be at most 64",
                 self.device_priority_servers
+            )));
+        }
+        if self.device_priority_reserve > u32::MAX as usize {
+            return Err(Error::Config(format!(
+                "device_priority_reserve ({}) must be at most 4294967295",
+                self.device_priority_reserve
             )));
         }
         if self.device_priority_window > u32::MAX as usize {

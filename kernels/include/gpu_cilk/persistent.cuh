@@ -215,6 +215,8 @@ struct gc_psched {
   gc_u32 inline_abort;          // an inline call that makes more calls than this unwinds (0: never)
   gc_u32 prio_servers;          // the grid's last blocks serve the ready heap (0: no priority spawns)
   gc_u32 prio_window;           // servers keep the ready queue at least this full while the heap has keys
+  gc_u32 prio_reserve;          // priority spawns go depth-first once this many wait in the heap's queues
+  gc_u32 prio_pad;
 };
 
 // One warp's state in shared memory: the header, then `free_cap` frame indices, then `local_cap`

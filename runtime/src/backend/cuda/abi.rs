@@ -169,6 +169,8 @@ mirror! {
         inline_abort: u32,
         prio_servers: u32,
         prio_window: u32,
+        prio_reserve: u32,
+        prio_pad: u32,
     }
 }
 

@@ -64,6 +64,7 @@ pub(crate) struct PrioState<D: Target> {
     counters: D::Buffer<u64>,
     servers: u32,
     window: u32,
+    reserve: u32,
 }
 
 impl<D: Target> PrioState<D> {
@@ -96,6 +97,7 @@ impl<D: Target> PrioState<D> {
             counters: dev.alloc_zeroed::<u64>(16 * prio_ctr::WORDS)?,
             servers,
             window: config.device_priority_window.min(u32::MAX as usize) as u32,
+            reserve: config.device_priority_reserve.min(u32::MAX as usize) as u32,
         }))
     }
 
@@ -129,5 +131,6 @@ impl<D: Target> PrioState<D> {
         p.prio_slots = self.slots;
         p.prio_servers = self.servers;
         p.prio_window = self.window;
+        p.prio_reserve = self.reserve;
     }
 }
