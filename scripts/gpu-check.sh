@@ -8,10 +8,11 @@
 # results.json, sort.svg, strassen.svg); each step's own log goes to $GPU_CHECK_STEPS
 # (default OUT/steps). The PTX cache is $GPU_CILK_CACHE_DIR (default a folder under /tmp).
 # GPU_CHECK_LARGE=1 adds the large sizes (strassen 2048 and 4096, sort 10^8), minutes each.
-# GPU_CHECK_PARTS (default all): which parts run, any of tests, heap, examples, sanitizers,
-# bench, bench-data, bench-issue9, cpu-bench (space-separated), e.g. to fit a 10-minute slot.
+# GPU_CHECK_PARTS (default all): which parts run, any of tests, heap, examples, knapsack,
+# sanitizers, bench, bench-data, bench-issue9, cpu-bench (space-separated), e.g. to fit a
+# 10-minute slot. GPU_CHECK_TESTS (default all) names the test binaries the tests part runs.
 set -uo pipefail
-parts=" ${GPU_CHECK_PARTS:-tests heap examples sanitizers bench bench-data bench-issue9 cpu-bench} "
+parts=" ${GPU_CHECK_PARTS:-tests heap examples knapsack sanitizers bench bench-data bench-issue9 cpu-bench} "
 part() { [[ "$parts" == *" $1 "* ]]; }
 here="$(cd "$(dirname "$0")" && pwd)"
 out="${1:-${OUT:-/tmp/gpu-check}}"
@@ -43,6 +44,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 tests=()
 for t in "$here"/tests/*; do
   part tests || break
+  if [ -n "${GPU_CHECK_TESTS:-}" ] && [[ " $GPU_CHECK_TESTS " != *" $(basename "$t") "* ]]; then continue; fi
   name="test-$(basename "$t")"
   # differential and generated_programs take 2-3 minutes on an H100 (both schedulers, every
   # configuration): TEST_STEP_TIMEOUT gives each test binary 300 s unless set.
@@ -88,6 +90,20 @@ for kind in sc asc esc ss; do step "knapsack-$kind-60-cuda" "$here/knapsack" --k
 step "knapsack-sc-200-7k-5pct-cuda" "$here/knapsack" --kind sc --n 200 --r 7000 --cap-percent 5 --backend cuda --reps 3
 step "knapsack-ss-100-18k-5pct-cuda" "$here/knapsack" --kind ss --n 100 --r 18000 --cap-percent 5 --backend cuda --reps 3
 [ -n "${GPU_CHECK_LARGE:-}" ] && STEP_TIMEOUT=600 step "knapsack-table4-cuda" "$here/knapsack" --backend cuda --no-baseline
+fi
+# Issue 12, Table 5: the largest instance of each type in the paper's Table 4, the serial
+# best-first solver (BinaryHeap) against cuda with the ready heap (priority spawns served best
+# first, the default) and without it (GPU_CILK_DEVICE_PRIORITY_SERVERS=0: plain spawns); every
+# answer against the dynamic program. KNAPSACK_CAP (default 5) is the capacity in percent of the
+# total weight; KNAPSACK_SIZES picks instances ("kind:n:range ...").
+if part knapsack; then
+  for spec in ${KNAPSACK_SIZES:-sc:800:18000 asc:1300:6000 esc:1200:13000 ss:1300:14000}; do
+    IFS=: read -r kind n r <<< "$spec"
+    args=(--kind "$kind" --n "$n" --r "$r" --cap-percent "${KNAPSACK_CAP:-5}" --backend cuda)
+    STEP_TIMEOUT=${KNAPSACK_TIMEOUT:-240} step "knapsack-$kind-$n-heap" "$here/knapsack" "${args[@]}" --reps 3
+    GPU_CILK_DEVICE_PRIORITY_SERVERS=0 STEP_TIMEOUT=${KNAPSACK_TIMEOUT:-240} step "knapsack-$kind-$n-noheap" \
+      "$here/knapsack" "${args[@]}" --reps 3 --no-baseline
+  done
 fi
 if command -v compute-sanitizer >/dev/null && part sanitizers; then
   for tool in memcheck racecheck; do

@@ -107,7 +107,7 @@ fn the_work_stack_benchmark_compiles_against_the_persistent_header() {
             let at = ptx.find(&entry).unwrap_or_else(|| panic!("{arch}: `{kernel}` missing from the PTX"));
             let params = &ptx[at + entry.len()..];
             let params = &params[..params.find(')').expect("end of the parameter list")];
-            assert!(params.contains(&format!("{kernel}_param_0[208]")), "{arch}: `{kernel}` takes {params:?}");
+            assert!(params.contains(&format!("{kernel}_param_0[288]")), "{arch}: `{kernel}` takes {params:?}");
         }
     }
 }

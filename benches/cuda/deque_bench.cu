@@ -28,7 +28,7 @@
 typedef gc_pitem<2> dq_item;
 static_assert(sizeof(dq_item) == 48, "dq_item layout");
 // The host mirrors these (benches/gpu_suite/deque.rs): a change to gc_psched fails here first.
-static_assert(sizeof(gc_psched) == 168, "gc_psched layout (GcPSched of the runtime, used by deque.rs)");
+static_assert(sizeof(gc_psched) == 248, "gc_psched layout (GcPSched of the runtime, used by deque.rs)");
 
 #define DQ_THREADS 256
 #define DQ_WARPS (DQ_THREADS / 32)
@@ -42,7 +42,7 @@ struct dq_params {
   unsigned items;           // pushes per lane
   unsigned verify;
 };
-static_assert(sizeof(dq_params) == 208, "dq_params layout (mirrored by DqParams in deque.rs)");
+static_assert(sizeof(dq_params) == 288, "dq_params layout (mirrored by DqParams in deque.rs)");
 
 __host__ __device__ constexpr unsigned long long dq_warp_bytes(unsigned local_cap) {
   return ((sizeof(gc_pwarp_hdr) + 15ull) & ~15ull) + (unsigned long long)local_cap * sizeof(dq_item);

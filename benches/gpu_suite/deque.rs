@@ -36,8 +36,8 @@ pub(crate) fn program() -> ProgramSource {
         .header("gpu_cilk/persistent.cuh", gpu_cilk_kernels::PERSISTENT_CUH)
 }
 
-// `gc_psched` is the runtime's own layout-checked mirror (168 bytes, as deque_bench.cu asserts).
-const _: () = assert!(std::mem::size_of::<GcPSched>() == 168);
+// `gc_psched` is the runtime's own layout-checked mirror (248 bytes, as deque_bench.cu asserts).
+const _: () = assert!(std::mem::size_of::<GcPSched>() == 248);
 
 /// Mirrors `dq_params` (deque_bench.cu).
 #[repr(C)]
@@ -51,10 +51,10 @@ struct DqParams {
     items: u32,
     verify: u32,
 }
-// SAFETY: repr(C) POD of u64 and u32 fields, no padding (static_assert'ed 208 bytes in
+// SAFETY: repr(C) POD of u64 and u32 fields, no padding (static_assert'ed 288 bytes in
 // deque_bench.cu, checked here too), every bit pattern valid.
 unsafe impl DeviceCopy for DqParams {}
-const _: () = assert!(std::mem::size_of::<DqParams>() == 208);
+const _: () = assert!(std::mem::size_of::<DqParams>() == 288);
 
 /// Dynamic shared memory of a block: per warp the stack header (32 bytes) and LOCAL_CAP items.
 fn smem_bytes() -> usize {

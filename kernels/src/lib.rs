@@ -65,6 +65,12 @@ pub const SIM_H: &str = include_str!("../sim/gc_sim.h");
 /// other header needed); include it as `"gpu_cilk/heap.cuh"`.
 pub const HEAP_CUH: &str = include_str!("../include/gpu_cilk/heap.cuh");
 
+/// `gpu_cilk/ready_heap.cuh`: the persistent scheduler's prioritized ready work
+/// (`spawn!(f(..), priority = key)`): `gc_spawn_prio`, the heap's server blocks, the warps' take
+/// from the ready queue. Assembled after `persistent.cuh`, `ticket_queue.cuh` and [`HEAP_CUH`],
+/// only into programs with a priority spawn.
+pub const READY_HEAP_CUH: &str = include_str!("../include/gpu_cilk/ready_heap.cuh");
+
 /// `gpu_cilk/temp.cuh`: task-scoped temporaries (`alloc!`): `gc_temp<T>`, `gc_alloc_temp`,
 /// `gc_free_temp` and the heap's init kernel. Assembled after `runtime.cuh` and `xmalloc.cuh`.
 pub const TEMP_CUH: &str = include_str!("../include/gpu_cilk/temp.cuh");

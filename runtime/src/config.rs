@@ -215,6 +215,33 @@ pub struct Config {
     /// a task; otherwise the run fails with
     /// [`Error::DeviceFault`] naming the function. Never a stack overflow.
     pub device_inline_stack_bytes: usize,
+    /// Persistent device scheduler, programs with priority spawns: item slots of the ready heap
+    /// (`GPU_CILK_DEVICE_PRIORITY_SLOTS`, default 262144 = 2^18). Every priority spawn waiting
+    /// in the heap holds one; a spawn that finds none left becomes a plain spawn (counted in
+    /// [`Stats::priority_fallbacks`](crate::Stats::priority_fallbacks)). Memory: slots × (item
+    /// bytes + about 56 bytes of keys and queue entries).
+    pub device_priority_slots: usize,
+    /// Persistent device scheduler, programs with priority spawns: blocks that serve the ready
+    /// heap instead of running tasks (`GPU_CILK_DEVICE_PRIORITY_SERVERS`, default 2): each moves
+    /// spawned keys into the heap and the best keys out, one heap operation of 256 keys at a
+    /// time; two let one insert while the other deletes. 0: no heap, priority spawns are plain
+    /// spawns (the order of the levels scheduler and of programs without priorities).
+    pub device_priority_servers: usize,
+    /// Persistent device scheduler, programs with priority spawns: the servers keep at least this
+    /// many prioritized items taken out of the heap, best first, ready for idle warps
+    /// (`GPU_CILK_DEVICE_PRIORITY_WINDOW`, default 2048). Larger keeps more warps busy; smaller
+    /// keeps the order closer to strictly best first.
+    pub device_priority_window: usize,
+    /// Persistent device scheduler, programs with priority spawns: while fewer than this many
+    /// priority spawns wait in the ready heap and its queues and no warp is idle, a priority
+    /// spawn runs depth-first on its warp like a plain one (its own stack, the automatic cutoff);
+    /// at or above it, or when a warp is idle, it goes into the heap
+    /// (`GPU_CILK_DEVICE_PRIORITY_RESERVE`, default 8192). So the heap holds a reserve of the best
+    /// work for warps that run dry, while busy warps go depth first and find good incumbents fast
+    /// (measured: every node through the heap made knapsack 40× slower, docs/benchmarks.md). At
+    /// or above [`Config::device_priority_slots`]: every priority spawn goes through the heap
+    /// (strict best first in batches).
+    pub device_priority_reserve: usize,
     /// Persistent device scheduler: bytes of the device frame pool, which holds one frame per
     /// task waiting for children (`GPU_CILK_DEVICE_FRAME_POOL_BYTES`, default 1 GiB).
     pub device_frame_pool_bytes: usize,
@@ -257,6 +284,10 @@ impl Default for Config {
             device_stack_bytes: 16 << 10,
             device_inline_stack_bytes: 0,
             device_frame_pool_bytes: 1 << 30,
+            device_priority_slots: 1 << 18,
+            device_priority_servers: 2,
+            device_priority_window: 2048,
+            device_priority_reserve: 8192,
             temp_heap_bytes: 1 << 26,
             timeout: None,
             check_races: false,
@@ -357,6 +388,18 @@ impl Config {
         }
         if let Some(v) = num("GPU_CILK_DEVICE_FRAME_POOL_BYTES")? {
             c.device_frame_pool_bytes = v;
+        }
+        if let Some(v) = num("GPU_CILK_DEVICE_PRIORITY_SLOTS")? {
+            c.device_priority_slots = v;
+        }
+        if let Some(v) = num("GPU_CILK_DEVICE_PRIORITY_SERVERS")? {
+            c.device_priority_servers = v;
+        }
+        if let Some(v) = num("GPU_CILK_DEVICE_PRIORITY_WINDOW")? {
+            c.device_priority_window = v;
+        }
+        if let Some(v) = num("GPU_CILK_DEVICE_PRIORITY_RESERVE")? {
+            c.device_priority_reserve = v;
         }
         if let Some(v) = num("GPU_CILK_TEMP_HEAP_BYTES")? {
             c.temp_heap_bytes = v;
@@ -490,6 +533,30 @@ impl Config {
         self
     }
 
+    /// Sets the ready heap's item slots ([`Config::device_priority_slots`]).
+    pub fn device_priority_slots(mut self, slots: usize) -> Self {
+        self.device_priority_slots = slots;
+        self
+    }
+
+    /// Sets the ready heap's server blocks ([`Config::device_priority_servers`]).
+    pub fn device_priority_servers(mut self, blocks: usize) -> Self {
+        self.device_priority_servers = blocks;
+        self
+    }
+
+    /// Sets the ready heap's reserve ([`Config::device_priority_reserve`]).
+    pub fn device_priority_reserve(mut self, items: usize) -> Self {
+        self.device_priority_reserve = items;
+        self
+    }
+
+    /// Sets the ready heap's window ([`Config::device_priority_window`]).
+    pub fn device_priority_window(mut self, items: usize) -> Self {
+        self.device_priority_window = items;
+        self
+    }
+
     /// Sets the persistent device scheduler's inline abort ([`Config::device_inline_abort`]).
     pub fn device_inline_abort(mut self, calls: usize) -> Self {
         self.device_inline_abort = calls;
@@ -569,6 +636,30 @@ impl Config {
             return Err(Error::Config(format!(
                 "device_inline_budget ({}) must be between 1 and 4294967295",
                 self.device_inline_budget
+            )));
+        }
+        if !(1..=1 << 30).contains(&self.device_priority_slots) {
+            return Err(Error::Config(format!(
+                "device_priority_slots ({}) must be between 1 and 1073741824",
+                self.device_priority_slots
+            )));
+        }
+        if self.device_priority_servers > 64 {
+            return Err(Error::Config(format!(
+                "device_priority_servers ({}) must be at most 64",
+                self.device_priority_servers
+            )));
+        }
+        if self.device_priority_reserve > u32::MAX as usize {
+            return Err(Error::Config(format!(
+                "device_priority_reserve ({}) must be at most 4294967295",
+                self.device_priority_reserve
+            )));
+        }
+        if self.device_priority_window > u32::MAX as usize {
+            return Err(Error::Config(format!(
+                "device_priority_window ({}) must be at most 4294967295",
+                self.device_priority_window
             )));
         }
         if self.device_inline_abort > u32::MAX as usize {

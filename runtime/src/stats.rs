@@ -95,6 +95,13 @@ pub struct Stats {
     /// [`Config::device_inline_abort`](crate::Config::device_inline_abort) calls, unwound and run
     /// again as tasks.
     pub inline_aborted: u64,
+    /// Persistent device scheduler: priority spawns (`spawn!(f(..), priority = key)`) queued in
+    /// the ready heap and served best first.
+    pub prioritized: u64,
+    /// Persistent device scheduler: priority spawns that found every slot of the ready heap taken
+    /// ([`Config::device_priority_slots`](crate::Config::device_priority_slots)) and ran as plain
+    /// spawns (their order is lost, not their work).
+    pub priority_fallbacks: u64,
     /// cuda backends: time spent copying the root's slice arguments to the device before the run
     /// and the mutable ones back after it (zero without slices, and on host backends, which
     /// use the caller's memory in place). Not part of [`Stats::wall`].
@@ -224,6 +231,13 @@ impl fmt::Display for Stats {
                 self.inline_unwound, self.inline_aborted
             )?;
             writeln!(f, "pool               {} items donated to hungry warps, {} taken", self.donated, self.steals)?;
+            if self.prioritized + self.priority_fallbacks > 0 {
+                writeln!(
+                    f,
+                    "priorities         {} spawns served best first from the ready heap, {} plain (heap slots full)",
+                    self.prioritized, self.priority_fallbacks
+                )?;
+            }
             writeln!(
                 f,
                 "frames             {} slots used at most ({:.1} KiB)",

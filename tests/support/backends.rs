@@ -30,7 +30,8 @@ pub fn host(base: Config) -> Vec<Runtime> {
 /// with a 2-item deep stack part per warp (it wraps and fills at once), an inline budget of 1
 /// call (the first inlined call with a spawn raises the inline floor) and an inline abort of 4
 /// calls (an inlined call whose serial forms may run twice is unwound after 4 calls and run again
-/// as a task). Empty,
+/// as a task), and a ready heap of 3 item slots with a window of 1 (priority spawns fall back to
+/// plain spawns once 3 wait). Empty,
 /// after printing why, when no C++ compiler can be run (a failure under `GPU_CILK_REQUIRE_SIM=1`).
 pub fn sim(base: Config) -> Vec<Runtime> {
     let sim = base.backend(BackendKind::CudaSim).scheduler(SchedulerKind::Persistent);
@@ -40,7 +41,9 @@ pub fn sim(base: Config) -> Vec<Runtime> {
         .device_warp_stack_items(2)
         .device_inline_threshold(1)
         .device_inline_budget(1)
-        .device_inline_abort(4);
+        .device_inline_abort(4)
+        .device_priority_slots(3)
+        .device_priority_window(1);
     for c in [sim.clone(), sim.clone().device_inline(false), sim.device_frame_pool_bytes(1), tiny] {
         match Runtime::with_config(c) {
             Ok(rt) => rts.push(rt),
@@ -63,8 +66,8 @@ pub fn cuda(config: Config) -> Runtime {
 
 /// The cuda backends, from `base`: the persistent scheduler (the default) with its depth-first
 /// cutoff, with every spawn a task, with a frame pool so small that spawns must run inline when
-/// it runs out, and with 2-item deep stacks, an inline budget of 1 call and an inline abort of 4
-/// calls; and the levelized scheduler with default device channels and 64-element ones.
+/// it runs out, and with 2-item deep stacks, an inline budget of 1 call, an inline abort of 4
+/// calls and a ready heap of 3 item slots; and the levelized scheduler with default device channels and 64-element ones.
 pub fn cuda_all(base: Config) -> Vec<Runtime> {
     vec![
         cuda(base.clone().scheduler(SchedulerKind::Persistent)),
@@ -76,7 +79,9 @@ pub fn cuda_all(base: Config) -> Vec<Runtime> {
                 .device_warp_stack_items(2)
                 .device_inline_threshold(1)
                 .device_inline_budget(1)
-                .device_inline_abort(4),
+                .device_inline_abort(4)
+                .device_priority_slots(3)
+                .device_priority_window(1),
         ),
         cuda(base.clone().scheduler(SchedulerKind::Levels)),
         cuda(base.scheduler(SchedulerKind::Levels).device_level_capacity(64)),

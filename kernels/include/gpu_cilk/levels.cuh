@@ -230,6 +230,15 @@ __device__ inline typename Callee::Ret gc_spawn(gc_cx& cx, typename Callee::Args
   return Ret();
 }
 
+// spawn!(Callee(args), priority = key): this scheduler runs a level's ready work in one launch,
+// so a priority orders nothing here; the spawn is a plain one (docs/dsl.md).
+template <typename Task, typename Callee>
+__device__ inline typename Callee::Ret gc_spawn_prio(gc_cx& cx, typename Callee::Args args, gc_u64 offset, gc_u32 site,
+                                                     gc_u64 key) {
+  (void)key;
+  return gc_spawn<Task, Callee>(cx, args, offset, site);
+}
+
 // ---------------------------------------------------------------------------------------------
 // The generic driver: one thread runs one element of queue `q` of task `Task` at `L.level`,
 // through as many segments as end without outstanding children, then either delivers the result

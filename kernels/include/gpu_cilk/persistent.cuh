@@ -171,6 +171,8 @@ enum gc_pstat : gc_u32 {
   GC_PSTAT_LOCAL_JOINS = 11,  // segments whose children all stayed on the warp's stack (no atomics)
   GC_PSTAT_UNWOUND = 12,    // inline calls unwound over the stack budget and deferred as tasks
   GC_PSTAT_ABORTED = 13,    // inline calls unwound over `inline_abort` calls and deferred as tasks
+  GC_PSTAT_PRIO = 14,       // priority spawns queued in the ready heap (ready_heap.cuh)
+  GC_PSTAT_PRIO_FULL = 15,  // priority spawns that found every heap slot taken (plain spawns instead)
   GC_PSTAT_TASKS = 16,      // then per task: [2 * task] tasks started, [2 * task + 1] continuations run
 };
 
@@ -192,6 +194,17 @@ struct gc_psched {
   gc_u64 pool_slack;            // the pool accepts items while it holds fewer than capacity - slack
   unsigned char* deep;          // per warp: deep_cap items, the part of its stack below shared memory
   gc_u64 deep_cap;              // items per warp in `deep` (a power of two)
+  // Prioritized ready work (spawn!(.., priority = key); ready_heap.cuh), all null / 0 when the
+  // program has no priority spawn: the batched heap, the item slots its keys name, and three
+  // ticket queues of slot indices / keys.
+  void* prio_heap;              // gc_heap<gc_prio_key> (heap.cuh), null: no priority spawns
+  unsigned char* prio_items;    // prio_slots items
+  void* prio_free;              // gc_tq<gc_u32>: freed item slots
+  void* prio_inbox;             // gc_tq<gc_prio_key>: spawned, not yet in the heap
+  void* prio_ready;             // gc_tq<gc_u32>: slots taken from the heap, best first
+  void* prio_stage;             // per server block: 2 * GC_PRIO_K keys (gc_prio_key)
+  long long* prio_counters;     // GC_PRIO_CTR_* words, each on its own 128-byte line
+  gc_u64 prio_slots;            // item slots (every queued priority spawn holds one)
   gc_u32 local_cap;             // items per warp stack
   gc_u32 free_cap;              // frame indices per warp free list
   gc_u32 inline_threshold;      // inline once the warp's stack holds this many items (0: never)
@@ -200,6 +213,10 @@ struct gc_psched {
   gc_u32 idle_max_ns;           // longest sleep of an idle warp between two looks for work
   gc_u32 inline_budget;         // an inline call that makes more calls than this raises the floor
   gc_u32 inline_abort;          // an inline call that makes more calls than this unwinds (0: never)
+  gc_u32 prio_servers;          // the grid's last blocks serve the ready heap (0: no priority spawns)
+  gc_u32 prio_window;           // servers keep the ready queue at least this full while the heap has keys
+  gc_u32 prio_reserve;          // priority spawns go depth-first once this many wait in the heap's queues
+  gc_u32 prio_pad;
 };
 
 // One warp's state in shared memory: the header, then `free_cap` frame indices, then `local_cap`
@@ -909,8 +926,19 @@ template <typename Task> __device__ gc_frame_hdr* gc_presume(gc_pwarp* W, gc_fra
 // ---------------------------------------------------------------------------------------------
 // The warp loop.
 
+// Programs with priority spawns: the assembler defines GC_PRIORITIES to 1 and appends heap.cuh
+// and ready_heap.cuh, which define these two (PRIORITIES in ready_heap.cuh).
+#ifndef GC_PRIORITIES
+#define GC_PRIORITIES 0
+#endif
+#if GC_PRIORITIES
+template <typename Item> __device__ int gc_prio_take(gc_pwarp* W, Item* mine);
+template <typename Item> __device__ void gc_prio_serve(const gc_psched& P);
+#endif
+
 // Takes up to one item per lane for this warp into `mine` (lane i gets the i-th newest):
-// from its own stack, else from the pool. Whole warp, converged. Returns the count.
+// from its own stack, else the best prioritized ready items (programs with priority spawns),
+// else from the pool. Whole warp, converged. Returns the count.
 template <typename Item> __device__ int gc_take_batch(gc_pwarp* W, Item* mine) {
   const gc_psched* P = W->P;
   __syncwarp();
@@ -938,6 +966,12 @@ template <typename Item> __device__ int gc_take_batch(gc_pwarp* W, Item* mine) {
     __syncwarp();
     return n;
   }
+#if GC_PRIORITIES
+  if (P->prio_servers != 0u) {
+    n = gc_prio_take<Item>(W, mine);
+    if (n > 0) return n;
+  }
+#endif
   unsigned got = 0;
   unsigned long long t0 = 0;
   if (W->lane == 0) {
@@ -1015,6 +1049,13 @@ template <typename Item> __device__ void gc_donate(gc_pwarp* W) {
 // local_cap items, as the host sized it.
 template <typename Prog> __device__ void gc_persistent_loop(const gc_psched& P) {
   typedef typename Prog::Item Item;
+#if GC_PRIORITIES
+  // The grid's last `prio_servers` blocks serve the ready heap instead of running tasks.
+  if (P.prio_servers != 0u && blockIdx.x + P.prio_servers >= gridDim.x) {
+    gc_prio_serve<Item>(P);
+    return;
+  }
+#endif
   unsigned char* gc_psmem = gc_dynamic_smem();
   const gc_u32 warp = threadIdx.x / gc_warp_size();
   const gc_u64 warp_bytes = ((sizeof(gc_pwarp_hdr) + 4ull * P.free_cap + 15ull) & ~15ull) + (gc_u64)P.local_cap * sizeof(Item);

@@ -57,6 +57,8 @@ enum gc_fault_code : gc_u32 {
   GC_FAULT_DEV_DEPTH = 9,    // (no longer raised: inline recursion is bounded in bytes, below)
   GC_FAULT_DEV_STACK = 10,   // inline serial recursion used more stack than its budget and could not
                              // be restarted as a task (detail: the budget in bytes)
+  GC_FAULT_PRIO_HEAP = 11,   // the ready heap of priority spawns broke (ready_heap.cuh; detail: the
+                             // heap's error word, or 1 << 32 | the insert's result)
 };
 
 struct gc_fault {
@@ -66,6 +68,24 @@ struct gc_fault {
   gc_u32 level;
   gc_u64 detail; // the offending index / capacity
 };
+
+// The order-preserving u64 image of a spawn's priority (`Priority::key` in runtime/src/
+// priority.rs, larger first): unsigned as is, signed with the sign bit flipped, floats in the
+// total order of f64::total_cmp (f32 widened first), bool 0/1.
+__device__ __forceinline__ gc_u64 gc_priority(gc_u8 x) { return (gc_u64)x; }
+__device__ __forceinline__ gc_u64 gc_priority(gc_u16 x) { return (gc_u64)x; }
+__device__ __forceinline__ gc_u64 gc_priority(gc_u32 x) { return (gc_u64)x; }
+__device__ __forceinline__ gc_u64 gc_priority(gc_u64 x) { return x; }
+__device__ __forceinline__ gc_u64 gc_priority(gc_i8 x) { return (gc_u64)(gc_i64)x ^ (1ull << 63); }
+__device__ __forceinline__ gc_u64 gc_priority(gc_i16 x) { return (gc_u64)(gc_i64)x ^ (1ull << 63); }
+__device__ __forceinline__ gc_u64 gc_priority(gc_i32 x) { return (gc_u64)(gc_i64)x ^ (1ull << 63); }
+__device__ __forceinline__ gc_u64 gc_priority(gc_i64 x) { return (gc_u64)x ^ (1ull << 63); }
+__device__ __forceinline__ gc_u64 gc_priority(gc_bool x) { return x ? 1ull : 0ull; }
+__device__ __forceinline__ gc_u64 gc_priority(gc_f64 x) {
+  const gc_u64 b = (gc_u64)__double_as_longlong(x);
+  return (b >> 63) != 0ull ? ~b : b ^ (1ull << 63);
+}
+__device__ __forceinline__ gc_u64 gc_priority(gc_f32 x) { return gc_priority((gc_f64)x); }
 
 struct gc_cx;               // the scheduler header's: what a running segment sees
 struct gc_xheap;            // xmalloc.cuh: the device temporary heap (alloc!)

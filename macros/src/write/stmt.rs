@@ -340,12 +340,21 @@ impl Writer<'_> {
             .enumerate()
             .map(|(i, a)| self.expr(a, params.get(i).cloned().flatten().as_ref()))
             .collect();
-        if let Some(p) = &site.priority {
-            // `priority = key`: evaluated (its checks fault as on the host) and not used: the
-            // device schedulers do not order ready work by priority yet (docs/dsl.md).
+        // `priority = key`: evaluated in a statement before the call (its checks fault as on the
+        // host), as its order-preserving u64 image. A serial device form runs the call at once, so there
+        // it orders nothing; a segment hands it to `gc_spawn_prio` (the persistent scheduler's
+        // ready heap, ready_heap.cuh; the levels scheduler ignores it).
+        let priority = site.priority.as_ref().map(|p| {
             let key = self.expr(p, None);
-            self.line(&format!("(void)({key}); // priority: carried, not used by the device scheduler"));
-        }
+            if self.mode == Mode::Device {
+                self.line(&format!("(void)({key}); // priority: a serial call orders nothing"));
+                String::new()
+            } else {
+                let k = self.fresh("prio");
+                self.line(&format!("const gc_u64 {k} = gc_priority({key});"));
+                k
+            }
+        });
         if self.mode == Mode::Device {
             self.helper(&site.path);
             let mut all = vec!["cx".to_string()];
@@ -408,10 +417,16 @@ impl Writer<'_> {
             }
         };
         let s = self.site(site.span);
-        let call = format!(
-            "gc_spawn<{task_cname}_task, {callee}_task>(cx, {callee}_task::Args{{{}}}, {offset}, {s})",
-            args.join(", ")
-        );
+        let call = match priority {
+            Some(k) => format!(
+                "gc_spawn_prio<{task_cname}_task, {callee}_task>(cx, {callee}_task::Args{{{}}}, {offset}, {s}, {k})",
+                args.join(", ")
+            ),
+            None => format!(
+                "gc_spawn<{task_cname}_task, {callee}_task>(cx, {callee}_task::Args{{{}}}, {offset}, {s})",
+                args.join(", ")
+            ),
+        };
         match target {
             Some(t) => self.line(&format!("{t} = {call};")),
             None => self.line(&format!("{call};")),

@@ -151,6 +151,14 @@ mirror! {
         pool_slack: u64,
         deep: u64,
         deep_cap: u64,
+        prio_heap: u64,
+        prio_items: u64,
+        prio_free: u64,
+        prio_inbox: u64,
+        prio_ready: u64,
+        prio_stage: u64,
+        prio_counters: u64,
+        prio_slots: u64,
         local_cap: u32,
         free_cap: u32,
         inline_threshold: u32,
@@ -159,7 +167,112 @@ mirror! {
         idle_max_ns: u32,
         inline_budget: u32,
         inline_abort: u32,
+        prio_servers: u32,
+        prio_window: u32,
+        prio_reserve: u32,
+        prio_pad: u32,
     }
+}
+
+mirror! {
+    /// `gc_heap<gc_prio_key>` (heap.cuh), the header of the persistent scheduler's ready heap of
+    /// priority spawns (ready_heap.cuh): its node, state and partial-buffer arrays, the node size
+    /// and capacity, the slot count (the power of two above the highest target index), then the
+    /// words the device moves (zero in an empty heap, except `next_owner`: 1).
+    "gc_heap<gc_prio_key>" => struct GcHeap {
+        nodes: u64,
+        states: u64,
+        pbuf: u64,
+        k: u64,
+        capacity: u64,
+        slots: u64,
+        count: u64,
+        pbuf_len: u64,
+        hlock: u64,
+        next_owner: u64,
+        error: u64,
+        trace: u64,
+        hlocks: u64,
+        pad0: [u64; 3],
+        mode: u64,
+        pad1: [u64; 15],
+    }
+}
+
+impl GcHeap {
+    /// An empty heap of `capacity` nodes of `k` keys over device arrays at `nodes` (`slots * k`
+    /// keys, [`GcHeap::slots_for`]), `states` (`slots` zeroed words) and `pbuf` (`k` keys).
+    pub(crate) fn empty(nodes: u64, states: u64, pbuf: u64, k: u64, capacity: u64) -> Self {
+        GcHeap {
+            nodes,
+            states,
+            pbuf,
+            k,
+            capacity,
+            slots: Self::slots_for(capacity),
+            next_owner: 1,
+            ..Default::default()
+        }
+    }
+
+    /// Node slots for `capacity` nodes: the power of two above the highest target index.
+    pub(crate) fn slots_for(capacity: u64) -> u64 {
+        1u64 << (64 - capacity.leading_zeros())
+    }
+}
+
+/// Keys per node of the persistent scheduler's ready heap (`GC_PRIO_K`, ready_heap.cuh).
+pub(crate) const PRIO_K: u64 = 256;
+/// Bytes of one key of the ready heap (`gc_prio_key`: a u64 priority, a u32 slot, padding).
+pub(crate) const PRIO_KEY_BYTES: u64 = 16;
+/// Dynamic shared memory a server block of the ready heap needs: the heap's workspace
+/// (`gc_heap_smem_bytes<GC_PRIO_K, gc_prio_key>()`: 64 bytes of control words and 5 K keys)
+/// and the server's 8 control words.
+pub(crate) const PRIO_SMEM_BYTES: u64 = 64 + 5 * PRIO_K * PRIO_KEY_BYTES + 64;
+
+/// The C++ checks of programs with priority spawns (assembled after ready_heap.cuh): the heap
+/// header's layout, the node size and the server's shared memory.
+pub(crate) fn prio_asserts() -> String {
+    let mut s = String::from("// ---- gpu-cilk ABI checks of the ready heap (runtime/src/backend/cuda/abi.rs)\n");
+    mirror_asserts(GcHeap::C_NAME, GcHeap::size(), &GcHeap::fields(), &mut s);
+    let _ = writeln!(s, "static_assert(GC_PRIO_K == {PRIO_K}, \"gpu-cilk ABI: GC_PRIO_K is not PRIO_K\");");
+    let _ = writeln!(
+        s,
+        "static_assert(sizeof(gc_prio_key) == {PRIO_KEY_BYTES}, \"gpu-cilk ABI: gc_prio_key is not PRIO_KEY_BYTES\");"
+    );
+    let _ = writeln!(
+        s,
+        "static_assert(gc_heap_smem_bytes<GC_PRIO_K, gc_prio_key>() + 64 == {PRIO_SMEM_BYTES}, \
+         \"gpu-cilk ABI: the ready heap's shared memory is not PRIO_SMEM_BYTES\");"
+    );
+    for (n, v) in [
+        ("GC_PRIO_CTR_FREE", prio_ctr::FREE),
+        ("GC_PRIO_CTR_IN", prio_ctr::IN),
+        ("GC_PRIO_CTR_READY", prio_ctr::READY),
+        ("GC_PRIO_CTR_FRESH", prio_ctr::FRESH),
+        ("GC_PRIO_CTR_HELD", prio_ctr::HELD),
+        ("GC_PRIO_CTR_WORDS", prio_ctr::WORDS),
+    ] {
+        let _ = writeln!(s, "static_assert({n} == {v}, \"gpu-cilk ABI: {n} is not {v} as in abi.rs\");");
+    }
+    s
+}
+
+/// The ready heap's counter words (`enum gc_prio_ctr`, ready_heap.cuh); word `i` lives at
+/// `prio_counters + 16 * i` (its own 128-byte line).
+pub(crate) mod prio_ctr {
+    /// Freed item slots published and not yet claimed.
+    pub const FREE: usize = 0;
+    /// Keys published in the inbox and not yet claimed.
+    pub const IN: usize = 1;
+    /// Slots published in the ready queue and not yet claimed.
+    pub const READY: usize = 2;
+    /// Never-used slots handed out.
+    pub const FRESH: usize = 3;
+    /// Keys in the heap.
+    pub const HELD: usize = 4;
+    /// Counter words.
+    pub const WORDS: usize = 5;
 }
 
 mirror! {
@@ -225,6 +338,10 @@ pub(crate) mod pstat {
     pub(crate) const UNWOUND: usize = 12;
     /// Inline calls unwound over the inline abort and run again as tasks.
     pub(crate) const ABORTED: usize = 13;
+    /// Priority spawns queued in the ready heap.
+    pub(crate) const PRIO: usize = 14;
+    /// Priority spawns that found every heap slot taken and were plain spawns.
+    pub(crate) const PRIO_FULL: usize = 15;
     /// First per-task counter: `[TASKS + 2 t]` tasks started, `[TASKS + 2 t + 1]` resumed.
     pub(crate) const TASKS: usize = 16;
 }
@@ -281,11 +398,14 @@ pub(crate) enum FaultCode {
     /// Serial recursion through task device forms used more stack than its budget and could not
     /// be restarted as a task (detail: the budget in bytes).
     DevStack = 10,
+    /// The persistent scheduler's ready heap of priority spawns broke (detail: the heap's error
+    /// word, or `1 << 32 | insert result`); an internal error, never a user's.
+    PrioHeap = 11,
 }
 
 impl FaultCode {
     /// Every code, for lookups and the C++ checks.
-    pub(crate) const ALL: [FaultCode; 10] = [
+    pub(crate) const ALL: [FaultCode; 11] = [
         FaultCode::Index,
         FaultCode::DivZero,
         FaultCode::DivOverflow,
@@ -296,6 +416,7 @@ impl FaultCode {
         FaultCode::Depth,
         FaultCode::DevDepth,
         FaultCode::DevStack,
+        FaultCode::PrioHeap,
     ];
 
     /// The C enumerator.
@@ -311,6 +432,7 @@ impl FaultCode {
             FaultCode::Depth => "GC_FAULT_DEPTH",
             FaultCode::DevDepth => "GC_FAULT_DEV_DEPTH",
             FaultCode::DevStack => "GC_FAULT_DEV_STACK",
+            FaultCode::PrioHeap => "GC_FAULT_PRIO_HEAP",
         }
     }
 }
@@ -404,6 +526,10 @@ pub(crate) fn layout_asserts(sched: DeviceScheduler) -> String {
             ("GC_PSTAT_CYC_RUN", pstat::CYC_RUN),
             ("GC_PSTAT_CYC_ALL", pstat::CYC_ALL),
             ("GC_PSTAT_LOCAL_JOINS", pstat::LOCAL_JOINS),
+            ("GC_PSTAT_UNWOUND", pstat::UNWOUND),
+            ("GC_PSTAT_ABORTED", pstat::ABORTED),
+            ("GC_PSTAT_PRIO", pstat::PRIO),
+            ("GC_PSTAT_PRIO_FULL", pstat::PRIO_FULL),
             ("GC_PSTAT_TASKS", pstat::TASKS),
         ];
         for (n, v) in words {

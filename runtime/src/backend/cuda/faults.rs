@@ -77,6 +77,12 @@ pub(crate) fn fault_error(asm: &AssembledProgram, pools: &PoolSizes, f: &GcFault
              GPU_CILK_DEVICE_INLINE_STACK_BYTES)",
             f.detail
         )),
+        Some(FaultCode::PrioHeap) => Error::Internal(format!(
+            "the persistent scheduler's ready heap of priority spawns failed (detail {:#x}: {}); \
+             a bug in gpu-cilk, please report it",
+            f.detail,
+            if f.detail >> 32 == 1 { "an insert found the heap full" } else { "a heap invariant broke" }
+        )),
         None => device_fault(format!("unknown device fault code {}", f.code)),
     }
 }

@@ -60,6 +60,17 @@ impl AssembledProgram {
     pub fn uses_temps(&self) -> bool {
         self.tasks.iter().any(|t| t.fragment.uses_temps)
     }
+
+    /// Whether some task of the program spawns with a priority (`spawn!(f(..), priority = key)`),
+    /// so the persistent scheduler serves prioritized ready work from its heap (ready_heap.cuh).
+    pub fn uses_priorities(&self) -> bool {
+        uses_priorities(&self.tasks)
+    }
+}
+
+/// Whether a fragment spawns with a priority (`gc_spawn_prio<` calls, written by the compiler).
+fn uses_priorities(tasks: &[ProgramTask]) -> bool {
+    tasks.iter().any(|t| t.fragment.defs.contains("gc_spawn_prio<"))
 }
 
 /// Programs of the persistent scheduler with more spawn sites than this get `gc_spawn` out of line
@@ -68,9 +79,13 @@ impl AssembledProgram {
 /// `GPU_CILK_NVRTC_FLAGS=-DGC_OUTLINE_SPAWNS=0` (or `=1`) overrides the choice.
 pub const OUTLINE_SPAWNS_ABOVE: usize = 6;
 
-/// Spawn sites of the persistent form, over all tasks (`gc_spawn<` calls in the fragments).
+/// Spawn sites of the persistent form, over all tasks (`gc_spawn<` and `gc_spawn_prio<` calls in
+/// the fragments).
 fn spawn_sites(tasks: &[ProgramTask]) -> usize {
-    tasks.iter().map(|t| t.fragment.defs.matches("gc_spawn<").count()).sum()
+    tasks
+        .iter()
+        .map(|t| t.fragment.defs.matches("gc_spawn<").count() + t.fragment.defs.matches("gc_spawn_prio<").count())
+        .sum()
 }
 
 /// Assembles the levelized program for `reg` (root first). Every task must carry a CUDA fragment.
@@ -119,9 +134,21 @@ pub fn assemble_for(reg: &Registry, scheduler: DeviceScheduler) -> Result<Assemb
                      #ifndef GC_OUTLINE_SPAWNS\n#define GC_OUTLINE_SPAWNS 1\n#endif"
                 );
             }
+            let prio = uses_priorities(&tasks);
+            if prio {
+                src.push_str("// priority spawns: the ready heap (ready_heap.cuh)\n#define GC_PRIORITIES 1\n");
+            }
             src.push_str(gpu_cilk_kernels::TICKET_QUEUE_CUH);
             src.push('\n');
             src.push_str(gpu_cilk_kernels::PERSISTENT_CUH);
+            if prio {
+                src.push('\n');
+                src.push_str(gpu_cilk_kernels::HEAP_CUH);
+                src.push('\n');
+                src.push_str(gpu_cilk_kernels::READY_HEAP_CUH);
+                src.push('\n');
+                src.push_str(&abi::prio_asserts());
+            }
         }
     }
     src.push('\n');

@@ -10,6 +10,8 @@
 //! Generic over the [`Target`] the kernel runs on: a GPU, or the host simulation (where CI runs
 //! the whole scheduler).
 
+mod prio;
+
 use super::abi::{pctl, pstat, GcFault, GcPSched, GcTq};
 use super::faults::{fault_error, PoolSizes};
 use super::memory::DevicePtr;
@@ -20,6 +22,7 @@ use super::temps::TempHeap;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::stats::{DeviceProfile, Stats, TaskStats};
+use prio::PrioState;
 use std::time::Instant;
 
 /// Threads per block of `gc_persistent` on a GPU (`GC_PERSISTENT_THREADS`): 8 warps.
@@ -64,6 +67,8 @@ pub(crate) struct PersistentState<D: Target> {
     deep_cap: u64,
     inline_budget: u32,
     temps: Option<TempHeap<D>>,
+    /// The ready heap of priority spawns (programs that have them, on a grid of 2 blocks or more).
+    prio: Option<PrioState<D>>,
     inline_threshold: u32,
     idle_max_ns: u32,
 }
@@ -94,7 +99,10 @@ impl<D: Target> PersistentState<D> {
             .clamp(MIN_LOCAL_CAP, MAX_LOCAL_CAP);
         let warp_bytes = (WARP_HDR_BYTES + 4 * FREE_CAP as u64).next_multiple_of(16) + local_cap * layout.item_bytes;
         let warp_size = dev.warp_size().max(1);
-        let smem_for = |threads: u32| (threads / warp_size) as usize * warp_bytes as usize;
+        // Programs with priority spawns: the grid's last blocks serve the ready heap, whose
+        // operations need their own workspace (every block gets the larger of the two).
+        let prio_smem = if asm.uses_priorities() { PrioState::<D>::smem_bytes() } else { 0 };
+        let smem_for = |threads: u32| ((threads / warp_size) as usize * warp_bytes as usize).max(prio_smem);
         let max_per_sm = config.device_blocks_per_sm.min(u32::MAX as usize) as u32;
         let (blocks, threads) = dev.resident_grid(&kernel, THREADS, smem_for(THREADS), max_per_sm)?;
         let smem = smem_for(threads);
@@ -149,6 +157,7 @@ impl<D: Target> PersistentState<D> {
             deep_cap,
             inline_budget: config.device_inline_budget.min(u32::MAX as usize) as u32,
             temps: TempHeap::for_program(dev, program, asm, config)?,
+            prio: if asm.uses_priorities() { PrioState::new(dev, blocks, layout.item_bytes, config)? } else { None },
             inline_threshold,
             idle_max_ns: config.device_idle_max_ns.min(u32::MAX as usize) as u32,
         })
@@ -178,6 +187,9 @@ impl<D: Target> PersistentState<D> {
             ..GcTq::default()
         };
         dev.copy_htod(&[free], &mut self.free_hdr)?;
+        if let Some(p) = &mut self.prio {
+            p.reset(dev)?;
+        }
         Ok(())
     }
 }
@@ -211,7 +223,7 @@ impl<'a, D: Target> PersistentRun<'a, D> {
         st.reset(dev)?;
         dev.write_value(&args, &mut st.root_args)?;
         let counters = D::addr(&st.counters);
-        let params = GcPSched {
+        let mut params = GcPSched {
             pool: D::addr(&st.pool_hdr),
             pool_avail: counters,
             frames: D::addr(&st.frames),
@@ -241,7 +253,11 @@ impl<'a, D: Target> PersistentRun<'a, D> {
             } else {
                 0
             },
+            ..GcPSched::default()
         };
+        if let Some(p) = &st.prio {
+            p.fill(&mut params);
+        }
         dev.launch_resident(&st.kernel, st.dims, &params)?;
         dev.sync()?;
         let ctl = dev.dtoh(&st.ctl)?;
@@ -283,6 +299,8 @@ impl<'a, D: Target> PersistentRun<'a, D> {
         stats.pool_full_inlined = counts[pstat::POOL_FULL];
         stats.inline_unwound = counts[pstat::UNWOUND];
         stats.inline_aborted = counts[pstat::ABORTED];
+        stats.prioritized = counts[pstat::PRIO];
+        stats.priority_fallbacks = counts[pstat::PRIO_FULL];
         stats.peak_live_frames = counts[pstat::FRAMES] as usize;
         stats.peak_frame_bytes = counts[pstat::FRAMES] as usize * st.frame_bytes as usize;
         stats.device_profile = Some(DeviceProfile {
