@@ -193,7 +193,11 @@ mirror! {
         error: u64,
         trace: u64,
         hlocks: u64,
-        pad0: [u64; 3],
+        /// heap.cuh's TUNING word (0: its defaults).
+        tune: u64,
+        /// heap.cuh's PROFILE counters (null: off; only builds with -DGC_HEAP_PROFILE read it).
+        prof: u64,
+        pad0: u64,
         mode: u64,
         pad1: [u64; 15],
     }
