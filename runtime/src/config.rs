@@ -233,14 +233,14 @@ pub struct Config {
     /// keeps the order closer to strictly best first.
     pub device_priority_window: usize,
     /// Persistent device scheduler, programs with priority spawns: while fewer than this many
-    /// priority spawns wait in the ready heap and its queues and no warp is idle, a priority
-    /// spawn runs depth-first on its warp like a plain one (its own stack, the automatic cutoff);
-    /// at or above it, or when a warp is idle, it goes into the heap
+    /// priority spawns wait in the ready heap and its queues, a priority spawn goes into the
+    /// heap; at or above it, it runs depth-first on its warp like a plain spawn (its own stack,
+    /// the automatic cutoff), unless the warp's stack and the pool are full
     /// (`GPU_CILK_DEVICE_PRIORITY_RESERVE`, default 8192). So the heap holds a reserve of the best
     /// work for warps that run dry, while busy warps go depth first and find good incumbents fast
     /// (measured: every node through the heap made knapsack 40× slower, docs/benchmarks.md). At
     /// or above [`Config::device_priority_slots`]: every priority spawn goes through the heap
-    /// (strict best first in batches).
+    /// (best first in batches).
     pub device_priority_reserve: usize,
     /// Persistent device scheduler: bytes of the device frame pool, which holds one frame per
     /// task waiting for children (`GPU_CILK_DEVICE_FRAME_POOL_BYTES`, default 1 GiB).

@@ -21,11 +21,14 @@
 // best-first order in batches of 256 finds good incumbents late), against 7.0 ms and 1.4 M nodes
 // with plain depth-first spawns. So the heap is a RESERVE of the best work for warps that run
 // dry: a priority spawn goes into it while fewer than `prio_reserve` (Config::
-// device_priority_reserve) prioritized items are queued, or when some warp is idle (the batch's
-// `hungry` count), or when a plain spawn would find the warp's stack and the pool full (it could
-// only run inline, without a stack budget to fall back on). Otherwise it is a plain spawn: the
-// warp's own stack, depth first, with the automatic cutoff. Idle warps take the heap's best items
-// before the global pool. prio_reserve >= prio_slots: every priority spawn goes through the heap.
+// device_priority_reserve) prioritized items are queued, or when a plain spawn would find the
+// warp's stack and the pool full (it could only run inline, without a stack budget to fall back
+// on: the heap's slots are the overflow). Otherwise it is a plain spawn: the warp's own stack,
+// depth first, with the automatic cutoff, and the pool for idle warps. Idle warps take the heap's
+// best items before the pool. (Sending spawns to the heap whenever a warp is idle, as a first
+// version did, feeds itself: the servers fall behind, more warps idle, more spawns go to the
+// heap; H100, sc 200: 338 ms, 93% idle.) prio_reserve >= prio_slots: every priority spawn goes
+// through the heap.
 //
 // THE PATH OF A PRIORITY SPAWN INTO THE HEAP (one item, any lane):
 //   1. gc_spawn_prio takes an item SLOT (an index into prio_items): from the free ring, else a
@@ -114,9 +117,6 @@ __device__ __forceinline__ long long gc_prio_queued(const gc_psched* P) {
   return used - *(volatile long long*)gc_prio_ctr(P, GC_PRIO_CTR_FREE);
 }
 
-// Warps that found no work, as this warp read it at the start of its batch.
-__device__ __forceinline__ int gc_prio_hungry(const gc_cx& cx) { return cx.W->h->hungry; }
-
 // Whether both parts of this warp's stack are full (a plain deferred spawn would find no slot).
 __device__ __forceinline__ bool gc_stack_full(const gc_pwarp* W) {
   return *(volatile int*)&W->h->top >= (int)W->P->local_cap && gc_deep_count(W) >= (int)W->P->deep_cap;
@@ -137,11 +137,10 @@ __device__ GC_SPAWN_LINKAGE typename Callee::Ret gc_spawn_prio(gc_cx& cx, typena
   if (P->prio_servers == 0u || cx.frame == nullptr || cx.depth + 1u >= P->max_depth) {
     return gc_spawn<Task, Callee>(cx, args, offset, site);
   }
-  // The RESERVE: with enough prioritized work queued for warps that run dry and none idle now,
-  // run depth-first like a plain spawn (unless that could only run inline as a last resort:
-  // both parts of the warp's stack and the pool full; the heap's slots take it then).
-  if (gc_prio_hungry(cx) == 0 && gc_prio_queued(P) >= (long long)P->prio_reserve &&
-      (!gc_stack_full(cx.W) || gc_pool_has_room(P))) {
+  // The RESERVE: with enough prioritized work queued for warps that run dry, run depth-first
+  // like a plain spawn (unless that could only run inline as a last resort: both parts of the
+  // warp's stack and the pool full; the heap's slots take it then).
+  if (gc_prio_queued(P) >= (long long)P->prio_reserve && (!gc_stack_full(cx.W) || gc_pool_has_room(P))) {
     return gc_spawn<Task, Callee>(cx, args, offset, site);
   }
   const long long slot = gc_prio_slot(P);
