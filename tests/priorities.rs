@@ -1,9 +1,9 @@
 //! Priority spawns on the device schedulers (`spawn!(f(..), priority = key)`): the persistent
 //! scheduler queues them in its ready heap (ready_heap.cuh) and serves them best first; the
 //! results stay the serial function's (`tests/differential.rs` checks that over many trees and
-//! every backend); here, that every priority spawn of a segment goes through the heap while its
-//! reserve is not reached, that a full heap turns spawns into plain ones without losing any, and
-//! that `device_priority_servers = 0` turns the heap off. On the host simulation in CI, on a GPU with `--include-ignored`.
+//! every backend); here, that with a reserve as large as the heap every priority spawn of a
+//! segment goes through it, that a full heap turns spawns into plain ones without losing any, and
+//! that a reserve of 0 and `device_priority_servers = 0` keep spawns out of it. On the host simulation in CI, on a GPU with `--include-ignored`.
 
 #[path = "support/backends.rs"]
 mod backends;
@@ -40,7 +40,16 @@ fn check(base: Config) {
     let d = 7;
     let want = ptree(11, d);
 
+    // The defaults: the heap takes priority spawns while every warp is busy (how many depends on
+    // the schedule).
     let rt = Runtime::with_config(tasks.clone()).unwrap();
+    let r = rt.run_with_stats(ptree::task(11, d)).unwrap();
+    assert_eq!(r.value, want);
+    assert!(r.stats.prioritized <= spawns(d), "{}", r.stats);
+
+    // A reserve as large as the heap: every priority spawn goes through it.
+    let strict = tasks.clone().device_priority_slots(4096).device_priority_reserve(4096);
+    let rt = Runtime::with_config(strict.clone()).unwrap();
     let r = rt.run_with_stats(ptree::task(11, d)).unwrap();
     assert_eq!(r.value, want);
     assert_eq!(r.stats.prioritized, spawns(d), "every priority spawn through the ready heap\n{}", r.stats);
@@ -53,14 +62,15 @@ fn check(base: Config) {
     }
 
     // Three slots: most spawns find them taken and run as plain spawns; none is lost.
-    let rt = Runtime::with_config(tasks.clone().device_priority_slots(3).device_priority_window(1)).unwrap();
+    let rt = Runtime::with_config(strict.device_priority_slots(3).device_priority_reserve(3).device_priority_window(1))
+        .unwrap();
     let r = rt.run_with_stats(ptree::task(11, d)).unwrap();
     assert_eq!(r.value, want);
     assert_eq!(r.stats.prioritized + r.stats.priority_fallbacks, spawns(d), "{}", r.stats);
     assert!(r.stats.priority_fallbacks > 0, "3 slots for {} spawns\n{}", spawns(d), r.stats);
 
     // A reserve of 0: priority spawns go depth-first like plain ones (the warps' stacks hold the
-    // whole tree, so none needs the heap as overflow).
+    // whole tree, so none needs the heap as its overflow).
     let rt = Runtime::with_config(tasks.clone().device_priority_reserve(0)).unwrap();
     let r = rt.run_with_stats(ptree::task(11, d)).unwrap();
     assert_eq!(r.value, want);

@@ -216,7 +216,7 @@ pub struct Config {
     /// [`Error::DeviceFault`] naming the function. Never a stack overflow.
     pub device_inline_stack_bytes: usize,
     /// Persistent device scheduler, programs with priority spawns: item slots of the ready heap
-    /// (`GPU_CILK_DEVICE_PRIORITY_SLOTS`, default 262144 = 2^18). Every priority spawn waiting
+    /// (`GPU_CILK_DEVICE_PRIORITY_SLOTS`, default 2097152 = 2^21). Every priority spawn waiting
     /// in the heap holds one; a spawn that finds none left becomes a plain spawn (counted in
     /// [`Stats::priority_fallbacks`](crate::Stats::priority_fallbacks)). Memory: slots × (item
     /// bytes + about 56 bytes of keys and queue entries).
@@ -232,15 +232,16 @@ pub struct Config {
     /// (`GPU_CILK_DEVICE_PRIORITY_WINDOW`, default 2048). Larger keeps more warps busy; smaller
     /// keeps the order closer to strictly best first.
     pub device_priority_window: usize,
-    /// Persistent device scheduler, programs with priority spawns: while fewer than this many
-    /// priority spawns wait in the ready heap and its queues, a priority spawn goes into the
-    /// heap; at or above it, it runs depth-first on its warp like a plain spawn (its own stack,
-    /// the automatic cutoff), unless the warp's stack and the pool are full
-    /// (`GPU_CILK_DEVICE_PRIORITY_RESERVE`, default 8192). So the heap holds a reserve of the best
-    /// work for warps that run dry, while busy warps go depth first and find good incumbents fast
-    /// (measured: every node through the heap made knapsack 40× slower, docs/benchmarks.md). At
-    /// or above [`Config::device_priority_slots`]: every priority spawn goes through the heap
-    /// (best first in batches).
+    /// Persistent device scheduler, programs with priority spawns: a priority spawn goes into
+    /// the ready heap only while no warp is idle and fewer than this many prioritized items wait
+    /// there; otherwise it runs depth-first on its warp like a plain spawn (its own stack, the
+    /// automatic cutoff, the pool for idle warps), and the heap takes it only when the warp's
+    /// stack and the pool are full (`GPU_CILK_DEVICE_PRIORITY_RESERVE`, default 8192). So the
+    /// heap is a reserve of the best surplus work, which idle warps take first, while busy warps
+    /// go depth first and find good incumbents fast (measured: every node through the heap made
+    /// knapsack 40× slower, docs/benchmarks.md). At or above
+    /// [`Config::device_priority_slots`]: every priority spawn goes through the heap (best first
+    /// in batches).
     pub device_priority_reserve: usize,
     /// Persistent device scheduler: bytes of the device frame pool, which holds one frame per
     /// task waiting for children (`GPU_CILK_DEVICE_FRAME_POOL_BYTES`, default 1 GiB).
@@ -284,7 +285,7 @@ impl Default for Config {
             device_stack_bytes: 16 << 10,
             device_inline_stack_bytes: 0,
             device_frame_pool_bytes: 1 << 30,
-            device_priority_slots: 1 << 18,
+            device_priority_slots: 1 << 21,
             device_priority_servers: 2,
             device_priority_window: 2048,
             device_priority_reserve: 8192,

@@ -277,6 +277,9 @@ struct gc_cx {
   mutable gc_u64 sum_ptr;    // the one Sum word held back in this inline call (0: none yet)
   mutable gc_u64 sum_acc;    // the adds held back (two's complement; the word's width at the flush)
   mutable gc_u32 sum_width;  // that word's bytes (4 or 8)
+  // The priority (gc_priority image) of the spawn gc_spawn_prio hands to gc_spawn (0: a plain
+  // spawn): the key it takes into the ready heap as the overflow of last resort (ready_heap.cuh).
+  gc_u64 spawn_key;
 };
 
 // Resets the serial-form state of a fresh `cx` (every segment start).
@@ -292,6 +295,7 @@ __device__ __forceinline__ void gc_cx_dev_init(gc_cx& cx) {
   cx.sum_ptr = 0ull;
   cx.sum_acc = 0ull;
   cx.sum_width = 0u;
+  cx.spawn_key = 0ull;
 }
 
 __device__ inline void gc_praise(const gc_psched* P, gc_u32 code, gc_u32 site, gc_u32 task, gc_u32 level,
@@ -609,6 +613,15 @@ __device__ __forceinline__ long long gc_claim_slots(gc_u32* counter, gc_u32 cnt,
 #else
 #define GC_SPAWN_LINKAGE inline
 #endif
+#ifndef GC_PRIORITIES
+#define GC_PRIORITIES 0
+#endif
+#if GC_PRIORITIES
+// ready_heap.cuh: queues the spawn in the ready heap with key `key`; false when no slot is free.
+template <typename Task, typename Callee>
+__device__ bool gc_prio_enqueue(gc_cx& cx, const typename Callee::Args& args, gc_u64 offset, gc_u64 key);
+#endif
+
 template <typename Task, typename Callee>
 __device__ GC_SPAWN_LINKAGE typename Callee::Ret gc_spawn(gc_cx& cx, typename Callee::Args args, gc_u64 offset, gc_u32 site) {
   typedef typename Callee::Ret Ret;
@@ -716,8 +729,16 @@ __device__ GC_SPAWN_LINKAGE typename Callee::Ret gc_spawn(gc_cx& cx, typename Ca
     }
     return Ret();
   }
-  // Inline because nothing else can take the call: no frame slot, or both parts of the stack and
-  // the pool are full. Not measured, and not undone: a trip of its guard fails the run.
+  // Both parts of the stack and the pool are full (or no frame slot). Programs with priority
+  // spawns have one more place: the ready heap's slots (the overflow of last resort; the key of
+  // the priority spawn that came here through gc_spawn_prio, 0 for a plain spawn).
+#if GC_PRIORITIES
+  if (cx.frame != nullptr && P->prio_servers != 0u && gc_prio_enqueue<Task, Callee>(cx, args, offset, cx.spawn_key)) {
+    return Ret();
+  }
+#endif
+  // Inline because nothing else can take the call. Not measured, and not undone: a trip of its
+  // guard fails the run.
   return Callee::dev(cx, args);
 }
 
@@ -927,10 +948,7 @@ template <typename Task> __device__ gc_frame_hdr* gc_presume(gc_pwarp* W, gc_fra
 // The warp loop.
 
 // Programs with priority spawns: the assembler defines GC_PRIORITIES to 1 and appends heap.cuh
-// and ready_heap.cuh, which define these two (PRIORITIES in ready_heap.cuh).
-#ifndef GC_PRIORITIES
-#define GC_PRIORITIES 0
-#endif
+// and ready_heap.cuh, which define these two.
 #if GC_PRIORITIES
 template <typename Item> __device__ int gc_prio_take(gc_pwarp* W, Item* mine);
 template <typename Item> __device__ void gc_prio_serve(const gc_psched& P);

@@ -18,18 +18,21 @@
 // THE RESERVE (why not every priority spawn goes through the heap). Measured on an H100
 // (knapsack sc 200/7000/5%): with every node through the heap the run took 285 ms and explored
 // 2.9 M nodes, 92.7% of the warp time idle (two server blocks move about 12 M keys/s, and
-// best-first order in batches of 256 finds good incumbents late), against 7.0 ms and 1.4 M nodes
-// with plain depth-first spawns. So the heap is a RESERVE of the best work for warps that run
-// dry: a priority spawn goes into it while fewer than `prio_reserve` (Config::
-// device_priority_reserve) prioritized items are queued, or when a plain spawn would find the
-// warp's stack and the pool full (it could only run inline, without a stack budget to fall back
-// on: the heap's slots are the overflow). Otherwise it is a plain spawn: the warp's own stack,
-// depth first, with the automatic cutoff, and the pool for idle warps. Idle warps take the heap's
-// best items before the pool. (Sending spawns to the heap whenever a warp is idle, as a first
-// version did, feeds itself: the servers fall behind, more warps idle, more spawns go to the
-// heap; H100, sc 200: 338 ms, 93% idle.) prio_reserve >= prio_slots: every priority spawn goes
-// through the heap.
-//
+// best-first order in batches of 256 finds good incumbents late), against 7.5 ms and 1.4 M nodes
+// with plain depth-first spawns; sending spawns to the heap whenever a warp was idle fed itself
+// (the servers fall behind, more warps idle, more spawns to the heap: 338 ms), and so did
+// sending every spawn while fewer than a reserve were queued (idle warps drain the heap as fast
+// as it fills: 89 ms, 91% idle). So the heap is a RESERVE of the best work, filled from SURPLUS:
+// a priority spawn goes into it only while every warp is busy (the `hungry` count this warp read
+// at the start of its batch is 0) and fewer than `prio_reserve` (Config::
+// device_priority_reserve) prioritized items are queued. Otherwise it is a plain spawn: the
+// warp's own stack, depth first, with the automatic cutoff, and the global pool when warps are
+// idle. Idle warps take the heap's best items before the pool. And when a plain spawn finds the
+// warp's stack and the pool full (it could only run inline, with no stack budget to fall back
+// on), gc_spawn offers it to the heap (the OVERFLOW of last resort, with the spawn's key, 0 for
+// plain spawns of the program) before it runs it inline. With prio_reserve >= prio_slots every
+// priority spawn goes into the heap (strict best first in batches, idle warps or not).
+
 // THE PATH OF A PRIORITY SPAWN INTO THE HEAP (one item, any lane):
 //   1. gc_spawn_prio takes an item SLOT (an index into prio_items): from the free ring, else a
 //      never-used one; none left: the spawn is a plain gc_spawn (GC_PSTAT_PRIO_FULL; nothing is
@@ -117,37 +120,17 @@ __device__ __forceinline__ long long gc_prio_queued(const gc_psched* P) {
   return used - *(volatile long long*)gc_prio_ctr(P, GC_PRIO_CTR_FREE);
 }
 
-// Whether both parts of this warp's stack are full (a plain deferred spawn would find no slot).
-__device__ __forceinline__ bool gc_stack_full(const gc_pwarp* W) {
-  return *(volatile int*)&W->h->top >= (int)W->P->local_cap && gc_deep_count(W) >= (int)W->P->deep_cap;
-}
-
-// spawn!(Callee(args), priority = key) into byte `offset` of the frame this segment leaves
-// behind (~0: discarded); `key` is the priority's order-preserving u64 image (gc_priority, larger
-// first). Returns Ret() when the child was queued (it writes into the frame later), else what
-// gc_spawn returns.
+// Queues spawn!(Callee(args)) in the ready heap with priority image `key`, into byte `offset`
+// of the frame this segment leaves behind (~0: discarded): takes a slot, writes the item, marks
+// the frame bytes the child owns, puts (~key, slot) into the inbox. False (nothing done) when no
+// slot is free. Needs a frame (cx.frame != null) and prio_servers != 0.
 template <typename Task, typename Callee>
-__device__ GC_SPAWN_LINKAGE typename Callee::Ret gc_spawn_prio(gc_cx& cx, typename Callee::Args args, gc_u64 offset,
-                                                               gc_u32 site, gc_u64 key) {
+__device__ bool gc_prio_enqueue(gc_cx& cx, const typename Callee::Args& args, gc_u64 offset, gc_u64 key) {
   typedef typename Callee::Ret Ret;
   typedef typename gc_items<Task>::Item Item;
   const gc_psched* P = cx.W->P;
-  // No heap (no server block), no frame to join the child (it must run inline), or too deep
-  // (gc_spawn raises the fault): the plain spawn decides.
-  if (P->prio_servers == 0u || cx.frame == nullptr || cx.depth + 1u >= P->max_depth) {
-    return gc_spawn<Task, Callee>(cx, args, offset, site);
-  }
-  // The RESERVE: with enough prioritized work queued for warps that run dry, run depth-first
-  // like a plain spawn (unless that could only run inline as a last resort: both parts of the
-  // warp's stack and the pool full; the heap's slots take it then).
-  if (gc_prio_queued(P) >= (long long)P->prio_reserve && (!gc_stack_full(cx.W) || gc_pool_has_room(P))) {
-    return gc_spawn<Task, Callee>(cx, args, offset, site);
-  }
   const long long slot = gc_prio_slot(P);
-  if (slot < 0) {
-    atomicAdd(&P->stats[GC_PSTAT_PRIO_FULL], 1ull);
-    return gc_spawn<Task, Callee>(cx, args, offset, site);
-  }
+  if (slot < 0) return false;
   unsigned char* dst = P->prio_items + (gc_u64)slot * sizeof(Item);
   gc_write_item<Callee>(dst, args, cx.depth + 1u, gc_dest_in<Task>(cx.frame, offset), cx.frame);
   if (offset != ~0ull) gc_mask_set(cx.mask, offset, sizeof(Ret));
@@ -161,7 +144,33 @@ __device__ GC_SPAWN_LINKAGE typename Callee::Ret gc_spawn_prio(gc_cx& cx, typena
   gc_tq_put(in, t, k);
   gc_publish(gc_prio_ctr(P, GC_PRIO_CTR_IN), 1u);
   atomicAdd(&P->stats[GC_PSTAT_PRIO], 1ull);
-  return Ret();
+  return true;
+}
+
+// spawn!(Callee(args), priority = key) into byte `offset` of the frame this segment leaves
+// behind (~0: discarded); `key` is the priority's order-preserving u64 image (gc_priority, larger
+// first). Returns Ret() when the child was deferred (it writes into the frame later), else the
+// value of the inline call gc_spawn made.
+template <typename Task, typename Callee>
+__device__ GC_SPAWN_LINKAGE typename Callee::Ret gc_spawn_prio(gc_cx& cx, typename Callee::Args args, gc_u64 offset,
+                                                               gc_u32 site, gc_u64 key) {
+  typedef typename Callee::Ret Ret;
+  const gc_psched* P = cx.W->P;
+  // The heap takes the spawn while its reserve is short and every warp is busy, or always when
+  // the reserve is the whole heap (see THE RESERVE); a frame is needed to join the child, and a
+  // spawn too deep faults in gc_spawn.
+  const bool strict = (gc_u64)P->prio_reserve >= P->prio_slots;
+  if (P->prio_servers != 0u && cx.frame != nullptr && cx.depth + 1u < P->max_depth &&
+      (strict || (cx.W->h->hungry == 0 && gc_prio_queued(P) < (long long)P->prio_reserve))) {
+    if (gc_prio_enqueue<Task, Callee>(cx, args, offset, key)) return Ret();
+    atomicAdd(&P->stats[GC_PSTAT_PRIO_FULL], 1ull);
+  }
+  // A plain spawn, depth first on this warp, the pool for idle warps; if the stack and the pool
+  // are full, gc_spawn offers it to the heap with this key before it runs it inline.
+  cx.spawn_key = key;
+  const Ret v = gc_spawn<Task, Callee>(cx, args, offset, site);
+  cx.spawn_key = 0ull;
+  return v;
 }
 
 // Takes up to one prioritized item per lane, best first (whole warp, converged); returns how many.
