@@ -30,7 +30,7 @@ use crate::temp::RunHeap;
 use crossbeam_deque::{Steal, Stealer};
 use std::any::TypeId;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
@@ -56,6 +56,8 @@ pub(super) struct Shared<'a> {
     deques: Vec<Mutex<Option<crossbeam_deque::Worker<Job>>>>,
     /// The root delivered its value (set with `Release` after the write).
     done: AtomicBool,
+    /// When (nanoseconds after `start`) the root delivered its value, for the stats.
+    done_at: AtomicU64,
     /// The run is failing; `error` holds why.
     failed: AtomicBool,
     error: Mutex<Option<Error>>,
@@ -128,6 +130,7 @@ impl<'a> Shared<'a> {
             ranked: Ranked::default(),
             deques: deques.into_iter().map(|d| Mutex::new(Some(d))).collect(),
             done: AtomicBool::new(false),
+            done_at: AtomicU64::new(0),
             failed: AtomicBool::new(false),
             error: Mutex::new(None),
             threads: Mutex::new(Vec::new()),
@@ -169,6 +172,11 @@ impl<'a> Shared<'a> {
     /// Whether the root delivered its value.
     pub(super) fn done(&self) -> bool {
         self.done.load(Ordering::Acquire)
+    }
+
+    /// When the root delivered its value, after the run's start (read after the run).
+    pub(super) fn root_done_at(&self) -> Duration {
+        Duration::from_nanos(self.done_at.load(Ordering::Relaxed))
     }
 
     /// The first error of a failed run.
@@ -248,6 +256,8 @@ pub(super) struct WorkerStats {
     pub(super) late: Duration,
     pub(super) parks: u64,
     pub(super) wakeups: u64,
+    /// From the run's start until this worker took its first task (`None`: it took none).
+    pub(super) first: Option<Duration>,
 }
 
 impl WorkerStats {
@@ -394,7 +404,11 @@ impl<'r> Worker<'r> {
             };
             if idle > 0 {
                 self.sh.idle.fetch_sub(1, Ordering::Relaxed);
-                self.stats.idle += idle_since.elapsed();
+                let now = Instant::now();
+                self.stats.idle += now.saturating_duration_since(idle_since);
+                if self.stats.first.is_none() {
+                    self.stats.first = Some(now.saturating_duration_since(self.sh.start));
+                }
             }
             idle = 0;
             self.jobs_since_clock += 1;
@@ -528,6 +542,8 @@ impl<'r> Worker<'r> {
 
     /// The root delivered its value.
     pub(super) fn root_done(&self) {
+        let at = u64::try_from(self.sh.start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.sh.done_at.store(at, Ordering::Relaxed);
         self.sh.done.store(true, Ordering::Release);
         // The run's thread first (it wakes while the others are unparked).
         self.sh.gate.end();
