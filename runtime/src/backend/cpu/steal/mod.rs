@@ -59,7 +59,7 @@ use worker::Shared;
 
 /// The longest a pool thread stays awake after a run (`Config::linger_us` is capped here): a
 /// library must not keep cores busy when nobody runs anything.
-const MAX_LINGER_US: u64 = 10_000;
+pub(super) const MAX_LINGER_US: u64 = 10_000;
 
 /// Runs `call` to completion on every thread of `pool` (`lobby`: the pool's threads lingering
 /// after the last run).

@@ -75,6 +75,8 @@ pub(super) struct Shared<'a> {
     idle: Padded<AtomicUsize>,
     max_depth: usize,
     check_races: bool,
+    /// How long an idle worker keeps looking (yielding) before it parks (`Config::idle_awake_us`).
+    awake: Duration,
     deadline: Option<(Instant, Duration)>,
     /// When the run started (for the idle times).
     start: Instant,
@@ -143,6 +145,7 @@ impl<'a> Shared<'a> {
             idle: Padded(AtomicUsize::new(workers)),
             max_depth: config.max_depth,
             check_races: config.check_races,
+            awake: Duration::from_micros(config.idle_awake_us.min(super::MAX_LINGER_US)),
             deadline: config.timeout.map(|t| (start + t, t)),
             start,
             counts: Padded(LiveCounts {
@@ -397,7 +400,7 @@ impl<'r> Worker<'r> {
                             self.sh.idle.fetch_add(1, Ordering::Relaxed);
                             idle_since = Instant::now();
                         }
-                        self.backoff(&mut idle);
+                        self.backoff(&mut idle, idle_since);
                         continue;
                     }
                 },
@@ -591,14 +594,15 @@ impl<'r> Worker<'r> {
         }
     }
 
-    /// One idle round: spin, then yield, then park until a new task or [`PARK`] (`done` and
-    /// `failed` unpark too).
-    fn backoff(&mut self, step: &mut u32) {
+    /// One idle round of a worker idle since `since`: spin, then yield (at least
+    /// [`YIELD_ROUNDS`] rounds, and until `Config::idle_awake_us` has passed), then park until a new
+    /// task or [`PARK`] (`done` and `failed` unpark too).
+    fn backoff(&mut self, step: &mut u32, since: Instant) {
         if *step < SPIN_ROUNDS {
             for _ in 0..(1u32 << *step) {
                 std::hint::spin_loop();
             }
-        } else if *step < SPIN_ROUNDS + YIELD_ROUNDS {
+        } else if *step < SPIN_ROUNDS + YIELD_ROUNDS || (!self.sh.awake.is_zero() && since.elapsed() < self.sh.awake) {
             std::thread::yield_now();
         } else {
             let s = &self.sh.sleepers;
