@@ -22,6 +22,9 @@
 //! - [`gate`]: which pool threads take part in a run. A run asks every pool thread to join and
 //!   ends when its root delivered, with whichever threads joined by then; it never waits for a
 //!   thread that is asleep or not scheduled (a late one finds the gate closed).
+//! - [`lobby`]: between runs, a thread that left a run stays awake for `Config::linger_us` and
+//!   joins the backend's next run at once (through its gate), instead of sleeping in the pool
+//!   until that run's broadcast wakes it.
 //!
 //! Memory: a suspended task holds one cell; every cell belongs to a task on some worker's current
 //! path or to a task in a deque, and each worker runs depth-first, so live memory is about
