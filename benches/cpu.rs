@@ -170,7 +170,8 @@ fn phases(n: u32, runs: &[gpu_cilk::runtime::Stats]) {
     println!(
         "phases of fib({n}), median of {} stealing runs back to back: wall {:.3} ms; last worker's first task at \
          {:.3} ms; root done at {:.3} ms; end (root done to return) {:.3} ms; per worker: {:.3} ms idle, {:.3} ms \
-         of it before joining; {:.0} tasks, {:.0} steals, {:.0} parks",
+         of it before joining, {:.3} ms before its first task, {:.3} ms after its last; {:.0} tasks, {:.0} steals, \
+         {:.0} parks",
         runs.len(),
         med(&|s| ms(s.wall)),
         med(&|s| ms(s.spread)),
@@ -178,6 +179,8 @@ fn phases(n: u32, runs: &[gpu_cilk::runtime::Stats]) {
         med(&|s| ms(s.wall.saturating_sub(s.root_done))),
         med(&|s| per(s.idle, s)),
         med(&|s| per(s.late, s)),
+        med(&|s| per(s.idle_start, s)),
+        med(&|s| per(s.idle_end, s)),
         med(&|s| s.tasks_created as f64),
         med(&|s| s.steals as f64),
         med(&|s| s.parks as f64),

@@ -160,4 +160,7 @@ fn stats_print_the_stealing_counts() {
     // The phases: some worker took the root before it delivered, which was before the return.
     assert!(stats.spread <= stats.root_done, "{stats}");
     assert!(!stats.root_done.is_zero() && stats.root_done <= stats.wall, "{stats}");
+    // Idle before the first task and after the last are disjoint parts of the idle time.
+    assert!(stats.idle_start + stats.idle_end <= stats.idle, "{stats}");
+    assert!(stats.late <= stats.idle_start, "{stats}");
 }

@@ -150,6 +150,9 @@ fn run_with<T: CilkTask>(
         stats.parks += w.parks;
         stats.wakeups += w.wakeups;
         stats.spread = stats.spread.max(w.first.unwrap_or_default());
+        // A worker that never took a task was idle from the start to the end.
+        stats.idle_start += w.first.unwrap_or(w.idle);
+        stats.idle_end += w.idle_end;
         stats.levels = stats.levels.max(w.levels());
         for (id, name, pre, cont) in w.tasks {
             let i = match reg.entries().iter().position(|e| e.id == id) {

@@ -261,6 +261,9 @@ pub(super) struct WorkerStats {
     pub(super) wakeups: u64,
     /// From the run's start until this worker took its first task (`None`: it took none).
     pub(super) first: Option<Duration>,
+    /// From the end of this worker's last task until it left the run (its part of the run's
+    /// end: waiting for the others to finish, then noticing that the root delivered).
+    pub(super) idle_end: Duration,
 }
 
 impl WorkerStats {
@@ -426,7 +429,11 @@ impl<'r> Worker<'r> {
         }
         if idle > 0 {
             self.sh.idle.fetch_sub(1, Ordering::Relaxed);
-            self.stats.idle += idle_since.elapsed();
+            let span = idle_since.elapsed();
+            self.stats.idle += span;
+            if self.stats.first.is_some() {
+                self.stats.idle_end = span;
+            }
         }
         // Only a failing run leaves tasks behind; their records are freed, never run.
         while let Some(job) = self.local.pop() {
