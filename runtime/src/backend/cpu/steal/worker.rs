@@ -17,7 +17,7 @@
 //! next piece for its whole park interval), `done` and `failed` wake them all, and a short
 //! timeout covers a wake-up lost to a race.
 
-use super::frame::Header;
+use super::frame::{CellCache, Header};
 use super::gate::Gate;
 use super::job::Job;
 use super::policy::Policy;
@@ -335,6 +335,8 @@ pub(super) struct Worker<'r> {
     /// The task function and level running now, for the error if it panics.
     pub(super) current: (&'static str, usize),
     pub(super) stats: WorkerStats,
+    /// Freed continuation cells for this worker's next ones.
+    pub(super) cells: CellCache,
     rng: u64,
     live: Live,
     jobs_since_clock: u32,
@@ -369,6 +371,7 @@ impl<'r> Worker<'r> {
             stash_at: Vec::with_capacity(64),
             current: ("?", 0),
             stats: WorkerStats { late, ..WorkerStats::default() },
+            cells: CellCache::default(),
             rng: 0x9e37_79b9_7f4a_7c15 ^ ((index as u64 + 1) << 17),
             live: Live {
                 base: [sh.counts.live.load(Ordering::Relaxed), sh.counts.live_bytes.load(Ordering::Relaxed)],
