@@ -20,7 +20,7 @@
 
 use super::gate::Gate;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 /// `spin_loop` hints between two looks at the epoch, each followed by a `yield_now`.
@@ -35,8 +35,9 @@ pub(super) type Entry = (u64, Arc<Gate>, usize);
 pub struct Lobby {
     /// Runs opened so far (`Release` after the entry is stored; lingering threads spin on it).
     epoch: AtomicU64,
-    /// The latest open run, if it has not ended.
-    open: Mutex<Option<Entry>>,
+    /// The latest open run, if it has not ended (read by every lingering thread at once when a
+    /// run opens: a read lock, so they never queue behind each other).
+    open: RwLock<Option<Entry>>,
     /// Threads lingering now.
     lingering: AtomicUsize,
 }
@@ -45,7 +46,7 @@ impl Lobby {
     /// Opens a run (its `gate`, its shared state at `at`) for lingering threads; returns its
     /// number.
     pub(super) fn open(&self, gate: &Arc<Gate>, at: usize) -> u64 {
-        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        let mut open = self.open.write().unwrap_or_else(|p| p.into_inner());
         let n = self.epoch.load(Ordering::Relaxed) + 1;
         *open = Some((n, Arc::clone(gate), at));
         self.epoch.store(n, Ordering::Release);
@@ -54,7 +55,7 @@ impl Lobby {
 
     /// Run `n` ended: lingering threads no longer look at it (its gate turns them away anyway).
     pub(super) fn close(&self, n: u64) {
-        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        let mut open = self.open.write().unwrap_or_else(|p| p.into_inner());
         if open.as_ref().is_some_and(|e| e.0 == n) {
             *open = None;
         }
@@ -75,7 +76,7 @@ impl Lobby {
         let since = Instant::now();
         let found = loop {
             if self.epoch.load(Ordering::Acquire) > seen {
-                let open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+                let open = self.open.read().unwrap_or_else(|p| p.into_inner());
                 match open.as_ref() {
                     Some(e) if e.0 > seen => break Some((e.0, Arc::clone(&e.1), e.2)),
                     // It opened and ended already: wait for the next one.

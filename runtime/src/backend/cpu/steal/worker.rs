@@ -31,7 +31,7 @@ use crossbeam_deque::{Steal, Stealer};
 use std::any::TypeId;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
@@ -61,12 +61,13 @@ pub(super) struct Shared<'a> {
     /// The run is failing; `error` holds why.
     failed: AtomicBool,
     error: Mutex<Option<Error>>,
-    /// Worker threads, to unpark at the end.
-    threads: Mutex<Vec<Thread>>,
+    /// Worker threads by index, to unpark at the end (one slot each: workers joining at once
+    /// never wait for each other here).
+    threads: Vec<OnceLock<Thread>>,
     /// Which pool threads joined the run; told when it ends.
     gate: Arc<Gate>,
     /// The counts of the workers that have left.
-    results: Mutex<Vec<WorkerStats>>,
+    results: Vec<Mutex<Option<WorkerStats>>>,
     temps: &'a RunHeap,
     policy: Policy,
     /// Workers looking for work (`Relaxed`: a hint for the policy only). Written whenever a
@@ -135,9 +136,9 @@ impl<'a> Shared<'a> {
             done_at: AtomicU64::new(0),
             failed: AtomicBool::new(false),
             error: Mutex::new(None),
-            threads: Mutex::new(Vec::new()),
+            threads: (0..workers).map(|_| OnceLock::new()).collect(),
             gate,
-            results: Mutex::new(Vec::new()),
+            results: (0..workers).map(|_| Mutex::new(None)).collect(),
             temps,
             policy: Policy::new(config.spawn_queue, config.spawn_queue_idle, config.inline_nesting, workers),
             // Every worker starts out looking for work (counted until it finds some), so the first
@@ -163,13 +164,15 @@ impl<'a> Shared<'a> {
     pub(super) fn work(&'a self, index: usize) {
         if let Some(w) = Worker::new(self, index) {
             let stats = w.run();
-            self.results.lock().unwrap_or_else(|p| p.into_inner()).push(stats);
+            if let Some(slot) = self.results.get(index) {
+                *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(stats);
+            }
         }
     }
 
     /// The counts of every worker that ran (after the run).
     pub(super) fn take_results(&self) -> Vec<WorkerStats> {
-        std::mem::take(&mut *self.results.lock().unwrap_or_else(|p| p.into_inner()))
+        self.results.iter().filter_map(|r| r.lock().unwrap_or_else(|p| p.into_inner()).take()).collect()
     }
 
     /// Whether the root delivered its value.
@@ -227,7 +230,7 @@ impl<'a> Shared<'a> {
     }
 
     fn wake_all(&self) {
-        for t in self.threads.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+        for t in self.threads.iter().filter_map(OnceLock::get) {
             t.unpark();
         }
     }
@@ -357,7 +360,10 @@ impl<'r> Worker<'r> {
     pub(super) fn new(sh: &'r Shared<'r>, index: usize) -> Option<Self> {
         let local = sh.deques.get(index)?.lock().unwrap_or_else(|p| p.into_inner()).take()?;
         let late = sh.start.elapsed();
-        sh.threads.lock().unwrap_or_else(|p| p.into_inner()).push(std::thread::current());
+        if let Some(slot) = sh.threads.get(index) {
+            // Set once: this worker's deque was still there, so no thread took this index yet.
+            let _ = slot.set(std::thread::current());
+        }
         Some(Worker {
             sh,
             index,
