@@ -34,7 +34,7 @@
 //! This module owns the run's setup and its result; it must not touch the levelized scheduler.
 
 mod frame;
-mod gate;
+pub mod gate;
 mod job;
 pub mod join;
 mod lobby;
@@ -43,6 +43,7 @@ mod ranked;
 mod segment;
 mod worker;
 
+pub use gate::Gate;
 pub use join::Join;
 pub use lobby::Lobby;
 
@@ -53,7 +54,6 @@ use crate::stats::{Stats, TaskStats};
 use crate::task::{Call, CilkTask, Registry};
 use crate::temp::RunHeap;
 use frame::Dest;
-use gate::Gate;
 use job::Job;
 use std::mem::MaybeUninit;
 use std::sync::Arc;
