@@ -85,7 +85,7 @@ fn two_threads_racing_the_close() {
 fn two_members_leave_while_the_run_closes() {
     loom::model(|| {
         let run = Run::new(2);
-        let (a, b) = (Arc::clone(&run), Arc::clone(&run));
+        let a = Arc::clone(&run);
         // Both are admitted before anything ends: `second` starts inside `first`'s admission.
         let first = thread::spawn(move || {
             let inside = a.gate.enter().expect("open");
