@@ -66,6 +66,10 @@ struct Args {
     /// machine).
     #[arg(long)]
     min: bool,
+    /// Stealing runs of the first fib size, back to back, whose phases (start, end, idle) are
+    /// printed as medians at the end.
+    #[arg(long, default_value_t = 21)]
+    phases: usize,
     /// Passed by `cargo bench`; ignored.
     #[arg(long, hide = true)]
     bench: bool,
@@ -138,11 +142,49 @@ fn main() {
     }
     println!();
     println!("`stealing vs X` = X's time / stealing's time (above 1: gpu-cilk is faster).");
-    let r = stealing.run_with_stats(fib::task(args.fib.first().copied().unwrap_or(30)));
-    if let Ok(r) = r {
-        println!();
-        println!("stats of one stealing run of fib({}):\n{}", args.fib.first().copied().unwrap_or(30), r.stats);
+    let n = args.fib.first().copied().unwrap_or(30);
+    // Back to back, as the measured runs are (the pool threads are awake, or just went to sleep).
+    let mut runs = Vec::new();
+    for _ in 0..args.phases.max(1) {
+        if let Ok(r) = stealing.run_with_stats(fib::task(n)) {
+            runs.push(r.stats);
+        }
     }
+    if let Some(last) = runs.last() {
+        println!();
+        println!("stats of one stealing run of fib({n}) (the last of {} back to back):\n{last}", runs.len());
+        phases(n, &runs);
+    }
+}
+
+/// Medians over `runs` of the phases of a stealing run: start (until the last worker took its
+/// first task), the root's completion, the end (root done to return), idle time per worker.
+fn phases(n: u32, runs: &[gpu_cilk::runtime::Stats]) {
+    let med = |f: &dyn Fn(&gpu_cilk::runtime::Stats) -> f64| {
+        let mut v: Vec<f64> = runs.iter().map(f).collect();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let per = |d: Duration, s: &gpu_cilk::runtime::Stats| ms(d) / s.workers.max(1) as f64;
+    println!(
+        "phases of fib({n}), median of {} stealing runs back to back: wall {:.3} ms; last worker's first task at \
+         {:.3} ms; root done at {:.3} ms; end (root done to return) {:.3} ms; per worker: {:.3} ms idle, {:.3} ms \
+         of it before joining, {:.3} ms before its first task, {:.3} ms after its last; {:.0} tasks, {:.0} steals, \
+         {:.0} parks",
+        runs.len(),
+        med(&|s| ms(s.wall)),
+        med(&|s| ms(s.spread)),
+        med(&|s| ms(s.root_done)),
+        med(&|s| ms(s.wall.saturating_sub(s.root_done))),
+        med(&|s| per(s.idle, s)),
+        med(&|s| per(s.late, s)),
+        med(&|s| per(s.idle_start, s)),
+        med(&|s| per(s.idle_end, s)),
+        med(&|s| s.tasks_created as f64),
+        med(&|s| s.steals as f64),
+        med(&|s| s.parks as f64),
+    );
 }
 
 /// The levels column, where the serial time is small enough (`--levels-max-serial-ms`).

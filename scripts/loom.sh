@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Loom model checks of the array channel (runtime/tests/channel_loom.rs), of the fetch-and-add
 # ticket queue (runtime/tests/ticket_queue_loom.rs, its counted interface included), of the
-# stealing scheduler's join counter (runtime/tests/join_loom.rs) and of the batched heap
+# stealing scheduler's join counter (runtime/tests/join_loom.rs) and run admission
+# (runtime/tests/gate_loom.rs) and of the batched heap
 # (runtime/tests/heap_loom.rs).
 #
 # LOOM_MAX_PREEMPTIONS=2: loom explores every interleaving with at most two forced preemptions
@@ -19,6 +20,10 @@
 # The join counter's 5 models (1-3 children racing the owner's seal, the all_done shortcut, a
 # reset counter reused) are small: well under a second at bound 2.
 #
+# The run admission's 3 models (runtime/tests/gate_loom.rs: the finisher and a maybe-late thread,
+# two threads racing the close, two members leaving while the run closes) are small: well under
+# a second at bound 2.
+#
 # The heap's 9 models (k = 1 or 2, prefilled sequentially, two threads racing a few operations,
 # each history run through the checker of runtime/tests/support/heap_history.rs) take about
 # 0.6 s at bound 2 and 4 s at bound 3 on 2 cores; a three-thread model costs minutes, so there
@@ -32,4 +37,4 @@ export RUSTFLAGS="${RUSTFLAGS:-} --cfg loom"
 export LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target/loom}"
 exec cargo test -p gpu-cilk-runtime --release --test channel_loom --test ticket_queue_loom --test join_loom \
-  --test heap_loom "$@"
+  --test gate_loom --test heap_loom "$@"

@@ -149,7 +149,7 @@ fn stats_print_the_stealing_counts() {
     let rt = Runtime::with_config(stealing(2)).unwrap();
     let stats = rt.run_with_stats(fib::task(20)).unwrap().stats;
     let text = stats.to_string();
-    for line in ["scheduler          stealing", "spawns ", "steals ", "idle ", "peak live frames "] {
+    for line in ["scheduler          stealing", "spawns ", "steals ", "idle ", "phases ", "peak live frames "] {
         assert!(text.contains(line), "{line:?} missing from\n{text}");
     }
     // Idle time is counted per worker within the run: the part before joining is part of it,
@@ -157,4 +157,10 @@ fn stats_print_the_stealing_counts() {
     assert!((1..=2).contains(&stats.workers), "{stats}");
     assert!(stats.late <= stats.idle, "{stats}");
     assert!(stats.idle <= stats.wall * stats.workers as u32, "{stats}");
+    // The phases: some worker took the root before it delivered, which was before the return.
+    assert!(stats.spread <= stats.root_done, "{stats}");
+    assert!(!stats.root_done.is_zero() && stats.root_done <= stats.wall, "{stats}");
+    // Idle before the first task and after the last are disjoint parts of the idle time.
+    assert!(stats.idle_start + stats.idle_end <= stats.idle, "{stats}");
+    assert!(stats.late <= stats.idle_start, "{stats}");
 }

@@ -142,6 +142,17 @@ pub struct Config {
     /// cannot be split (`GPU_CILK_INLINE_NESTING`, default 8; none on one worker; swept on the
     /// H100 host's 16 cores and on 2 cores, docs/benchmarks.md).
     pub inline_nesting: usize,
+    /// cpu stealing scheduler: how long a pool thread stays awake after a run, in microseconds
+    /// (spinning, then yielding its core), ready to join the backend's next run at once instead
+    /// of sleeping until that run's broadcast wakes it (`GPU_CILK_LINGER_US`, default 200; 0 =
+    /// off; at most 10,000). Back-to-back runs start without waiting for thread wake-ups;
+    /// an idle program pays at most this much CPU per thread after each run.
+    pub linger_us: u64,
+    /// cpu stealing scheduler: how long an idle worker keeps looking for work during a run, in
+    /// microseconds, before it parks (`GPU_CILK_IDLE_AWAKE_US`, default 0: after 7 rounds of
+    /// spinning and 32 of yielding, as rayon's workers do; at most 10,000). A parked worker is
+    /// woken by the next task pushed while no idle worker is awake, or after 100 µs.
+    pub idle_awake_us: u64,
     /// Channel elements one recursion level may hold before the scheduler stops dispatching more
     /// of the level above it (`GPU_CILK_LEVEL_CAPACITY`). The scheduler dispatches at most
     /// `level_capacity / fan-out` tasks at a time, so children always fit.
@@ -269,6 +280,8 @@ impl Default for Config {
             spawn_queue: 2,
             spawn_queue_idle: 4,
             inline_nesting: 8,
+            linger_us: 200,
+            idle_awake_us: 0,
             level_capacity: 1 << 14,
             segment_capacity: 1 << 14,
             pool_capacity: 1 << 26,
@@ -330,6 +343,12 @@ impl Config {
         }
         if let Some(v) = num("GPU_CILK_INLINE_NESTING")? {
             c.inline_nesting = v;
+        }
+        if let Some(v) = num("GPU_CILK_LINGER_US")? {
+            c.linger_us = v as u64;
+        }
+        if let Some(v) = num("GPU_CILK_IDLE_AWAKE_US")? {
+            c.idle_awake_us = v as u64;
         }
         if let Some(v) = num("GPU_CILK_LEVEL_CAPACITY")? {
             c.level_capacity = v;
@@ -446,6 +465,20 @@ impl Config {
     /// Sets the stealing scheduler's sub-kernel inline depth ([`Config::inline_nesting`]).
     pub fn inline_nesting(mut self, n: usize) -> Self {
         self.inline_nesting = n;
+        self
+    }
+
+    /// Sets how long the stealing scheduler's pool threads stay awake after a run, in
+    /// microseconds ([`Config::linger_us`]; 0 = off).
+    pub fn linger_us(mut self, us: u64) -> Self {
+        self.linger_us = us;
+        self
+    }
+
+    /// Sets how long an idle worker of the stealing scheduler keeps looking for work before it
+    /// parks, in microseconds ([`Config::idle_awake_us`]).
+    pub fn idle_awake_us(mut self, us: u64) -> Self {
+        self.idle_awake_us = us;
         self
     }
 

@@ -82,6 +82,20 @@ pub struct Stats {
     pub parks: u64,
     /// Stealing scheduler: times a new task woke a parked worker.
     pub wakeups: u64,
+    /// Stealing scheduler: from the run's start until the last worker that ran any task took
+    /// its first one (how long the work took to reach every worker: pool threads waking up and
+    /// the first steals).
+    pub spread: Duration,
+    /// Stealing scheduler: from the run's start until the root task delivered its value; the
+    /// rest of [`Stats::wall`] is the run's end (telling the run's thread, the workers leaving,
+    /// these stats).
+    pub root_done: Duration,
+    /// Stealing scheduler: the part of [`Stats::idle`] before each worker's first task (from the
+    /// run's start: [`Stats::late`] included), summed over the workers.
+    pub idle_start: Duration,
+    /// Stealing scheduler: the part of [`Stats::idle`] after each worker's last task, until it
+    /// left the run (the others still finishing, then the root's delivery noticed), summed.
+    pub idle_end: Duration,
     /// Persistent device scheduler: items a warp sent to the global pool for hungry warps.
     pub donated: u64,
     /// Persistent device scheduler: spawns that ran inline only because both the warp's stack
@@ -209,6 +223,16 @@ impl fmt::Display for Stats {
                 self.late.as_secs_f64() * 1e3,
                 self.parks,
                 self.wakeups
+            )?;
+            writeln!(
+                f,
+                "phases             last worker's first task at {:.3} ms, root done at {:.3} ms, returned {:.3} ms later; \
+                 idle before the first task {:.3} ms, after the last {:.3} ms (summed)",
+                self.spread.as_secs_f64() * 1e3,
+                self.root_done.as_secs_f64() * 1e3,
+                self.wall.saturating_sub(self.root_done).as_secs_f64() * 1e3,
+                self.idle_start.as_secs_f64() * 1e3,
+                self.idle_end.as_secs_f64() * 1e3
             )?;
             writeln!(
                 f,

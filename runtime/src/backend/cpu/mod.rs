@@ -23,6 +23,8 @@ use crate::task::{Call, CilkTask};
 /// The cpu backend: a worker pool and the scheduler configuration.
 pub struct CpuBackend {
     pool: rayon::ThreadPool,
+    /// The stealing scheduler's hand-over between runs (threads lingering after a run).
+    lobby: std::sync::Arc<steal::Lobby>,
     config: Config,
     scheduler: SchedulerKind,
 }
@@ -48,12 +50,18 @@ impl CpuBackend {
             .thread_name(|i| format!("gpu-cilk-cpu-{i}"))
             .build()
             .map_err(|e| Error::BackendUnavailable { backend: "cpu", reason: e.to_string() })?;
-        Ok(CpuBackend { pool, config: config.clone(), scheduler })
+        Ok(CpuBackend { pool, lobby: Default::default(), config: config.clone(), scheduler })
     }
 
     /// Worker threads.
     pub fn threads(&self) -> usize {
         self.pool.current_num_threads()
+    }
+
+    /// Stealing scheduler: pool threads still awake after the last run, waiting for the next
+    /// (`Config::linger_us`; none once that has passed).
+    pub fn lingering(&self) -> usize {
+        self.lobby.lingering()
     }
 
     /// The scheduler in use (`Stealing` or `Levels`, never `Auto`).
@@ -68,7 +76,7 @@ impl CpuBackend {
                 Some(e) => Err(e),
                 None => levels::run(&self.pool, &self.config, call),
             },
-            _ => steal::run(&self.pool, &self.config, call),
+            _ => steal::run(&self.pool, &self.lobby, &self.config, call),
         }
     }
 }

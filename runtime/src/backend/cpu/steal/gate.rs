@@ -3,91 +3,131 @@
 //! root has delivered (or it failed), whichever threads joined by then. A thread that comes later
 //! (asleep, or not scheduled on a loaded machine) finds the gate closed and returns without
 //! touching the run, so the run's state may be gone by then. It owns this admission protocol
-//! only (no scheduling, no run state).
+//! only (no scheduling, no run state); `runtime/tests/gate_loom.rs` model-checks it with loom.
 //!
-//! Protocol: the run's thread [`wait`](Gate::wait)s until [`end`](Gate::end) is called (root
-//! delivered, or failure), then closes the gate and waits until every admitted thread has left
-//! ([`Inside`] dropped). A thread is admitted ([`enter`](Gate::enter)) only while the gate is
-//! open, under the same lock, so after `wait` returns no thread is inside the run or can enter
-//! it.
+//! # Protocol
+//!
+//! One atomic word holds the number of admitted threads inside the run and a `CLOSED` bit, so
+//! the threads of a run, which arrive together at its start and leave together at its end, never
+//! queue on a lock (a contended `Mutex` puts late arrivals to sleep, and each then needs a
+//! wake-up: tens of microseconds of a millisecond-long run):
+//!
+//! - [`enter`](Gate::enter) adds 1 and is admitted if `CLOSED` was not set; otherwise it takes its
+//!   1 back (as a leave) and returns `None`;
+//! - leaving ([`Inside`] dropped) subtracts 1; the one that leaves the word at `CLOSED` with
+//!   nobody inside tells the run's thread (under the lock, so the signal cannot be lost);
+//! - the run's thread [`wait`](Gate::wait)s (lock and condition variable) until
+//!   [`end`](Gate::end) is called (root delivered, or failure), then sets `CLOSED` and waits until
+//!   the word is `CLOSED` alone, checking it under the lock before each sleep.
+//!
+//! Since every operation is a read-modify-write of the one word, they are totally ordered: a
+//! thread whose add came before the `CLOSED` bit is counted, and `wait` does not return before
+//! its leave; a thread whose add came after it sees `CLOSED` and never touches the run. The adds
+//! are `Acquire` and the subtracts `Release`, and all of them are in the word's release
+//! sequence, so the `Acquire` load by which `wait` sees nobody inside synchronizes with every
+//! admitted thread's leave: nothing a worker did to the run's state comes after `wait` returns.
 
+#[cfg(loom)]
+use loom::sync::atomic::{AtomicUsize, Ordering};
+#[cfg(loom)]
+use loom::sync::{Condvar, Mutex, MutexGuard};
+#[cfg(not(loom))]
+use std::sync::atomic::{AtomicUsize, Ordering};
+#[cfg(not(loom))]
 use std::sync::{Condvar, Mutex, MutexGuard};
+
+/// The word's flag: the run ended and admits nobody any more.
+const CLOSED: usize = 1 << (usize::BITS - 1);
+
+/// Looks at the word (yielding in between) before `wait` sleeps on the condition variable: the
+/// workers leave within microseconds of the end, and a wake-up would add its latency to every
+/// run. (None under loom, whose models must not spin.)
+const LOOKS: usize = if cfg!(loom) { 0 } else { 64 };
 
 /// The admission state of one run (shared with the pool threads through an `Arc`, since a late
 /// thread may hold it after the run is over).
-#[derive(Default)]
-pub(super) struct Gate {
-    state: Mutex<State>,
+#[derive(Debug)]
+pub struct Gate {
+    /// Threads inside, and [`CLOSED`].
+    word: AtomicUsize,
+    /// Whether [`Gate::end`] was called; the lock `wait` sleeps under.
+    ended: Mutex<bool>,
     changed: Condvar,
 }
 
-#[derive(Default)]
-struct State {
-    closed: bool,
-    ended: bool,
-    inside: usize,
+impl Default for Gate {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 /// An admitted thread; dropping it leaves the run (also when the thread unwinds).
-pub(super) struct Inside<'g>(&'g Gate);
+pub struct Inside<'g>(&'g Gate);
 
 impl Gate {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    /// An open gate with nobody inside.
+    pub fn new() -> Self {
+        Gate { word: AtomicUsize::new(0), ended: Mutex::new(false), changed: Condvar::new() }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, bool> {
+        self.ended.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Admits the calling thread while the run is still open.
-    pub(super) fn enter(&self) -> Option<Inside<'_>> {
-        let mut s = self.lock();
-        if s.closed {
+    pub fn enter(&self) -> Option<Inside<'_>> {
+        if self.word.fetch_add(1, Ordering::Acquire) & CLOSED != 0 {
+            self.leave();
             return None;
         }
-        s.inside += 1;
         Some(Inside(self))
     }
 
+    /// Takes one thread out; the last one out of a closed gate tells `wait`.
+    fn leave(&self) {
+        if self.word.fetch_sub(1, Ordering::Release) == CLOSED | 1 {
+            // Under the lock: `wait` checks the word under it before it sleeps.
+            let _ended = self.lock();
+            self.changed.notify_all();
+        }
+    }
+
     /// The run is over (its root delivered, or it failed): wakes [`Gate::wait`].
-    pub(super) fn end(&self) {
-        self.lock().ended = true;
+    pub fn end(&self) {
+        *self.lock() = true;
         self.changed.notify_all();
     }
 
     /// Waits for [`Gate::end`], closes the gate, and waits until every admitted thread has left.
-    pub(super) fn wait(&self) {
-        let mut s = self.lock();
-        while !s.ended {
-            s = self.changed.wait(s).unwrap_or_else(|p| p.into_inner());
+    pub fn wait(&self) {
+        let mut ended = self.lock();
+        while !*ended {
+            ended = self.changed.wait(ended).unwrap_or_else(|p| p.into_inner());
         }
-        s.closed = true;
-        // The workers leave within microseconds of the end (the last one to finish, or waking
-        // from a park): look again a few times before sleeping on the condition variable, whose
-        // wake-up would add its latency to every run.
-        for _ in 0..64 {
-            if s.inside == 0 {
+        drop(ended);
+        if self.word.fetch_or(CLOSED, Ordering::AcqRel) == 0 {
+            return;
+        }
+        for _ in 0..LOOKS {
+            if self.word.load(Ordering::Acquire) == CLOSED {
                 return;
             }
-            drop(s);
             std::thread::yield_now();
-            s = self.lock();
         }
-        while s.inside > 0 {
-            s = self.changed.wait(s).unwrap_or_else(|p| p.into_inner());
+        let mut ended = self.lock();
+        while self.word.load(Ordering::Acquire) != CLOSED {
+            ended = self.changed.wait(ended).unwrap_or_else(|p| p.into_inner());
         }
     }
 }
 
 impl Drop for Inside<'_> {
     fn drop(&mut self) {
-        let mut s = self.0.lock();
-        s.inside -= 1;
-        if s.inside == 0 {
-            drop(s);
-            self.0.changed.notify_all();
-        }
+        self.0.leave();
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::Gate;
     use std::sync::atomic::{AtomicBool, Ordering};
@@ -114,5 +154,35 @@ mod tests {
         assert!(left.load(Ordering::SeqCst), "wait returned while a thread was inside");
         assert!(gate.enter().is_none(), "a thread was admitted after the wait");
         member.join().unwrap();
+        // A turned-away thread leaves nothing behind.
+        assert!(gate.enter().is_none());
+    }
+
+    #[test]
+    fn many_threads_entering_and_leaving_at_once() {
+        for _ in 0..20 {
+            let gate = Arc::new(Gate::default());
+            let inside_now = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let threads: Vec<_> = (0..8)
+                .map(|_| {
+                    let (g, n) = (Arc::clone(&gate), Arc::clone(&inside_now));
+                    std::thread::spawn(move || {
+                        if let Some(_inside) = g.enter() {
+                            n.fetch_add(1, Ordering::SeqCst);
+                            std::thread::yield_now();
+                            n.fetch_sub(1, Ordering::SeqCst);
+                        }
+                    })
+                })
+                .collect();
+            gate.end();
+            gate.wait();
+            // Nobody admitted is still inside, and nobody gets in any more.
+            assert_eq!(inside_now.load(Ordering::SeqCst), 0);
+            assert!(gate.enter().is_none());
+            for t in threads {
+                t.join().unwrap();
+            }
+        }
     }
 }

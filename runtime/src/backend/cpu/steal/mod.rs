@@ -22,6 +22,9 @@
 //! - [`gate`]: which pool threads take part in a run. A run asks every pool thread to join and
 //!   ends when its root delivered, with whichever threads joined by then; it never waits for a
 //!   thread that is asleep or not scheduled (a late one finds the gate closed).
+//! - [`lobby`]: between runs, a thread that left a run stays awake for `Config::linger_us` and
+//!   joins the backend's next run at once (through its gate), instead of sleeping in the pool
+//!   until that run's broadcast wakes it.
 //!
 //! Memory: a suspended task holds one cell; every cell belongs to a task on some worker's current
 //! path or to a task in a deque, and each worker runs depth-first, so live memory is about
@@ -31,15 +34,18 @@
 //! This module owns the run's setup and its result; it must not touch the levelized scheduler.
 
 mod frame;
-mod gate;
+pub mod gate;
 mod job;
 pub mod join;
+mod lobby;
 mod policy;
 mod ranked;
 mod segment;
 mod worker;
 
+pub use gate::Gate;
 pub use join::Join;
+pub use lobby::Lobby;
 
 use crate::config::{Config, SchedulerKind};
 use crate::error::{Error, Result};
@@ -48,25 +54,31 @@ use crate::stats::{Stats, TaskStats};
 use crate::task::{Call, CilkTask, Registry};
 use crate::temp::RunHeap;
 use frame::Dest;
-use gate::Gate;
 use job::Job;
 use std::mem::MaybeUninit;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use worker::Shared;
 
-/// Runs `call` to completion on every thread of `pool`.
+/// The longest a pool thread stays awake after a run (`Config::linger_us` is capped here): a
+/// library must not keep cores busy when nobody runs anything.
+pub(super) const MAX_LINGER_US: u64 = 10_000;
+
+/// Runs `call` to completion on every thread of `pool` (`lobby`: the pool's threads lingering
+/// after the last run).
 pub(super) fn run<T: CilkTask>(
     pool: &rayon::ThreadPool,
+    lobby: &Arc<Lobby>,
     config: &Config,
     call: Call<'_, T>,
 ) -> Result<Report<T::Output>> {
-    run_with(pool, config, call, |_| {})
+    run_with(pool, lobby, config, call, |_| {})
 }
 
 /// [`run`], with `adjust` applied to the run's shared state first (tests change the policy).
 fn run_with<T: CilkTask>(
     pool: &rayon::ThreadPool,
+    lobby: &Arc<Lobby>,
     config: &Config,
     call: Call<'_, T>,
     adjust: impl FnOnce(&mut Shared<'_>),
@@ -82,22 +94,25 @@ fn run_with<T: CilkTask>(
     let mut shared = Shared::new(deques, &temps, config, start, Job::bytes::<T>(), Arc::clone(&gate));
     adjust(&mut shared);
     // Each pool thread that comes while the run is open runs one worker until the run is done
-    // or failing. The run does not wait for the others (asleep, or not scheduled on a loaded
-    // machine): `gate.wait` returns once the run ended and every thread that joined has left,
-    // so no task of this run is running afterwards and no thread touches `shared` again.
+    // or failing: a thread still lingering after the last run (`lobby`) at once, the others
+    // through this broadcast. The run does not wait for the rest (asleep, or not scheduled on a
+    // loaded machine): `gate.wait` returns once the run ended and every thread that joined has
+    // left, so no task of this run is running afterwards and no thread touches `shared` again.
     let at = &shared as *const Shared<'_> as usize;
+    let number = lobby.open(&gate, at);
+    let linger = Duration::from_micros(config.linger_us.min(MAX_LINGER_US));
     pool.spawn_broadcast({
-        let gate = Arc::clone(&gate);
+        let (gate, lobby) = (Arc::clone(&gate), Arc::clone(lobby));
         move |ctx| {
-            let Some(_inside) = gate.enter() else { return };
-            // SAFETY: the gate admitted this thread, so `run_with` has not returned from
-            // `gate.wait` and will not before `_inside` is dropped at the end of this closure:
-            // `shared` is alive and not moved (it is borrowed below until then).
-            let sh = unsafe { &*(at as *const Shared<'_>) };
-            sh.work(ctx.index());
+            join(&gate, at, ctx.index());
+            // Stay awake a little for the next run (once: see `lobby`).
+            if let Some((_, gate, at)) = lobby.wait(number, linger) {
+                join(&gate, at, ctx.index());
+            }
         }
     });
     gate.wait();
+    lobby.close(number);
     let per_worker = shared.take_results();
     if let Some(e) = shared.take_error() {
         return Err(e);
@@ -120,6 +135,7 @@ fn run_with<T: CilkTask>(
         peak_occupancy: peak,
         peak_live_frames: peak,
         peak_frame_bytes: peak_bytes,
+        root_done: shared.root_done_at(),
         ..Stats::default()
     };
     let reg = Registry::of::<T>();
@@ -133,6 +149,10 @@ fn run_with<T: CilkTask>(
         stats.late += w.late;
         stats.parks += w.parks;
         stats.wakeups += w.wakeups;
+        stats.spread = stats.spread.max(w.first.unwrap_or_default());
+        // A worker that never took a task was idle from the start to the end.
+        stats.idle_start += w.first.unwrap_or(w.idle);
+        stats.idle_end += w.idle_end;
         stats.levels = stats.levels.max(w.levels());
         for (id, name, pre, cont) in w.tasks {
             let i = match reg.entries().iter().position(|e| e.id == id) {
@@ -148,6 +168,17 @@ fn run_with<T: CilkTask>(
     }
     stats.wall = start.elapsed();
     Ok(Report { value, stats })
+}
+
+/// Runs worker `index` of the run whose gate is `gate` and whose shared state is at `at`, if the
+/// gate still admits the calling thread.
+fn join(gate: &Gate, at: usize, index: usize) {
+    let Some(_inside) = gate.enter() else { return };
+    // SAFETY: the gate admitted this thread, so the run (`run_with`) has not returned from
+    // `gate.wait` and will not before `_inside` is dropped at the end of this function: its
+    // `shared`, at `at`, is alive and not moved (it is borrowed there until then).
+    let sh = unsafe { &*(at as *const Shared<'_>) };
+    sh.work(index);
 }
 
 fn add_levels(into: &mut Vec<u64>, from: &[u64]) {
@@ -224,13 +255,42 @@ mod tests {
     }
 
     #[test]
+    fn back_to_back_runs_take_lingering_threads_and_the_threads_stop_lingering() {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+        let lobby = Arc::new(Lobby::default());
+        // Long enough for the next run to find the threads awake even on a loaded machine.
+        let config = Config::default().linger_us(5_000);
+        for round in 0..50 {
+            let early = round % 2 == 1;
+            let r = run_with(&pool, &lobby, &config, Call::<Tree>::new((8, early)), |_| {}).unwrap();
+            assert_eq!(r.value, tree_serial(8, early), "round {round}");
+            assert!(r.stats.workers >= 1 && r.stats.spread <= r.stats.root_done, "{}", r.stats);
+        }
+        // Every thread goes back to the pool (to sleep there) once its linger has passed.
+        let t = Instant::now();
+        while lobby.lingering() > 0 {
+            assert!(t.elapsed() < Duration::from_secs(10), "threads still lingering after 10 s");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // Off: nobody lingers after a run.
+        let off = Config::default().linger_us(0);
+        run_with(&pool, &lobby, &off, Call::<Tree>::new((4, false)), |_| {}).unwrap();
+        let t = Instant::now();
+        while lobby.lingering() > 0 {
+            // Threads from the runs before, at most (their 5 ms linger was over already).
+            assert!(t.elapsed() < Duration::from_secs(10), "threads still lingering after 10 s");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[test]
     fn inline_calls_that_end_with_real_children_become_real_children() {
         for threads in [1, 2, 3] {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
             for early in [false, true] {
                 for spawn_queue in [1, 2] {
                     let config = Config::default().spawn_queue(spawn_queue).inline_nesting(30);
-                    let r = run_with(&pool, &config, Call::<Tree>::new((9, early)), |sh| {
+                    let r = run_with(&pool, &Arc::default(), &config, Call::<Tree>::new((9, early)), |sh| {
                         // Inline sub-kernel calls even on one worker (`new` would make none), at
                         // every other level (its depth 9 weighs at most 18 < 30 levels).
                         *sh.policy_mut() = policy::Policy::new(spawn_queue, spawn_queue, 30, 2);

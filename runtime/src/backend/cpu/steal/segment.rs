@@ -12,7 +12,7 @@
 //! synchronously: it becomes a real child of its parent after the fact ([`Link::Inline`]), with
 //! a destination in the parent's cell, before it seals its own counter.
 
-use super::frame::{deliver, Cell, Dest, Header, Ready, DEFERRED};
+use super::frame::{deliver, Cell, CellCache, Dest, Header, Ready, DEFERRED};
 use super::job::Job;
 use super::policy::{weight, Choice};
 use super::worker::{Marks, Worker};
@@ -55,7 +55,7 @@ pub(super) struct Seg {
     /// The task's heap frame, allocated at the first real spawn (or reused from the last
     /// segment); null until then.
     cell: *mut Header,
-    alloc: fn() -> *mut Header,
+    alloc: fn(&mut CellCache) -> *mut Header,
     frame_ptr: unsafe fn(*mut Header) -> *mut u8,
     cell_bytes: usize,
     /// Real children spawned (and inline children that became real) in this segment.
@@ -123,7 +123,7 @@ impl Seg {
     /// The frame storage of this segment's cell, allocating the cell if needed.
     fn frame(&mut self, w: &mut Worker<'_>) -> *mut u8 {
         if self.cell.is_null() {
-            self.cell = (self.alloc)();
+            self.cell = (self.alloc)(&mut w.cells);
             w.frame_alloc(self.cell_bytes);
         }
         // SAFETY: `cell` is a live cell of the task `frame_ptr` was made for (`Seg::new`).
@@ -299,7 +299,7 @@ pub(super) fn run_segments<T: CilkTask>(
                     w.drop_stash(marks);
                     if !seg.cell.is_null() {
                         // SAFETY: an unused spare cell of this task, owned by this thread.
-                        unsafe { Cell::<T>::free(seg.cell) };
+                        unsafe { Cell::<T>::free(&mut w.cells, seg.cell) };
                         w.frame_free(Cell::<T>::BYTES);
                     }
                     return finish(w, link, v);
@@ -341,7 +341,7 @@ pub(super) fn run_segments<T: CilkTask>(
             match unsafe { Cell::<T>::take(cell, next) } {
                 Err(v) => {
                     // SAFETY: as above (this segment's live cell).
-                    unsafe { Cell::<T>::free(cell) };
+                    unsafe { Cell::<T>::free(&mut w.cells, cell) };
                     w.frame_free(Cell::<T>::BYTES);
                     return finish(w, link, v);
                 }
@@ -376,7 +376,7 @@ pub(super) fn run_segments<T: CilkTask>(
         match unsafe { Cell::<T>::take(cell, next) } {
             Err(v) => {
                 // SAFETY: as above (this segment's live cell).
-                unsafe { Cell::<T>::free(cell) };
+                unsafe { Cell::<T>::free(&mut w.cells, cell) };
                 w.frame_free(Cell::<T>::BYTES);
                 return finish(w, link, v);
             }

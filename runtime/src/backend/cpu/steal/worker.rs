@@ -17,7 +17,7 @@
 //! next piece for its whole park interval), `done` and `failed` wake them all, and a short
 //! timeout covers a wake-up lost to a race.
 
-use super::frame::Header;
+use super::frame::{CellCache, Header};
 use super::gate::Gate;
 use super::job::Job;
 use super::policy::Policy;
@@ -30,8 +30,8 @@ use crate::temp::RunHeap;
 use crossbeam_deque::{Steal, Stealer};
 use std::any::TypeId;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
@@ -56,15 +56,18 @@ pub(super) struct Shared<'a> {
     deques: Vec<Mutex<Option<crossbeam_deque::Worker<Job>>>>,
     /// The root delivered its value (set with `Release` after the write).
     done: AtomicBool,
+    /// When (nanoseconds after `start`) the root delivered its value, for the stats.
+    done_at: AtomicU64,
     /// The run is failing; `error` holds why.
     failed: AtomicBool,
     error: Mutex<Option<Error>>,
-    /// Worker threads, to unpark at the end.
-    threads: Mutex<Vec<Thread>>,
+    /// Worker threads by index, to unpark at the end (one slot each: workers joining at once
+    /// never wait for each other here).
+    threads: Vec<OnceLock<Thread>>,
     /// Which pool threads joined the run; told when it ends.
     gate: Arc<Gate>,
     /// The counts of the workers that have left.
-    results: Mutex<Vec<WorkerStats>>,
+    results: Vec<Mutex<Option<WorkerStats>>>,
     temps: &'a RunHeap,
     policy: Policy,
     /// Workers looking for work (`Relaxed`: a hint for the policy only). Written whenever a
@@ -73,6 +76,8 @@ pub(super) struct Shared<'a> {
     idle: Padded<AtomicUsize>,
     max_depth: usize,
     check_races: bool,
+    /// How long an idle worker keeps looking (yielding) before it parks (`Config::idle_awake_us`).
+    awake: Duration,
     deadline: Option<(Instant, Duration)>,
     /// When the run started (for the idle times).
     start: Instant,
@@ -128,11 +133,12 @@ impl<'a> Shared<'a> {
             ranked: Ranked::default(),
             deques: deques.into_iter().map(|d| Mutex::new(Some(d))).collect(),
             done: AtomicBool::new(false),
+            done_at: AtomicU64::new(0),
             failed: AtomicBool::new(false),
             error: Mutex::new(None),
-            threads: Mutex::new(Vec::new()),
+            threads: (0..workers).map(|_| OnceLock::new()).collect(),
             gate,
-            results: Mutex::new(Vec::new()),
+            results: (0..workers).map(|_| Mutex::new(None)).collect(),
             temps,
             policy: Policy::new(config.spawn_queue, config.spawn_queue_idle, config.inline_nesting, workers),
             // Every worker starts out looking for work (counted until it finds some), so the first
@@ -140,6 +146,7 @@ impl<'a> Shared<'a> {
             idle: Padded(AtomicUsize::new(workers)),
             max_depth: config.max_depth,
             check_races: config.check_races,
+            awake: Duration::from_micros(config.idle_awake_us.min(super::MAX_LINGER_US)),
             deadline: config.timeout.map(|t| (start + t, t)),
             start,
             counts: Padded(LiveCounts {
@@ -157,18 +164,25 @@ impl<'a> Shared<'a> {
     pub(super) fn work(&'a self, index: usize) {
         if let Some(w) = Worker::new(self, index) {
             let stats = w.run();
-            self.results.lock().unwrap_or_else(|p| p.into_inner()).push(stats);
+            if let Some(slot) = self.results.get(index) {
+                *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(stats);
+            }
         }
     }
 
     /// The counts of every worker that ran (after the run).
     pub(super) fn take_results(&self) -> Vec<WorkerStats> {
-        std::mem::take(&mut *self.results.lock().unwrap_or_else(|p| p.into_inner()))
+        self.results.iter().filter_map(|r| r.lock().unwrap_or_else(|p| p.into_inner()).take()).collect()
     }
 
     /// Whether the root delivered its value.
     pub(super) fn done(&self) -> bool {
         self.done.load(Ordering::Acquire)
+    }
+
+    /// When the root delivered its value, after the run's start (read after the run).
+    pub(super) fn root_done_at(&self) -> Duration {
+        Duration::from_nanos(self.done_at.load(Ordering::Relaxed))
     }
 
     /// The first error of a failed run.
@@ -216,7 +230,7 @@ impl<'a> Shared<'a> {
     }
 
     fn wake_all(&self) {
-        for t in self.threads.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+        for t in self.threads.iter().filter_map(OnceLock::get) {
             t.unpark();
         }
     }
@@ -248,6 +262,11 @@ pub(super) struct WorkerStats {
     pub(super) late: Duration,
     pub(super) parks: u64,
     pub(super) wakeups: u64,
+    /// From the run's start until this worker took its first task (`None`: it took none).
+    pub(super) first: Option<Duration>,
+    /// From the end of this worker's last task until it left the run (its part of the run's
+    /// end: waiting for the others to finish, then noticing that the root delivered).
+    pub(super) idle_end: Duration,
 }
 
 impl WorkerStats {
@@ -319,6 +338,8 @@ pub(super) struct Worker<'r> {
     /// The task function and level running now, for the error if it panics.
     pub(super) current: (&'static str, usize),
     pub(super) stats: WorkerStats,
+    /// Freed continuation cells for this worker's next ones.
+    pub(super) cells: CellCache,
     rng: u64,
     live: Live,
     jobs_since_clock: u32,
@@ -339,7 +360,10 @@ impl<'r> Worker<'r> {
     pub(super) fn new(sh: &'r Shared<'r>, index: usize) -> Option<Self> {
         let local = sh.deques.get(index)?.lock().unwrap_or_else(|p| p.into_inner()).take()?;
         let late = sh.start.elapsed();
-        sh.threads.lock().unwrap_or_else(|p| p.into_inner()).push(std::thread::current());
+        if let Some(slot) = sh.threads.get(index) {
+            // Set once: this worker's deque was still there, so no thread took this index yet.
+            let _ = slot.set(std::thread::current());
+        }
         Some(Worker {
             sh,
             index,
@@ -353,6 +377,7 @@ impl<'r> Worker<'r> {
             stash_at: Vec::with_capacity(64),
             current: ("?", 0),
             stats: WorkerStats { late, ..WorkerStats::default() },
+            cells: CellCache::default(),
             rng: 0x9e37_79b9_7f4a_7c15 ^ ((index as u64 + 1) << 17),
             live: Live {
                 base: [sh.counts.live.load(Ordering::Relaxed), sh.counts.live_bytes.load(Ordering::Relaxed)],
@@ -387,14 +412,18 @@ impl<'r> Worker<'r> {
                             self.sh.idle.fetch_add(1, Ordering::Relaxed);
                             idle_since = Instant::now();
                         }
-                        self.backoff(&mut idle);
+                        self.backoff(&mut idle, idle_since);
                         continue;
                     }
                 },
             };
             if idle > 0 {
                 self.sh.idle.fetch_sub(1, Ordering::Relaxed);
-                self.stats.idle += idle_since.elapsed();
+                let now = Instant::now();
+                self.stats.idle += now.saturating_duration_since(idle_since);
+                if self.stats.first.is_none() {
+                    self.stats.first = Some(now.saturating_duration_since(self.sh.start));
+                }
             }
             idle = 0;
             self.jobs_since_clock += 1;
@@ -409,7 +438,11 @@ impl<'r> Worker<'r> {
         }
         if idle > 0 {
             self.sh.idle.fetch_sub(1, Ordering::Relaxed);
-            self.stats.idle += idle_since.elapsed();
+            let span = idle_since.elapsed();
+            self.stats.idle += span;
+            if self.stats.first.is_some() {
+                self.stats.idle_end = span;
+            }
         }
         // Only a failing run leaves tasks behind; their records are freed, never run.
         while let Some(job) = self.local.pop() {
@@ -528,6 +561,8 @@ impl<'r> Worker<'r> {
 
     /// The root delivered its value.
     pub(super) fn root_done(&self) {
+        let at = u64::try_from(self.sh.start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.sh.done_at.store(at, Ordering::Relaxed);
         self.sh.done.store(true, Ordering::Release);
         // The run's thread first (it wakes while the others are unparked).
         self.sh.gate.end();
@@ -575,14 +610,15 @@ impl<'r> Worker<'r> {
         }
     }
 
-    /// One idle round: spin, then yield, then park until a new task or [`PARK`] (`done` and
-    /// `failed` unpark too).
-    fn backoff(&mut self, step: &mut u32) {
+    /// One idle round of a worker idle since `since`: spin, then yield (at least
+    /// [`YIELD_ROUNDS`] rounds, and until `Config::idle_awake_us` has passed), then park until a new
+    /// task or [`PARK`] (`done` and `failed` unpark too).
+    fn backoff(&mut self, step: &mut u32, since: Instant) {
         if *step < SPIN_ROUNDS {
             for _ in 0..(1u32 << *step) {
                 std::hint::spin_loop();
             }
-        } else if *step < SPIN_ROUNDS + YIELD_ROUNDS {
+        } else if *step < SPIN_ROUNDS + YIELD_ROUNDS || (!self.sh.awake.is_zero() && since.elapsed() < self.sh.awake) {
             std::thread::yield_now();
         } else {
             let s = &self.sh.sleepers;
