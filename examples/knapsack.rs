@@ -148,7 +148,18 @@ fn verdict(good: bool) -> &'static str {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let run = || -> Result<bool, Error> {
-        let rt = common::runtime(&cli.common)?;
+        // A best-first search of n levels keeps far more spawned nodes waiting than fib or queens:
+        // deeper warp stacks on the device (16384 items a warp, about 2 GB on an H100's 1056
+        // warps) unless GPU_CILK_DEVICE_WARP_STACK_ITEMS says otherwise. With the default 1024 the
+        // paper's largest instances fill the stacks, the pool and the ready heap, and a spawn
+        // that could then only run inline fails the run (docs/benchmarks.md, knapsack).
+        let rt = common::runtime_with(&cli.common, |c| {
+            if std::env::var_os("GPU_CILK_DEVICE_WARP_STACK_ITEMS").is_some() {
+                c
+            } else {
+                c.device_warp_stack_items(16384)
+            }
+        })?;
         let mut ok = true;
         match cli.kind {
             Some(k) => ok &= one(&rt, &cli, k.kind(), cli.n, cli.r)?,

@@ -240,6 +240,7 @@ fn inline_limits(base: Config, k: u32) {
         Err(Error::DeviceFault { task, message, .. }) => {
             assert_eq!(task, "scribble");
             assert!(message.contains("1024 bytes of device stack"), "{message}");
+            assert!(message.contains("entered a serial form that cannot run twice"), "the reason: {message}");
             assert!(message.contains("GPU_CILK_DEVICE_INLINE"), "{message}");
         }
         other => panic!("expected a DeviceFault naming `scribble`, got {other:?}"),

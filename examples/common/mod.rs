@@ -46,10 +46,17 @@ pub fn exit_code(result: Result<bool, Error>) -> std::process::ExitCode {
 
 /// Builds the runtime the flags ask for and says which device it runs on.
 pub fn runtime(common: &Common) -> Result<Runtime, Error> {
-    let rt = match common.backend {
-        Some(kind) => Runtime::with_backend(kind)?,
-        None => Runtime::new()?,
-    };
+    runtime_with(common, |c| c)
+}
+
+/// [`runtime`] with the example's own settings applied to the configuration from the environment
+/// (`tune` gets it after the `GPU_CILK_*` variables and before `--backend`).
+pub fn runtime_with(common: &Common, tune: impl FnOnce(Config) -> Config) -> Result<Runtime, Error> {
+    let mut config = tune(Config::from_env()?);
+    if let Some(kind) = common.backend {
+        config = config.backend(kind);
+    }
+    let rt = Runtime::with_config(config)?;
     println!("backend   {} ({})", rt.backend(), rt.device_description());
     Ok(rt)
 }

@@ -271,6 +271,7 @@ struct gc_cx {
   mutable gc_u32 unwinding;  // 0, or why (gc_unwind) the serial forms are returning at once
   mutable gc_u32 dirty;      // a serial form that cannot run twice was entered in this inline call
   mutable gc_u32 catching;   // gc_spawn re-runs the current inline call as a task on a trip
+  gc_u32 forced;             // why gc_spawn runs the current call inline as a last resort (gc_forced)
   mutable gc_u64 dev_base;   // stack address of the outermost serial form's guard
   mutable gc_u64 abort_at;   // inline_calls past which the current inline call unwinds (~0: never)
   // `&Sum` adds of a call gc_spawn may re-run, held back until it completes (gc_sum_add).
@@ -290,6 +291,7 @@ __device__ __forceinline__ void gc_cx_dev_init(gc_cx& cx) {
   cx.unwinding = 0u;
   cx.dirty = 0u;
   cx.catching = 0u;
+  cx.forced = 0u;
   cx.dev_base = 0ull;
   cx.abort_at = ~0ull;
   cx.sum_ptr = 0ull;
@@ -360,6 +362,15 @@ enum gc_dev_flags : gc_u32 {
 // Why serial forms unwind (`cx.unwinding`).
 enum gc_unwind : gc_u32 { GC_UNWIND_STACK = 1u, GC_UNWIND_WORK = 2u };
 
+// Why an inline call that trips its guard cannot be re-run as a task (the high word of a
+// GC_FAULT_DEV_STACK fault's detail; runtime/src/backend/cuda/faults.rs words each).
+enum gc_forced : gc_u32 {
+  GC_FORCED_NO_FRAME = 1u,  // the task that spawned it got no frame slot (the frame pool is used up)
+  GC_FORCED_FULL = 2u,      // its warp's stack, the global pool (and the ready heap's slots) were full
+  GC_FORCED_DIRTY = 3u,     // it entered a serial form that cannot run twice (&mut slice, Temp, alloc!)
+  GC_FORCED_CALL = 4u,      // a plain call of a task from a segment (not a spawn)
+};
+
 // A guard trip: every serial form returns at once from here on (generated code checks
 // `cx.unwinding` after its guard and after every call of another serial form). When gc_spawn
 // cannot re-run the inline call as a task (no frame to defer it to, a plain call of a task from a
@@ -367,7 +378,10 @@ enum gc_unwind : gc_u32 { GC_UNWIND_STACK = 1u, GC_UNWIND_WORK = 2u };
 __device__ __noinline__ void gc_dev_trip(const gc_cx& cx, gc_u32 why, gc_u32 site) {
   cx.unwinding = why;
   if (cx.catching == 0u || cx.dirty != 0u) {
-    gc_praise(cx.W->P, GC_FAULT_DEV_STACK, site, cx.task, cx.depth + cx.dev_depth, cx.W->P->dev_stack_budget);
+    // The detail's high word says why the call could not be re-run as a task (gc_forced).
+    const gc_u64 why_not = cx.dirty != 0u ? GC_FORCED_DIRTY : (cx.forced != 0u ? cx.forced : GC_FORCED_CALL);
+    gc_praise(cx.W->P, GC_FAULT_DEV_STACK, site, cx.task, cx.depth + cx.dev_depth,
+              (gc_u64)cx.W->P->dev_stack_budget | why_not << 32);
   }
 }
 
@@ -738,8 +752,11 @@ __device__ GC_SPAWN_LINKAGE typename Callee::Ret gc_spawn(gc_cx& cx, typename Ca
   }
 #endif
   // Inline because nothing else can take the call. Not measured, and not undone: a trip of its
-  // guard fails the run.
-  return Callee::dev(cx, args);
+  // guard fails the run (saying why, cx.forced).
+  cx.forced = cx.frame == nullptr ? GC_FORCED_NO_FRAME : GC_FORCED_FULL;
+  const Ret v = Callee::dev(cx, args);
+  cx.forced = 0u;
+  return v;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -68,15 +68,38 @@ pub(crate) fn fault_error(asm: &AssembledProgram, pools: &PoolSizes, f: &GcFault
              (GPU_CILK_DEVICE_INLINE=0) to run every spawn as a task",
             f.detail
         )),
-        Some(FaultCode::DevStack) => device_fault(format!(
-            "inline serial recursion through task calls needs more than its {} bytes of device stack \
-             (a plain call of a task, or a spawn the persistent scheduler ran depth-first that could not \
-             be run again as a task: it writes a `&mut` slice, adds to a `&Sum`, takes a `Temp` or \
-             allocates); set Config::device_inline(false) (GPU_CILK_DEVICE_INLINE=0) to run every spawn \
-             as a task, or give it more stack (GPU_CILK_DEVICE_STACK_BYTES, \
-             GPU_CILK_DEVICE_INLINE_STACK_BYTES)",
-            f.detail
-        )),
+        Some(FaultCode::DevStack) => {
+            // The persistent scheduler says in the detail's high word why the call could not be
+            // run again as a task (`enum gc_forced`, persistent.cuh); the levels scheduler never
+            // re-runs one (0).
+            let why = match f.detail >> 32 {
+                1 => {
+                    "the task that spawned it got no frame slot: the frame pool is used up (raise \
+                      GPU_CILK_DEVICE_FRAME_POOL_BYTES)"
+                }
+                2 => {
+                    "it ran inline only because its warp's stack, the global pool and, in programs with \
+                      priority spawns, the ready heap were full: more spawned work waits than they hold \
+                      (raise GPU_CILK_DEVICE_WARP_STACK_ITEMS, or GPU_CILK_DEVICE_PRIORITY_SLOTS)"
+                }
+                3 => {
+                    "it entered a serial form that cannot run twice (a `&mut` slice or `Temp` parameter, \
+                      or `alloc!`)"
+                }
+                4 => "it is a plain call of a task from a segment, not a spawn",
+                _ => {
+                    "a plain call of a task, or a spawn run depth-first that cannot run twice (a `&mut` \
+                      slice or `Temp` parameter, or `alloc!`)"
+                }
+            };
+            device_fault(format!(
+                "inline serial recursion through task calls needs more than its {} bytes of device stack \
+                 and could not be run again as a task: {why}; set Config::device_inline(false) \
+                 (GPU_CILK_DEVICE_INLINE=0) to run every spawn as a task, or give it more stack \
+                 (GPU_CILK_DEVICE_STACK_BYTES, GPU_CILK_DEVICE_INLINE_STACK_BYTES)",
+                f.detail & 0xffff_ffff
+            ))
+        }
         Some(FaultCode::PrioHeap) => Error::Internal(format!(
             "the persistent scheduler's ready heap of priority spawns failed (detail {:#x}: {}); \
              a bug in gpu-cilk, please report it",
