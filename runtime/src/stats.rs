@@ -109,8 +109,9 @@ pub struct Stats {
     /// [`Config::device_inline_abort`](crate::Config::device_inline_abort) calls, unwound and run
     /// again as tasks.
     pub inline_aborted: u64,
-    /// Persistent device scheduler: priority spawns (`spawn!(f(..), priority = key)`) queued in
-    /// the ready heap and served best first.
+    /// Persistent device scheduler: spawns queued in the ready heap and served best first:
+    /// priority spawns (`spawn!(f(..), priority = key)`) it took as its reserve, and spawns it
+    /// took as the overflow of a full warp stack and pool (programs with priority spawns only).
     pub prioritized: u64,
     /// Persistent device scheduler: priority spawns that found every slot of the ready heap taken
     /// ([`Config::device_priority_slots`](crate::Config::device_priority_slots)) and ran as plain
