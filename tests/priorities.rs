@@ -40,8 +40,8 @@ fn check(base: Config) {
     let d = 7;
     let want = ptree(11, d);
 
-    // The defaults: the heap takes priority spawns while every warp is busy (how many depends on
-    // the schedule).
+    // The defaults: the heap takes only what the warps' stacks and the pool cannot hold (nothing
+    // in a tree this small, but that depends on the schedule).
     let rt = Runtime::with_config(tasks.clone()).unwrap();
     let r = rt.run_with_stats(ptree::task(11, d)).unwrap();
     assert_eq!(r.value, want);

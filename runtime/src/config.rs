@@ -244,15 +244,16 @@ pub struct Config {
     /// keeps the order closer to strictly best first.
     pub device_priority_window: usize,
     /// Persistent device scheduler, programs with priority spawns: a priority spawn goes into
-    /// the ready heap only while no warp is idle and fewer than this many prioritized items wait
+    /// the ready heap while no warp is idle and fewer than this many prioritized items wait
     /// there; otherwise it runs depth-first on its warp like a plain spawn (its own stack, the
-    /// automatic cutoff, the pool for idle warps), and the heap takes it only when the warp's
-    /// stack and the pool are full (`GPU_CILK_DEVICE_PRIORITY_RESERVE`, default 8192). So the
-    /// heap is a reserve of the best surplus work, which idle warps take first, while busy warps
-    /// go depth first and find good incumbents fast (measured: every node through the heap made
-    /// knapsack 40× slower, docs/benchmarks.md). At or above
-    /// [`Config::device_priority_slots`]: every priority spawn goes through the heap (best first
-    /// in batches).
+    /// automatic cutoff, the pool for idle warps), and the heap takes it when the warp's stack
+    /// and the pool are full (`GPU_CILK_DEVICE_PRIORITY_RESERVE`, default 0: the heap holds the
+    /// work that does not fit the warps' stacks and the pool, served best first to idle warps
+    /// before the pool). Measured on an H100 (docs/benchmarks.md, knapsack): every node through
+    /// the heap made knapsack 40× slower; a reserve of 8192 made sc 800 bimodal (half the runs
+    /// explored 15–50× more nodes, up to 8.4 s against 0.45 s) and was slower on every type than
+    /// 0. At or above [`Config::device_priority_slots`]: every priority spawn goes through the
+    /// heap (best first in batches).
     pub device_priority_reserve: usize,
     /// Persistent device scheduler: bytes of the device frame pool, which holds one frame per
     /// task waiting for children (`GPU_CILK_DEVICE_FRAME_POOL_BYTES`, default 1 GiB).
@@ -301,7 +302,7 @@ impl Default for Config {
             device_priority_slots: 1 << 21,
             device_priority_servers: 2,
             device_priority_window: 2048,
-            device_priority_reserve: 8192,
+            device_priority_reserve: 0,
             temp_heap_bytes: 1 << 26,
             timeout: None,
             check_races: false,

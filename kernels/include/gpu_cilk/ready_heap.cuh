@@ -22,10 +22,11 @@
 // with plain depth-first spawns; sending spawns to the heap whenever a warp was idle fed itself
 // (the servers fall behind, more warps idle, more spawns to the heap: 338 ms), and so did
 // sending every spawn while fewer than a reserve were queued (idle warps drain the heap as fast
-// as it fills: 89 ms, 91% idle). So the heap is a RESERVE of the best work, filled from SURPLUS:
-// a priority spawn goes into it only while every warp is busy (the `hungry` count this warp read
-// at the start of its batch is 0) and fewer than `prio_reserve` (Config::
-// device_priority_reserve) prioritized items are queued. Otherwise it is a plain spawn: the
+// as it fills: 89 ms, 91% idle). A RESERVE of the best work filled from SURPLUS: a priority
+// spawn goes into the heap only while every warp is busy (the `hungry` count this warp read at
+// the start of its batch is 0) and fewer than `prio_reserve` (Config::device_priority_reserve)
+// prioritized items are queued; with 8192 sc 200 took 8.7 ms but sc 800 became bimodal (half the
+// runs explored 15-50x more nodes), so the default reserve is 0. Otherwise it is a plain spawn: the
 // warp's own stack, depth first, with the automatic cutoff, and the global pool when warps are
 // idle. Idle warps take the heap's best items before the pool. And when a plain spawn finds the
 // warp's stack and the pool full (it could only run inline, with no stack budget to fall back
