@@ -1,58 +1,16 @@
 //! Host mirrors of `kernels/include/gpu_cilk/heap.cuh`'s structs, shared by the heap's GPU test
 //! (`runtime/tests/cuda_heap.rs`) and the benchmark suite (`benches/gpu_suite/heap.rs`) through
-//! `#[path]`, so the layout is written down once: the 256-byte `gc_heap<Key>` header and the two
-//! key layouts, with the header's host-side setup rules.
+//! `#[path]`, so the layout is written down once: the two key layouts and the benchmark's
+//! structs; the 256-byte `gc_heap<Key>` header is the runtime's own mirror (`GcHeap`, with its
+//! host-side setup rules).
 
 #![allow(dead_code)]
 
 use gpu_cilk_runtime::backend::cuda::{DeviceCopy, DevicePtr};
 
-/// Mirrors `gc_heap<Key>` (32 8-byte words; the three pointers as device addresses).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct GcHeap {
-    pub nodes: u64,
-    pub states: u64,
-    pub pbuf: u64,
-    pub k: u64,
-    pub capacity: u64,
-    pub slots: u64,
-    pub count: u64,
-    pub pbuf_len: u64,
-    /// 0 free, else the holder's `blockIdx.x + 1`.
-    pub hlock: u64,
-    pub next_owner: u64,
-    pub error: u64,
-    /// Device address of the per-block trace words (`GC_HEAP_TRACE_WORDS` each), 0: off.
-    pub trace: u64,
-    /// Heap-lock acquisitions so far (written under the heap lock).
-    pub hlocks: u64,
-    /// Implementation switches (heap.cuh, TUNING; 0: the defaults).
-    pub tune: u64,
-    /// Device address of the per-block profile counters (`PROF_WORDS` each; heap.cuh, PROFILE,
-    /// built with `-DGC_HEAP_PROFILE`), 0: off.
-    pub prof: u64,
-    pub pad0: u64,
-    pub mode: u64,
-    pub pad1: [u64; 15],
-}
-// SAFETY: repr(C), 32 u64 (no padding, every bit pattern valid), the layout of `gc_heap<Key>`
-// (static_assert'ed 256 bytes in kernels/tests/heap_test.cu).
-unsafe impl DeviceCopy for GcHeap {}
+/// `gc_heap<Key>`'s header: the runtime's own layout-checked mirror (the ready heap uses it too).
+pub use gpu_cilk_runtime::backend::cuda::GcHeap;
 const _: () = assert!(std::mem::size_of::<GcHeap>() == 256);
-
-impl GcHeap {
-    /// Node slots for `capacity` nodes: the power of two above the highest target index.
-    pub fn slots(capacity: u64) -> u64 {
-        1u64 << (64 - capacity.leading_zeros())
-    }
-
-    /// An empty heap's header over device arrays at `nodes` (`slots * k` keys), `states`
-    /// (`slots` zeroed words) and `pbuf` (`k` keys).
-    pub fn empty(nodes: u64, states: u64, pbuf: u64, k: u64, capacity: u64) -> Self {
-        GcHeap { nodes, states, pbuf, k, capacity, slots: Self::slots(capacity), next_owner: 1, ..Default::default() }
-    }
-}
 
 /// `benches/cuda/heap_bench.cu`: the heap benchmark's kernels (`gpu_suite --only heap`; run on the
 /// host simulation by `sim_heap.rs`).

@@ -178,8 +178,11 @@ mirror! {
     /// `gc_heap<gc_prio_key>` (heap.cuh), the header of the persistent scheduler's ready heap of
     /// priority spawns (ready_heap.cuh): its node, state and partial-buffer arrays, the node size
     /// and capacity, the slot count (the power of two above the highest target index), then the
-    /// words the device moves (zero in an empty heap, except `next_owner`: 1).
-    "gc_heap<gc_prio_key>" => struct GcHeap {
+    /// words the device moves (zero in an empty heap, except `next_owner`: 1). The one host
+    /// mirror of `gc_heap<Key>` (its layout does not depend on the key): public (doc-hidden,
+    /// re-exported by `backend::cuda`) for the heap's GPU tests and benchmark too.
+    #[allow(missing_docs)]
+    "gc_heap<gc_prio_key>" => pub struct GcHeap {
         nodes: u64,
         states: u64,
         pbuf: u64,
@@ -188,10 +191,13 @@ mirror! {
         slots: u64,
         count: u64,
         pbuf_len: u64,
+        /// 0 free, else the holder's `blockIdx.x + 1`.
         hlock: u64,
         next_owner: u64,
         error: u64,
+        /// Device address of the per-block trace words (`GC_HEAP_TRACE_WORDS` each), 0: off.
         trace: u64,
+        /// Heap-lock acquisitions so far (written under the heap lock).
         hlocks: u64,
         /// heap.cuh's TUNING word (0: its defaults).
         tune: u64,
@@ -205,22 +211,13 @@ mirror! {
 
 impl GcHeap {
     /// An empty heap of `capacity` nodes of `k` keys over device arrays at `nodes` (`slots * k`
-    /// keys, [`GcHeap::slots_for`]), `states` (`slots` zeroed words) and `pbuf` (`k` keys).
-    pub(crate) fn empty(nodes: u64, states: u64, pbuf: u64, k: u64, capacity: u64) -> Self {
-        GcHeap {
-            nodes,
-            states,
-            pbuf,
-            k,
-            capacity,
-            slots: Self::slots_for(capacity),
-            next_owner: 1,
-            ..Default::default()
-        }
+    /// keys, [`GcHeap::slots`]), `states` (`slots` zeroed words) and `pbuf` (`k` keys).
+    pub fn empty(nodes: u64, states: u64, pbuf: u64, k: u64, capacity: u64) -> Self {
+        GcHeap { nodes, states, pbuf, k, capacity, slots: Self::slots(capacity), next_owner: 1, ..Default::default() }
     }
 
     /// Node slots for `capacity` nodes: the power of two above the highest target index.
-    pub(crate) fn slots_for(capacity: u64) -> u64 {
+    pub fn slots(capacity: u64) -> u64 {
         1u64 << (64 - capacity.leading_zeros())
     }
 }

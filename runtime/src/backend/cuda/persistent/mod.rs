@@ -11,8 +11,9 @@
 //! the whole scheduler).
 
 mod prio;
+mod ring;
 
-use super::abi::{pctl, pstat, GcFault, GcPSched, GcTq};
+use super::abi::{pctl, pstat, GcFault, GcPSched, PRIO_SMEM_BYTES};
 use super::faults::{fault_error, PoolSizes};
 use super::memory::DevicePtr;
 use super::module::LaunchDims;
@@ -23,6 +24,7 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::stats::{DeviceProfile, Stats, TaskStats};
 use prio::PrioState;
+use ring::Ring;
 use std::time::Instant;
 
 /// Threads per block of `gc_persistent` on a GPU (`GC_PERSISTENT_THREADS`): 8 warps.
@@ -47,13 +49,10 @@ pub(crate) struct PersistentState<D: Target> {
     frame_bytes: u64,
     frame_count: u64,
     frames: D::Buffer<u8>,
-    free_hdr: D::Buffer<GcTq>,
-    free_data: D::Buffer<u32>,
-    free_turns: D::Buffer<u64>,
-    pool_hdr: D::Buffer<GcTq>,
-    pool_data: D::Buffer<u8>,
-    pool_turns: D::Buffer<u64>,
-    pool_capacity: u64,
+    /// Indices of freed frame slots (u32).
+    free: Ring<D>,
+    /// The global pool of items.
+    pool: Ring<D>,
     /// `[0]` the pool's published-item count, `[16]` the free ring's, `[32]` the next never-used
     /// frame slot (each on its own 128-byte line).
     counters: D::Buffer<u64>,
@@ -101,7 +100,8 @@ impl<D: Target> PersistentState<D> {
         let warp_size = dev.warp_size().max(1);
         // Programs with priority spawns: the grid's last blocks serve the ready heap, whose
         // operations need their own workspace (every block gets the larger of the two).
-        let prio_smem = if asm.uses_priorities() { PrioState::<D>::smem_bytes() } else { 0 };
+        let prio = asm.uses_priorities();
+        let prio_smem = if prio { PRIO_SMEM_BYTES as usize } else { 0 };
         let smem_for = |threads: u32| ((threads / warp_size) as usize * warp_bytes as usize).max(prio_smem);
         let max_per_sm = config.device_blocks_per_sm.min(u32::MAX as usize) as u32;
         let (blocks, threads) = dev.resident_grid(&kernel, THREADS, smem_for(THREADS), max_per_sm)?;
@@ -140,13 +140,8 @@ impl<D: Target> PersistentState<D> {
             frame_bytes: layout.frame_bytes,
             frame_count,
             frames: dev.alloc_zeroed::<u8>((frame_count * layout.frame_bytes) as usize)?,
-            free_hdr: dev.alloc_zeroed::<GcTq>(1)?,
-            free_data: dev.alloc_zeroed::<u32>(free_capacity as usize)?,
-            free_turns: dev.alloc_zeroed::<u64>(free_capacity as usize)?,
-            pool_hdr: dev.alloc_zeroed::<GcTq>(1)?,
-            pool_data: dev.alloc_zeroed::<u8>((pool_capacity * layout.item_bytes) as usize)?,
-            pool_turns: dev.alloc_zeroed::<u64>(pool_capacity as usize)?,
-            pool_capacity,
+            free: Ring::new(dev, free_capacity, 4)?,
+            pool: Ring::new(dev, pool_capacity, layout.item_bytes)?,
             counters: dev.alloc_zeroed::<u64>(48)?,
             ctl: dev.alloc_zeroed::<u32>(pctl::WORDS)?,
             fault: dev.alloc_zeroed::<GcFault>(1)?,
@@ -157,7 +152,7 @@ impl<D: Target> PersistentState<D> {
             deep_cap,
             inline_budget: config.device_inline_budget.min(u32::MAX as usize) as u32,
             temps: TempHeap::for_program(dev, program, asm, config)?,
-            prio: if asm.uses_priorities() { PrioState::new(dev, blocks, layout.item_bytes, config)? } else { None },
+            prio: if prio { PrioState::new(dev, blocks, layout.item_bytes, config)? } else { None },
             inline_threshold,
             idle_max_ns: config.device_idle_max_ns.min(u32::MAX as usize) as u32,
         })
@@ -171,22 +166,8 @@ impl<D: Target> PersistentState<D> {
         dev.zero(&mut self.stats)?;
         dev.zero(&mut self.result)?;
         dev.zero(&mut self.fault)?;
-        dev.zero(&mut self.pool_turns)?;
-        dev.zero(&mut self.free_turns)?;
-        let pool = GcTq {
-            data: D::addr(&self.pool_data),
-            turns: D::addr(&self.pool_turns),
-            mask: self.pool_capacity - 1,
-            ..GcTq::default()
-        };
-        dev.copy_htod(&[pool], &mut self.pool_hdr)?;
-        let free = GcTq {
-            data: D::addr(&self.free_data),
-            turns: D::addr(&self.free_turns),
-            mask: D::len(&self.free_data) as u64 - 1,
-            ..GcTq::default()
-        };
-        dev.copy_htod(&[free], &mut self.free_hdr)?;
+        self.pool.reset(dev)?;
+        self.free.reset(dev)?;
         if let Some(p) = &mut self.prio {
             p.reset(dev)?;
         }
@@ -224,12 +205,12 @@ impl<'a, D: Target> PersistentRun<'a, D> {
         dev.write_value(&args, &mut st.root_args)?;
         let counters = D::addr(&st.counters);
         let mut params = GcPSched {
-            pool: D::addr(&st.pool_hdr),
+            pool: st.pool.addr(),
             pool_avail: counters,
             frames: D::addr(&st.frames),
             frame_bytes: st.frame_bytes,
             frame_count: st.frame_count,
-            free_ring: D::addr(&st.free_hdr),
+            free_ring: st.free.addr(),
             free_avail: counters + 16 * 8,
             fresh: counters + 32 * 8,
             ctl: D::addr(&st.ctl),

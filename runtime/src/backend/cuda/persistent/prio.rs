@@ -8,44 +8,11 @@
 //! Owns: that memory and its reset. Must not own: what the device does with it (the server
 //! blocks, `gc_spawn_prio`, the warps' take), the launch (the parent module).
 
-use super::super::abi::{prio_ctr, GcHeap, GcPSched, GcTq, PRIO_K, PRIO_KEY_BYTES, PRIO_SMEM_BYTES};
+use super::super::abi::{prio_ctr, GcHeap, GcPSched, PRIO_K, PRIO_KEY_BYTES};
 use super::super::target::Target;
+use super::ring::{bytes, Ring};
 use crate::config::Config;
-use crate::error::{Error, Result};
-
-/// One ticket queue of the ready heap on the device: its header, element and turn arrays.
-struct Ring<D: Target> {
-    hdr: D::Buffer<GcTq>,
-    data: D::Buffer<u8>,
-    turns: D::Buffer<u64>,
-    capacity: u64,
-}
-
-impl<D: Target> Ring<D> {
-    fn new(dev: &D, capacity: u64, elem_bytes: u64) -> Result<Self> {
-        Ok(Ring {
-            hdr: dev.alloc_zeroed::<GcTq>(1)?,
-            data: dev.alloc_zeroed::<u8>(bytes(capacity, elem_bytes)?)?,
-            turns: dev.alloc_zeroed::<u64>(capacity as usize)?,
-            capacity,
-        })
-    }
-
-    /// Empties the queue (zeroed turns and counters: ticket_queue.cuh's empty queue).
-    fn reset(&mut self, dev: &D) -> Result<()> {
-        dev.zero(&mut self.turns)?;
-        let q =
-            GcTq { data: D::addr(&self.data), turns: D::addr(&self.turns), mask: self.capacity - 1, ..GcTq::default() };
-        dev.copy_htod(&[q], &mut self.hdr)
-    }
-}
-
-/// `n * size` as a buffer length, or a configuration error.
-fn bytes(n: u64, size: u64) -> Result<usize> {
-    n.checked_mul(size)
-        .and_then(|b| usize::try_from(b).ok())
-        .ok_or_else(|| Error::Config(format!("device_priority_slots: {n} × {size} bytes overflows")))
-}
+use crate::error::Result;
 
 /// The ready heap of one persistent program's state.
 pub(crate) struct PrioState<D: Target> {
@@ -81,7 +48,7 @@ impl<D: Target> PrioState<D> {
         // Every key in the heap owns a slot, so it never holds more than slots / K full nodes (a
         // node a top-down insert allocated counts with its K keys on their way); 2 to spare.
         let capacity = slots / PRIO_K + 2;
-        let node_slots = GcHeap::slots_for(capacity);
+        let node_slots = GcHeap::slots(capacity);
         Ok(Some(PrioState {
             heap: dev.alloc_zeroed::<GcHeap>(1)?,
             nodes: dev.alloc_zeroed::<u8>(bytes(node_slots * PRIO_K, PRIO_KEY_BYTES)?)?,
@@ -101,12 +68,6 @@ impl<D: Target> PrioState<D> {
         }))
     }
 
-    /// Dynamic shared memory a server block needs (the launch gives every block the larger of
-    /// this and what the warps' stacks take).
-    pub(crate) fn smem_bytes() -> usize {
-        PRIO_SMEM_BYTES as usize
-    }
-
     /// Empties the heap and the queues and zeroes the counters (slots keep their bytes: a slot
     /// is written before its key is published).
     pub(crate) fn reset(&mut self, dev: &D) -> Result<()> {
@@ -123,9 +84,9 @@ impl<D: Target> PrioState<D> {
     pub(crate) fn fill(&self, p: &mut GcPSched) {
         p.prio_heap = D::addr(&self.heap);
         p.prio_items = D::addr(&self.items);
-        p.prio_free = D::addr(&self.free.hdr);
-        p.prio_inbox = D::addr(&self.inbox.hdr);
-        p.prio_ready = D::addr(&self.ready.hdr);
+        p.prio_free = self.free.addr();
+        p.prio_inbox = self.inbox.addr();
+        p.prio_ready = self.ready.addr();
         p.prio_stage = D::addr(&self.stage);
         p.prio_counters = D::addr(&self.counters);
         p.prio_slots = self.slots;
