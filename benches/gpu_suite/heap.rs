@@ -40,7 +40,7 @@ use heap_mirror::{
 const CUB_SORT_CU: &str = include_str!("../cuda/cub_sort.cu");
 
 /// The node sizes `heap_bench.cu` instantiates.
-const KS: [u32; 5] = [64, 128, 256, 512, 1024];
+const KS: [u32; 7] = [64, 128, 256, 512, 1024, 2048, 4096];
 
 /// The heap benchmark with gpu-cilk's heap as `gpu_cilk/heap.cuh`.
 pub(crate) fn program() -> ProgramSource {
@@ -49,10 +49,18 @@ pub(crate) fn program() -> ProgramSource {
         .header("gpu_cilk/heap.cuh", gpu_cilk_kernels::HEAP_CUH)
 }
 
+/// [`program`] with heap.cuh's LOAD BATCH set (`--heap-load-batch`; None: the header's default).
+fn program_with(load_batch: Option<u32>) -> ProgramSource {
+    match load_batch {
+        Some(n) => program().option(format!("-DGC_HEAP_LOAD_BATCH={n}")),
+        None => program(),
+    }
+}
+
 /// The same built with heap.cuh's PROFILE counters, for the node sizes `ks` only.
-pub(crate) fn profile_program(ks: &[u32]) -> ProgramSource {
+pub(crate) fn profile_program(ks: &[u32], load_batch: Option<u32>) -> ProgramSource {
     let list: String = ks.iter().map(|k| format!("HB_KERNELS({k})")).collect();
-    program().option("-DGC_HEAP_PROFILE").option(format!("-DHB_KERNEL_LIST={list}"))
+    program_with(load_batch).option("-DGC_HEAP_PROFILE").option(format!("-DHB_KERNEL_LIST={list}"))
 }
 
 /// A `--heap-tune` value: heap.cuh's tuning word (TUNING) and, optionally, the launch shape.
@@ -243,14 +251,17 @@ pub(crate) fn bench_heap(args: &Args, device: Device) -> Vec<Row> {
     if let Err(e) = &cub {
         println!("heap:    CUB columns skipped: {e}");
     }
+    if let Some(n) = args.heap_load_batch {
+        println!("heap:    kernels built with GC_HEAP_LOAD_BATCH={n} (heap.cuh, LOAD BATCH)");
+    }
     let gpu = match device {
-        Ok(dev) => HeapGpu::new(dev)
+        Ok(dev) => HeapGpu::new(dev, args.heap_load_batch)
             .map(|g| {
                 if args.heap_profile_log2n.is_empty() {
                     g
                 } else {
                     let ks: Vec<u32> = args.heap_k.iter().copied().filter(|k| KS.contains(k)).collect();
-                    g.with_profile(&ks)
+                    g.with_profile(&ks, args.heap_load_batch)
                 }
             })
             .map_err(|e| format!("n/a: {e}")),
@@ -376,8 +387,8 @@ struct HeapRun {
 }
 
 impl<'d> HeapGpu<'d> {
-    fn new(dev: &'d CudaDevice) -> gpu_cilk::runtime::Result<Self> {
-        let program = dev.load_program(&program())?;
+    fn new(dev: &'d CudaDevice, load_batch: Option<u32>) -> gpu_cilk::runtime::Result<Self> {
+        let program = dev.load_program(&program_with(load_batch))?;
         // SAFETY: every kernel of heap_bench.cu takes one `HbParams` (mirrored above); `run`
         // passes a heap header whose arrays hold `slots * K` keys, `slots` state words and K
         // buffer keys, a key array of max(N, blocks * K) keys and six counters, and launches at
@@ -395,9 +406,9 @@ impl<'d> HeapGpu<'d> {
     }
 
     /// Builds the PROFILE kernels for the node sizes `ks`.
-    fn with_profile(mut self, ks: &[u32]) -> Self {
+    fn with_profile(mut self, ks: &[u32], load_batch: Option<u32>) -> Self {
         let build = || -> gpu_cilk::runtime::Result<Vec<KernelPair>> {
-            let program = self.dev.load_program(&profile_program(ks))?;
+            let program = self.dev.load_program(&profile_program(ks, load_batch))?;
             let mut out = Vec::new();
             for &k in ks {
                 // SAFETY: as in `new` (the same kernels, built with -DGC_HEAP_PROFILE; `run` also
@@ -432,6 +443,9 @@ impl<'d> HeapGpu<'d> {
         let (_, ins, del) = self.kernels.iter().find(|e| e.0 == k).expect("an instantiated K");
         let threads = threads_for(cfg);
         let smem = smem_bytes(k, 8);
+        // K >= 2048 takes more than the 48 KiB of shared memory a launch gets without asking.
+        ins.set_max_dynamic_shared_memory(smem as usize)?;
+        del.set_max_dynamic_shared_memory(smem as usize)?;
         let per_sm = ins
             .max_active_blocks_per_sm(threads, smem as usize)?
             .min(del.max_active_blocks_per_sm(threads, smem as usize)?);
@@ -469,6 +483,10 @@ impl<'d> HeapGpu<'d> {
             (Err(e), true) => format!("; no profile: {e}"),
             _ => String::new(),
         };
+        if let Some((_, pi, pd)) = prof_kernels {
+            pi.set_max_dynamic_shared_memory(smem as usize)?;
+            pd.set_max_dynamic_shared_memory(smem as usize)?;
+        }
         let runs = args.warmup + args.heap_reps + usize::from(prof_kernels.is_some());
         for rep in 0..runs {
             let profiling = rep == args.warmup + args.heap_reps;

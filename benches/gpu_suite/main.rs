@@ -156,7 +156,8 @@ pub(crate) struct Args {
     /// Heap benchmark (`--only heap`): log2 of the key counts N (insert N keys, delete them all).
     #[arg(long, default_value = "20,22,24,26,28,29", value_delimiter = ',')]
     heap_log2n: Vec<u32>,
-    /// Heap benchmark: node sizes K (64, 128, 256, 512, 1024).
+    /// Heap benchmark: node sizes K (64, 128, 256, 512, 1024, 2048, 4096; the last two take 80 and
+    /// 160 KiB of shared memory a block).
     #[arg(long, default_value = "64,256,1024", value_delimiter = ',')]
     heap_k: Vec<u32>,
     /// Heap benchmark: at N = 2^heap_sweep_log2n, also insert in batches of K / d for these d
@@ -200,6 +201,10 @@ pub(crate) struct Args {
     /// `default,legacy,default+D=64,default+T=1024`.
     #[arg(long, default_value = "default", value_delimiter = ',')]
     heap_tune: Vec<String>,
+    /// Heap benchmark: build the kernels with heap.cuh's GC_HEAP_LOAD_BATCH = n (loads a thread
+    /// issues before it stores any of them to shared memory, 1..32; default: the header's, 1).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=32))]
+    heap_load_batch: Option<u32>,
     /// Heap benchmark: the switches run at N > 2^heap_sweep_log2n.
     #[arg(long, default_value = "default", value_delimiter = ',')]
     heap_tune_big: Vec<String>,

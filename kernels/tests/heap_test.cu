@@ -115,6 +115,7 @@ GC_HEAP_TEST_KERNEL(4, gc_test_k64, u64)
 GC_HEAP_TEST_KERNEL(64, gc_test_k64, u64)
 GC_HEAP_TEST_KERNEL(256, gc_test_k32, u32)
 GC_HEAP_TEST_KERNEL(1024, gc_test_k32, u32)
+GC_HEAP_TEST_KERNEL(2048, gc_test_k32, u32)
 
 // gc_heap_test_wait_last: issue 12's H100 livelock as a probe (K = 1, 8-byte keys, 2 blocks,
 // gc_heap_smem_bytes<1, gc_test_k32>() bytes of dynamic shared memory, a trace buffer for 2
@@ -159,4 +160,5 @@ extern "C" __global__ void gc_heap_test_smem_sizes(unsigned* out) {
     out[2] = gc_heap_smem_bytes<64, gc_test_k64>();
     out[3] = gc_heap_smem_bytes<256, gc_test_k32>();
     out[4] = gc_heap_smem_bytes<1024, gc_test_k32>();
+    out[5] = gc_heap_smem_bytes<2048, gc_test_k32>();
 }

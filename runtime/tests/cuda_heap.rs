@@ -41,7 +41,8 @@ use gpu_cilk_runtime::backend::cuda::{compile, Arch, CudaDevice, DeviceBuffer, K
 use gpu_cilk_runtime::Error;
 use std::time::Duration;
 use stress::{
-    hang_report, kernel_name, source, stress, Batches, Cfg, Dist, Params, Snapshot, Watch, KERNELS, MIXED, PHASED,
+    hang_report, kernel_name, source, source_with, stress, Batches, Cfg, Dist, Params, Snapshot, Watch, KERNELS, MIXED,
+    PHASED,
 };
 
 type Dev = CudaDevice;
@@ -50,13 +51,15 @@ type Kern<P> = Kernel<P>;
 
 /// The stress kernel `name` on the GPU, with how many of its blocks of `threads` threads and
 /// `smem` bytes of dynamic shared memory are resident at once on the whole device.
-fn open_kernel(dev: &Dev, name: &str, threads: u32, smem: u32) -> (Program, Kern<Params>, u32) {
-    let program = dev.load_program(&source()).unwrap_or_else(|e| panic!("compiling heap_test.cu: {e}"));
+fn open_kernel(dev: &Dev, name: &str, threads: u32, smem: u32, load_batch: u32) -> (Program, Kern<Params>, u32) {
+    let program = dev.load_program(&source_with(load_batch)).unwrap_or_else(|e| panic!("compiling heap_test.cu: {e}"));
     // SAFETY: the kernel takes one `gc_heap_test_params` (mirrored by `Params`, size checked by
     // the NVRTC test); every launch of the harness passes live buffers sized for its script: `n`
     // kinds, lengths, statuses, `n * K` input and output keys, `2n` stamps, one clock, and a heap
     // header whose arrays hold `slots * K` keys, `slots` state words and `K` buffer keys.
     let kernel = unsafe { program.kernel::<Params>(name) }.unwrap();
+    // K = 2048 needs 80 KiB: more than the 48 KiB a launch may take without asking.
+    kernel.set_max_dynamic_shared_memory(smem as usize).unwrap();
     let per_sm = kernel.max_active_blocks_per_sm(threads, smem as usize).unwrap();
     (program, kernel, dev.info().multiprocessors * per_sm)
 }
@@ -145,6 +148,8 @@ fn bench_kernels_compile_plain_and_profiled() {
         .header("gpu_cilk/heap.cuh", gpu_cilk_kernels::HEAP_CUH);
     let profiled = plain.clone().option("-DGC_HEAP_PROFILE").option("-DHB_KERNEL_LIST=HB_KERNELS(512)HB_KERNELS(1024)");
     let arch = Arch::new(9, 0);
+    // `gpu_suite --heap-load-batch 8`: heap.cuh's LOAD BATCH.
+    let batched = plain.clone().option("-DGC_HEAP_LOAD_BATCH=8");
     let (a, b) = match (compile(&plain, arch), compile(&profiled, arch)) {
         (Ok(a), Ok(b)) => (a, b),
         (Err(e @ Error::BackendUnavailable { .. }), _) if !gate::require_nvrtc() => {
@@ -153,11 +158,15 @@ fn bench_kernels_compile_plain_and_profiled() {
         }
         (a, b) => panic!("compiling heap_bench.cu: {:?} / {:?}", a.err(), b.err()),
     };
-    for k in [64, 128, 256, 512, 1024] {
+    for k in [64, 128, 256, 512, 1024, 2048, 4096] {
         assert!(a.contains(&format!(".entry hb_delete_k{k}(")), "plain build lacks hb_delete_k{k}");
     }
     assert!(b.contains(".entry hb_delete_k1024(") && !b.contains(".entry hb_delete_k64("), "profiled kernel list");
     assert!(b.contains("%globaltimer") && !a.contains("%globaltimer"), "only the profiled build reads the clocks");
+    let c = compile(&batched, arch).unwrap_or_else(|e| panic!("heap_bench.cu with GC_HEAP_LOAD_BATCH=8: {e}"));
+    // The plain build moves a node with one load per loop round; the batched one unrolls them.
+    let loads = |ptx: &str| ptx.matches("ld.global.cg").count();
+    assert!(loads(&c) > 2 * loads(&a), "batched loads: {} ld.global.cg against {} plain", loads(&c), loads(&a));
     assert!(a.contains("fence.acq_rel.gpu"), "the default tuning's fences");
 }
 
@@ -225,6 +234,7 @@ fn tiny_nodes_many_blocks_all_distributions() {
         dist: Dist::Random,
         chaos: 0,
         tune: 0,
+        load_batch: 0,
     }];
     for dist in [Dist::Random, Dist::Ascending, Dist::Descending, Dist::Equal] {
         cfgs.push(Cfg {
@@ -238,6 +248,7 @@ fn tiny_nodes_many_blocks_all_distributions() {
             dist,
             chaos: 0,
             tune: 0,
+            load_batch: 0,
         });
     }
     stress(&device("tiny_nodes_many_blocks_all_distributions"), &cfgs);
@@ -257,6 +268,7 @@ fn mid_nodes_full_partial_and_mixed_batches() {
         dist: Dist::Random,
         chaos: 0,
         tune: 0,
+        load_batch: 0,
     };
     stress(
         &device("mid_nodes_full_partial_and_mixed_batches"),
@@ -289,6 +301,7 @@ fn large_nodes_mixed_and_phased() {
         dist: Dist::Random,
         chaos: 0,
         tune: 0,
+        load_batch: 0,
     };
     stress(
         &device("large_nodes_mixed_and_phased"),
@@ -296,7 +309,53 @@ fn large_nodes_mixed_and_phased() {
     );
 }
 
-/// K = 1024, the largest node, with fewer threads than keys per node (every block-wide step
+/// K = 2048 (80 KiB of shared memory a block, above the 48 KiB a launch gets without asking):
+/// on 8 blocks and at full residency (every resident block), mixed and phased traffic.
+#[test]
+#[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
+fn nodes_k2048_past_the_default_shared_memory() {
+    let few = Cfg {
+        k: 2048,
+        wide: false,
+        blocks: 8,
+        threads: 512,
+        ops_per_block: 8,
+        phases: MIXED,
+        batches: Batches::Mixed,
+        dist: Dist::Random,
+        chaos: 0,
+        tune: 0,
+        load_batch: 0,
+    };
+    let dev = device("nodes_k2048_past_the_default_shared_memory");
+    let full = Cfg { blocks: 1 << 12, phases: PHASED, batches: Batches::Full, ..few };
+    stress(&dev, &[few, Cfg { dist: Dist::Descending, ..few }, full, Cfg { threads: 1024, ..full }]);
+}
+
+/// heap.cuh's LOAD BATCH (GC_HEAP_LOAD_BATCH = 8, the benchmark's `--heap-load-batch 8`) under
+/// the history checker: K = 1024 and 2048, 8 blocks and every resident block, mixed and phased.
+#[test]
+#[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
+fn batched_loads_keep_every_history_correct() {
+    let few = Cfg {
+        k: 1024,
+        wide: false,
+        blocks: 8,
+        threads: 512,
+        ops_per_block: 8,
+        phases: MIXED,
+        batches: Batches::Mixed,
+        dist: Dist::Random,
+        chaos: 0,
+        tune: 0,
+        load_batch: 8,
+    };
+    let dev = device("batched_loads_keep_every_history_correct");
+    let full = Cfg { blocks: 1 << 12, phases: PHASED, batches: Batches::Full, ..few };
+    stress(&dev, &[few, Cfg { k: 2048, ..few }, full, Cfg { k: 2048, ..full }, Cfg { wide: true, k: 64, ..few }]);
+}
+
+/// K = 1024, the largest node of the ready heap's sizes, with fewer threads than keys per node (every block-wide step
 /// loops), on 8 blocks and at full residency (264 blocks of 512 threads on an H100). The full
 /// configurations hung on the H100 until 2026-11-26 (a delete waiting for its TARGET last node
 /// re-locked it every round and starved the insert it waited for; fixed, they then passed in
@@ -315,6 +374,7 @@ fn largest_nodes_k1024() {
         dist: Dist::Random,
         chaos: 0,
         tune: 0,
+        load_batch: 0,
     };
     let few = Cfg { blocks: 8, ..big };
     let dev = device("largest_nodes_k1024");

@@ -25,15 +25,15 @@ mod stress;
 use gpu_cilk_runtime::backend::cuda::sim::{SimBuffer, SimDevice, SimKernel, SimProgram};
 use gpu_cilk_runtime::backend::cuda::{LaunchDims, ProgramSource};
 use gpu_cilk_runtime::Error;
-use stress::{source, stress, Batches, Cfg, Dist, Params, Watch, MIXED, PHASED};
+use stress::{source_with, stress, Batches, Cfg, Dist, Params, Watch, MIXED, PHASED};
 
 type Dev = SimDevice;
 type Buf<T> = SimBuffer<T>;
 type Kern<P> = SimKernel<P>;
 
 /// The stress kernel `name`, launched cooperatively; every block of the small grids is resident.
-fn open_kernel(dev: &Dev, name: &str, _threads: u32, _smem: u32) -> (SimProgram, Kern<Params>, u32) {
-    let program = dev.load_program(&source()).unwrap_or_else(|e| panic!("compiling heap_test.cu: {e}"));
+fn open_kernel(dev: &Dev, name: &str, _threads: u32, _smem: u32, load_batch: u32) -> (SimProgram, Kern<Params>, u32) {
+    let program = dev.load_program(&source_with(load_batch)).unwrap_or_else(|e| panic!("compiling heap_test.cu: {e}"));
     // SAFETY: the kernel takes one `gc_heap_test_params` (mirrored by `Params`; `SimProgram::kernel`
     // checks the size); every launch of the harness passes live buffers sized for its script: `n`
     // kinds, lengths, statuses, `n * K` input and output keys, `2n` stamps, one clock, and a heap
@@ -59,6 +59,7 @@ fn small(k: u32, wide: bool, threads: u32) -> Cfg {
         dist: Dist::Random,
         chaos: 0,
         tune: 0,
+        load_batch: 0,
     }
 }
 
@@ -77,9 +78,35 @@ fn small_nodes_all_distributions() {
 fn large_nodes_fewer_threads_than_keys() {
     let Some(dev) = sim::sim_device("large_nodes_fewer_threads_than_keys") else { return };
     let big = Cfg { ops_per_block: 6, phases: PHASED, batches: Batches::Full, ..small(1024, false, 64) };
+    // K = 2048: more keys per node than a block may have threads (every step loops 32 times).
+    let biggest = Cfg { blocks: 3, ops_per_block: 4, ..small(2048, false, 64) };
     stress(
         &dev,
-        &[Cfg { blocks: 4, ..small(256, false, 64) }, big, Cfg { phases: MIXED, batches: Batches::Mixed, ..big }],
+        &[
+            Cfg { blocks: 4, ..small(256, false, 64) },
+            big,
+            Cfg { phases: MIXED, batches: Batches::Mixed, ..big },
+            biggest,
+            Cfg { phases: PHASED, batches: Batches::Full, ..biggest },
+        ],
+    );
+}
+
+/// heap.cuh's LOAD BATCH (GC_HEAP_LOAD_BATCH: several loads in flight per thread before any
+/// store to shared memory) moves the same keys: the history checker on small and large nodes,
+/// with fewer threads than words (every load loops) and batches that end inside a round.
+#[test]
+fn batched_loads_keep_every_history_correct() {
+    let Some(dev) = sim::sim_device("batched_loads_keep_every_history_correct") else { return };
+    let big = Cfg { ops_per_block: 6, phases: PHASED, batches: Batches::Full, ..small(1024, false, 64) };
+    stress(
+        &dev,
+        &[
+            Cfg { load_batch: 8, ..small(64, true, 32) },
+            Cfg { load_batch: 3, dist: Dist::Equal, ..small(256, false, 64) },
+            Cfg { load_batch: 8, ..big },
+            Cfg { load_batch: 32, phases: MIXED, batches: Batches::Mixed, ..big },
+        ],
     );
 }
 

@@ -15,7 +15,9 @@
 //                                          left, the whole partial buffer (< K); returns how many.
 // `smem` is dynamic shared memory sized by the launcher: gc_heap_smem_bytes<K, Key>() bytes
 // (a small control block and 5K keys); nothing here declares static shared-memory state. `out` and
-// `keys` must not alias it.
+// `keys` must not alias it. K is a power of two up to 4096; above 48 KiB (K = 2048 with 8-byte
+// keys: 80 KiB) the launcher must raise the kernel's CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+// (an H100 block may have 227 KiB: K = 4096 with 8-byte keys, K = 2048 with 16-byte keys).
 //
 // KEYS are gc_heap_key<P, V>: (priority, payload), P and V unsigned integer types (u32 or u64),
 // ordered by priority then payload (smaller first). Map other priorities through an
@@ -677,19 +679,51 @@ __device__ __forceinline__ void gc_heap_fault(gc_heap<Key>* h, unsigned long lon
     atomicCAS(&h->error, 0ull, code);
 }
 
+// LOAD BATCH. GPUs issue a thread's instructions in order: in a loop of `load a word; store it to
+// shared memory` every store waits for its load, and the next load issues only after that store,
+// so a thread that moves w words of a node pays w round trips to L2 or HBM one after another (the
+// PTX of such a loop shows exactly that; at K = 1024 with 512 threads a child costs 2, at K = 2048
+// 4). GC_HEAP_LOAD_BATCH = n (a compile-time option, default 1: that plain loop) has each thread
+// issue up to n loads into registers before it stores any of them: one round trip per n words.
+// The same words move in the same phase between the same barriers, so nothing else changes; with
+// n > 1 a sift-down level also loads both children (nodes 2x and 2x + 1 are adjacent) in one copy,
+// so that their loads are in flight together.
+#ifndef GC_HEAP_LOAD_BATCH
+#define GC_HEAP_LOAD_BATCH 1
+#endif
+static_assert(GC_HEAP_LOAD_BATCH >= 1 && GC_HEAP_LOAD_BATCH <= 32, "GC_HEAP_LOAD_BATCH must be in 1..32");
+
+// Block-wide copy of `words` words from global memory (ld.global.cg: through L2) into shared memory.
+template <typename W>
+__device__ __forceinline__ void gc_heap_load_words(W* d, const W* s, unsigned words) {
+#if GC_HEAP_LOAD_BATCH > 1
+    const unsigned step = (unsigned)GC_HEAP_LOAD_BATCH * blockDim.x;
+    for (unsigned base = threadIdx.x; base < words; base += step) {
+        W r[GC_HEAP_LOAD_BATCH];
+#pragma unroll
+        for (unsigned u = 0; u < (unsigned)GC_HEAP_LOAD_BATCH; ++u) {
+            const unsigned i = base + u * blockDim.x;
+            if (i < words) r[u] = __ldcg(s + i);
+        }
+#pragma unroll
+        for (unsigned u = 0; u < (unsigned)GC_HEAP_LOAD_BATCH; ++u) {
+            const unsigned i = base + u * blockDim.x;
+            if (i < words) d[i] = r[u];
+        }
+    }
+#else
+    for (unsigned i = threadIdx.x; i < words; i += blockDim.x) d[i] = __ldcg(s + i);
+#endif
+}
+
 // Block-wide copy of n keys, word by word through L2 (ld/st.global.cg) on the global side.
 template <typename Key>
 __device__ __forceinline__ void gc_heap_load(Key* dst_smem, const Key* src, unsigned n) {
     if (sizeof(Key) % 8 == 0) {
-        const unsigned words = n * (unsigned)(sizeof(Key) / 8);
-        const unsigned long long* s = (const unsigned long long*)src;
-        unsigned long long* d = (unsigned long long*)dst_smem;
-        for (unsigned i = threadIdx.x; i < words; i += blockDim.x) d[i] = __ldcg(s + i);
+        gc_heap_load_words((unsigned long long*)dst_smem, (const unsigned long long*)src,
+                           n * (unsigned)(sizeof(Key) / 8));
     } else {
-        const unsigned words = n * (unsigned)(sizeof(Key) / 4);
-        const unsigned* s = (const unsigned*)src;
-        unsigned* d = (unsigned*)dst_smem;
-        for (unsigned i = threadIdx.x; i < words; i += blockDim.x) d[i] = __ldcg(s + i);
+        gc_heap_load_words((unsigned*)dst_smem, (const unsigned*)src, n * (unsigned)(sizeof(Key) / 4));
     }
 }
 
@@ -1089,7 +1123,7 @@ __device__ int gc_heap_insert_bottom_up(gc_heap<Key>* h, const gc_heap_ws<K, Key
 // gc_heap_insert's body; p0: thread 0's profile clock at its start (PROFILE).
 template <int K, typename Key>
 __device__ int gc_heap_insert_impl(gc_heap<Key>* h, const Key* keys, unsigned n, void* smem, long long p0) {
-    static_assert(K >= 1 && K <= 1024 && (K & (K - 1)) == 0, "K must be a power of two in 1..1024");
+    static_assert(K >= 1 && K <= 4096 && (K & (K - 1)) == 0, "K must be a power of two in 1..4096");
     const gc_heap_ws<K, Key> ws = gc_heap_ws_at<K, Key>(smem);
     if (n == 0u) return GC_HEAP_OK;
     if (n > (unsigned)K) return GC_HEAP_TOO_LARGE;
@@ -1263,8 +1297,12 @@ __device__ void gc_heap_sift_down(gc_heap<Key>* h, const gc_heap_ws<K, Key>& ws,
         }
         if (pl && pr) {
             if (!loaded) {
-                gc_heap_load(ws.b, gc_heap_node<K>(h, l), K);
-                gc_heap_load(ws.b + K, gc_heap_node<K>(h, r), K);
+                if (GC_HEAP_LOAD_BATCH > 1) {
+                    gc_heap_load(ws.b, gc_heap_node<K>(h, l), 2u * K);  // r = l + 1: adjacent nodes
+                } else {
+                    gc_heap_load(ws.b, gc_heap_node<K>(h, l), K);
+                    gc_heap_load(ws.b + K, gc_heap_node<K>(h, r), K);
+                }
                 __syncthreads();
             }
             const Key hi_min = gc_heap_less(ws.b[K], ws.b[0]) ? ws.b[K] : ws.b[0];
@@ -1389,7 +1427,7 @@ __device__ unsigned long long gc_heap_take_last(gc_heap<Key>* h, unsigned long l
 // how many (0: empty). `out` is global or shared memory, not the workspace.
 template <int K, typename Key>
 __device__ unsigned gc_heap_delete_min(gc_heap<Key>* h, Key* out, void* smem) {
-    static_assert(K >= 1 && K <= 1024 && (K & (K - 1)) == 0, "K must be a power of two in 1..1024");
+    static_assert(K >= 1 && K <= 4096 && (K & (K - 1)) == 0, "K must be a power of two in 1..4096");
     const gc_heap_ws<K, Key> ws = gc_heap_ws_at<K, Key>(smem);
     gc_heap_ctl* c = ws.ctl;
     long long pt = gc_heap_prof_now(), p_start = pt;  // thread 0's profile clock (PROFILE)

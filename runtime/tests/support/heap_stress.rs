@@ -9,7 +9,7 @@
 //!
 //! The including test file names its device at its crate root: `Dev` (with `alloc_zeroed`,
 //! `htod`, `dtoh`, `sync`), `Buf<T>` (its buffers), `Kern<P>` (a kernel with `launch(dims, &p)`),
-//! `open_kernel(dev, name, threads, smem) -> (program, kernel, resident blocks)` and
+//! `open_kernel(dev, name, threads, smem, load_batch) -> (program, kernel, resident blocks)` and
 //! `finish(dev, what, &Watch) -> Result<(), Error>`, which waits for a launch (the GPU test with a
 //! watchdog that dumps the heap's per-block trace words, `Watch`, when it does not finish).
 
@@ -30,6 +30,14 @@ pub fn source() -> ProgramSource {
     ProgramSource::new("heap_test", TEST_CU)
         .header("gpu_cilk/portable.cuh", gpu_cilk_kernels::PORTABLE_CUH)
         .header("gpu_cilk/heap.cuh", gpu_cilk_kernels::HEAP_CUH)
+}
+
+/// [`source`] built with heap.cuh's GC_HEAP_LOAD_BATCH = `load_batch` (0: the header's default).
+pub fn source_with(load_batch: u32) -> ProgramSource {
+    match load_batch {
+        0 => source(),
+        n => source().option(format!("-DGC_HEAP_LOAD_BATCH={n}")),
+    }
 }
 
 /// Mirrors `gc_heap_test_params`.
@@ -54,7 +62,7 @@ pub struct Params {
 unsafe impl DeviceCopy for Params {}
 
 /// The instantiations of heap_test.cu: (K, 16-byte keys).
-pub const KERNELS: [(u32, bool); 5] = [(1, false), (4, true), (64, true), (256, false), (1024, false)];
+pub const KERNELS: [(u32, bool); 6] = [(1, false), (4, true), (64, true), (256, false), (1024, false), (2048, false)];
 
 pub fn kernel_name(k: u32, wide: bool) -> String {
     format!("gc_heap_test_ops_k{k}_{}", if wide { "u64" } else { "u32" })
@@ -118,6 +126,9 @@ pub struct Cfg {
     pub chaos: u32,
     /// heap.cuh's tuning word (TUNING; `mirror::TUNE_*`), 0: the defaults.
     pub tune: u64,
+    /// heap.cuh's GC_HEAP_LOAD_BATCH (a compile-time option: the kernels are built with it),
+    /// 0: the header's default.
+    pub load_batch: u32,
 }
 
 pub struct Script<Kt> {
@@ -330,7 +341,8 @@ pub fn launch<Kt: TestKey>(
 
 pub fn stress_typed<Kt: TestKey>(dev: &Dev, cfg: Cfg, seed: u64) {
     let smem = smem_bytes(cfg.k, Kt::BYTES);
-    let (_program, kernel, resident) = open_kernel(dev, &kernel_name(cfg.k, cfg.wide), cfg.threads, smem);
+    let (_program, kernel, resident) =
+        open_kernel(dev, &kernel_name(cfg.k, cfg.wide), cfg.threads, smem, cfg.load_batch);
     assert!(resident > 0, "{cfg:?}: no block of {} threads with {smem} B fits", cfg.threads);
     let blocks = cfg.blocks.min(resident);
     let k = cfg.k as u64;
@@ -415,7 +427,7 @@ pub fn stress(dev: &Dev, cfgs: &[Cfg]) {
 /// never have looked locked, and the heap ends in order (root 20, node 2 30, node 3 EMPTY).
 pub fn wait_last_probe(dev: &Dev, threads: u32) {
     let smem = smem_bytes(1, DevKey32::BYTES);
-    let (_program, kernel, resident) = open_kernel(dev, "gc_heap_test_wait_last", threads, smem);
+    let (_program, kernel, resident) = open_kernel(dev, "gc_heap_test_wait_last", threads, smem, 0);
     assert!(resident >= 2, "two blocks of {threads} threads must be resident at once");
     let key = |prio: u32, payload: u32| DevKey32 { prio, payload };
     let capacity = 8u64;

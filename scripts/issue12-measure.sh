@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Issue 12's measurements on a GPU machine, from the staged binaries (scripts/stage-gpu.sh):
+# knapsack at the Table 5 sizes (cuda against the BinaryHeap solver, every answer against the DP),
+# the heap's insert+delete throughput at 2^29 keys for K = 1024, 2048, 4096 (with the CUB sort),
+# and the GPU tests these touch (the K = 2048 stress test, priority spawns, the differential and
+# generated-program tests). PARTS picks any of: knapsack heap tests (default all). Usage: bash scripts/issue12-measure.sh OUT [CARRY]
+set -u
+out=${1:?usage: issue12-measure.sh OUT [CARRY]}
+C=${2:-.carry}
+mkdir -p "$out"
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$out/device.txt" 2>&1
+ks() { # NAME BINARY ARGS...: one knapsack invocation, its summary lines echoed
+  local n=$1 b=$2; shift 2
+  timeout "${KS_TIMEOUT:-120}" "$b" "$@" --backend cuda > "$out/ks-$n.log" 2>&1; echo "rc=$?" >> "$out/ks-$n.log"
+  grep -h "ks_\|unwound\|spawns \|warps \|rc=" "$out/ks-$n.log" | sed "s/^/$n: /"
+}
+if [[ " ${PARTS:-knapsack heap tests} " == *" knapsack "* ]]; then
+  ks ss "$C/knapsack" --kind ss --n 1300 --r 14000 --cap-percent 25 --reps 5
+  ks sc "$C/knapsack" --kind sc --n 800 --r 18000 --cap-percent 25 --reps 5
+  ks asc "$C/knapsack" --kind asc --n 1300 --r 6000 --cap-percent 1 --reps 5
+  ks esc "$C/knapsack" --kind esc --n 1200 --r 13000 --cap-percent 5 --reps 5
+fi
+if [[ " ${PARTS:-knapsack heap tests} " == *" heap "* ]]; then
+  timeout 240 "$C/gpu_suite" --only heap --out "$out/heap" --gpu-only --skip-compile-times --timeout-s 100 \
+    --warmup 0 --heap-reps "${HEAP_REPS:-3}" --heap-cpu-max-log2n 0 --heap-max-s 100 --heap-log2n 29 \
+    --heap-k "${HEAP_KS:-1024,2048,4096}" --heap-batch-div 1 --heap-sweep-log2n 24 > "$out/heap.log" 2>&1
+  echo "rc=$?" >> "$out/heap.log"; grep -i "keys/s\|cub\|rc=" "$out/heap.log" | head -20
+fi
+if [[ " ${PARTS:-knapsack heap tests} " == *" tests "* ]]; then
+  GPU_CILK_HEAP_WATCHDOG_S=30 timeout 150 "$C/tests/cuda_heap" --include-ignored --test-threads=1 nodes_k2048 > "$out/t-heap.log" 2>&1
+  tail -3 "$out/t-heap.log"
+  timeout 60 "$C/tests/priorities" --include-ignored --test-threads=1 > "$out/t-prio.log" 2>&1; tail -3 "$out/t-prio.log"
+  # Four at a time: each cuda runtime reserves GiBs (frame pool, spill); 16 at once ran out of an H100's memory.
+  timeout 300 "$C/tests/differential" --include-ignored --test-threads=4 > "$out/t-diff.log" 2>&1; tail -3 "$out/t-diff.log"
+  timeout 300 "$C/tests/generated_programs" --include-ignored --test-threads=4 > "$out/t-gen.log" 2>&1; tail -3 "$out/t-gen.log"
+fi
