@@ -687,7 +687,9 @@ __device__ __forceinline__ void gc_heap_fault(gc_heap<Key>* h, unsigned long lon
 // issue up to n loads into registers before it stores any of them: one round trip per n words.
 // The same words move in the same phase between the same barriers, so nothing else changes; with
 // n > 1 a sift-down level also loads both children (nodes 2x and 2x + 1 are adjacent) in one copy,
-// so that their loads are in flight together.
+// and the fused delete's first phase (root, last node, children, pbuf) and a bottom-up insert's
+// parent and child are each one phase (gc_heap_load_segs), so that their loads are in flight
+// together.
 #ifndef GC_HEAP_LOAD_BATCH
 #define GC_HEAP_LOAD_BATCH 1
 #endif
@@ -725,6 +727,65 @@ __device__ __forceinline__ void gc_heap_load(Key* dst_smem, const Key* src, unsi
     } else {
         gc_heap_load_words((unsigned*)dst_smem, (const unsigned*)src, n * (unsigned)(sizeof(Key) / 4));
     }
+}
+
+// One load phase of several copies (a delete's root, last node, children and pbuf; an insert's
+// parent and child): with GC_HEAP_LOAD_BATCH > 1 each thread walks the words of all the copies
+// as one index space and issues up to that many loads before it stores any, so the phase costs
+// one round trip per GC_HEAP_LOAD_BATCH words a thread moves, not one per copy. A copy of n = 0
+// keys is skipped. (With the default, 1, the copies run one after another as before.)
+template <typename Key>
+struct gc_heap_seg {
+    Key* dst;
+    const Key* src;
+    unsigned n;  // keys
+};
+
+template <typename W, typename Key, int N>
+__device__ __forceinline__ void gc_heap_load_segs_words(const gc_heap_seg<Key> (&g)[N]) {
+    constexpr unsigned per = (unsigned)(sizeof(Key) / sizeof(W));
+    unsigned total = 0u;
+#pragma unroll
+    for (int j = 0; j < N; ++j) total += g[j].n * per;
+    const unsigned step = (unsigned)GC_HEAP_LOAD_BATCH * blockDim.x;
+    for (unsigned base = threadIdx.x; base < total; base += step) {
+        W r[GC_HEAP_LOAD_BATCH];
+        W* to[GC_HEAP_LOAD_BATCH];
+#pragma unroll
+        for (unsigned u = 0; u < (unsigned)GC_HEAP_LOAD_BATCH; ++u) {
+            unsigned o = base + u * blockDim.x;
+            to[u] = nullptr;
+            if (o < total) {
+                const W* from = nullptr;
+#pragma unroll
+                for (int j = 0; j < N; ++j) {
+                    const unsigned w = g[j].n * per;
+                    if (from == nullptr && o < w) {
+                        from = (const W*)g[j].src + o;
+                        to[u] = (W*)g[j].dst + o;
+                    } else if (from == nullptr) {
+                        o -= w;
+                    }
+                }
+                r[u] = __ldcg(from);
+            }
+        }
+#pragma unroll
+        for (unsigned u = 0; u < (unsigned)GC_HEAP_LOAD_BATCH; ++u)
+            if (to[u] != nullptr) *to[u] = r[u];
+    }
+}
+
+template <typename Key, int N>
+__device__ __forceinline__ void gc_heap_load_segs(const gc_heap_seg<Key> (&g)[N]) {
+#if GC_HEAP_LOAD_BATCH > 1
+    if (sizeof(Key) % 8 == 0) gc_heap_load_segs_words<unsigned long long>(g);
+    else gc_heap_load_segs_words<unsigned>(g);
+#else
+#pragma unroll
+    for (int j = 0; j < N; ++j)
+        if (g[j].n > 0u) gc_heap_load(g[j].dst, g[j].src, g[j].n);
+#endif
 }
 
 template <typename Key>
@@ -1088,8 +1149,14 @@ __device__ int gc_heap_insert_bottom_up(gc_heap<Key>* h, const gc_heap_ws<K, Key
             __syncthreads();
             continue;
         }
-        gc_heap_load(ws.b, gc_heap_node<K>(h, p), K);
-        gc_heap_load(ws.b + K, gc_heap_node<K>(h, cn), K);
+        if (GC_HEAP_LOAD_BATCH > 1) {
+            const gc_heap_seg<Key> g[2] = {{ws.b, gc_heap_node<K>(h, p), (unsigned)K},
+                                           {ws.b + K, gc_heap_node<K>(h, cn), (unsigned)K}};
+            gc_heap_load_segs(g);
+        } else {
+            gc_heap_load(ws.b, gc_heap_node<K>(h, p), K);
+            gc_heap_load(ws.b + K, gc_heap_node<K>(h, cn), K);
+        }
         __syncthreads();
         // ws.b[0..K) = p, ws.b[K..2K) = c.
         if (!gc_heap_less(ws.b[K], ws.b[K - 1])) {  // max(p) <= min(c): early stop
@@ -1490,11 +1557,21 @@ __device__ unsigned gc_heap_delete_min(gc_heap<Key>* h, Key* out, void* smem) {
         // One load phase: the root (the result), the last node (Z), the present children, pbuf
         // (into ws.m[K, K + ps), beside where the exchange writes Z).
         const unsigned long long last = gc_heap_target(n);
-        gc_heap_load(out, gc_heap_node<K>(h, 1), K);
-        gc_heap_load(ws.a, gc_heap_node<K>(h, last), K);
-        if (gc_heap_kind(w2) == GC_HEAP_AVAIL) gc_heap_load(ws.b, gc_heap_node<K>(h, 2), K);
-        if (gc_heap_kind(w3) == GC_HEAP_AVAIL) gc_heap_load(ws.b + K, gc_heap_node<K>(h, 3), K);
-        if (ps > 0u) gc_heap_load(ws.m + K, h->pbuf, ps);
+        if (GC_HEAP_LOAD_BATCH > 1) {
+            const gc_heap_seg<Key> g[5] = {
+                {out, gc_heap_node<K>(h, 1), (unsigned)K},
+                {ws.a, gc_heap_node<K>(h, last), (unsigned)K},
+                {ws.b, gc_heap_node<K>(h, 2), gc_heap_kind(w2) == GC_HEAP_AVAIL ? (unsigned)K : 0u},
+                {ws.b + K, gc_heap_node<K>(h, 3), gc_heap_kind(w3) == GC_HEAP_AVAIL ? (unsigned)K : 0u},
+                {ws.m + K, h->pbuf, ps}};
+            gc_heap_load_segs(g);
+        } else {
+            gc_heap_load(out, gc_heap_node<K>(h, 1), K);
+            gc_heap_load(ws.a, gc_heap_node<K>(h, last), K);
+            if (gc_heap_kind(w2) == GC_HEAP_AVAIL) gc_heap_load(ws.b, gc_heap_node<K>(h, 2), K);
+            if (gc_heap_kind(w3) == GC_HEAP_AVAIL) gc_heap_load(ws.b + K, gc_heap_node<K>(h, 3), K);
+            if (ps > 0u) gc_heap_load(ws.m + K, h->pbuf, ps);
+        }
         __syncthreads();
         if (threadIdx.x == 0) {
             // One release fence: `last` EMPTY (its keys are read) and, with no exchange, hlock.
