@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 12's measurements on a GPU machine, from the staged binaries (scripts/stage-gpu.sh):
 # knapsack at the Table 5 sizes (cuda against the BinaryHeap solver, every answer against the DP),
-# the heap's insert+delete throughput at 2^29 keys for K = 1024, 2048, 4096 (with the CUB sort),
+# the heap's insert+delete throughput at 2^29 keys for K = 1024, 2048, 4096 (with the CUB sort) for
+# each GC_HEAP_LOAD_BATCH in HEAP_LOAD_BATCHES (default "1 8"),
 # and the GPU tests these touch (the K = 2048 stress test, priority spawns, the differential and
 # generated-program tests). PARTS picks any of: knapsack heap tests (default all). Usage: bash scripts/issue12-measure.sh OUT [CARRY]
 set -u
@@ -22,13 +23,17 @@ if [[ " ${PARTS:-knapsack heap tests} " == *" knapsack "* ]]; then
   ks esc "$C/knapsack" --kind esc --n 1200 --r 13000 --cap-percent 5 --reps 5
 fi
 if [[ " ${PARTS:-knapsack heap tests} " == *" heap "* ]]; then
-  timeout 240 "$C/gpu_suite" --only heap --out "$out/heap" --gpu-only --skip-compile-times --timeout-s 100 \
-    --warmup 0 --heap-reps "${HEAP_REPS:-3}" --heap-cpu-max-log2n 0 --heap-max-s 100 --heap-log2n 29 \
-    --heap-k "${HEAP_KS:-1024,2048,4096}" --heap-batch-div 1 --heap-sweep-log2n 24 > "$out/heap.log" 2>&1
-  echo "rc=$?" >> "$out/heap.log"; grep -i "keys/s\|cub\|rc=" "$out/heap.log" | head -20
+  # heap.cuh's LOAD BATCH is a compile-time option: one invocation per value, the same sizes.
+  for lb in ${HEAP_LOAD_BATCHES:-1 8}; do
+    timeout 300 "$C/gpu_suite" --only heap --out "$out/heap-lb$lb" --gpu-only --skip-compile-times --timeout-s 100 \
+      --warmup 0 --heap-reps "${HEAP_REPS:-3}" --heap-cpu-max-log2n 0 --heap-max-s 100 --heap-log2n "${HEAP_LOG2N:-29}" \
+      --heap-k "${HEAP_KS:-1024,2048,4096}" --heap-batch-div 1 --heap-sweep-log2n 24 --heap-load-batch "$lb" \
+      > "$out/heap-lb$lb.log" 2>&1
+    echo "rc=$?" >> "$out/heap-lb$lb.log"; grep -i "keys/s\|cub\|rc=" "$out/heap-lb$lb.log" | sed "s/^/load batch $lb: /" | head -20
+  done
 fi
 if [[ " ${PARTS:-knapsack heap tests} " == *" tests "* ]]; then
-  GPU_CILK_HEAP_WATCHDOG_S=30 timeout 150 "$C/tests/cuda_heap" --include-ignored --test-threads=1 nodes_k2048 > "$out/t-heap.log" 2>&1
+  GPU_CILK_HEAP_WATCHDOG_S=30 timeout 150 "$C/tests/cuda_heap" --include-ignored --test-threads=1 k2048 batched_loads > "$out/t-heap.log" 2>&1
   tail -3 "$out/t-heap.log"
   timeout 60 "$C/tests/priorities" --include-ignored --test-threads=1 > "$out/t-prio.log" 2>&1; tail -3 "$out/t-prio.log"
   # Four at a time: each cuda runtime reserves GiBs (frame pool, spill); 16 at once ran out of an H100's memory.
