@@ -481,6 +481,22 @@ fn knapsack_equals_dp(rts: &[Runtime]) {
     }
 }
 
+/// The example's `--baseline-timeout-s`: the BinaryHeap solver stops at its deadline with what it
+/// has (subset sum at 10% of the weight: its tie order never meets an exact fill, minutes on one
+/// core), and without one it is `best_first`.
+#[test]
+fn knapsack_baseline_stops_at_its_deadline() {
+    use knapsack_workload::{best_first, best_first_until, dp, generate, Kind};
+    let mut hard = generate(Kind::SubsetSum, 1300, 14000, 1);
+    hard.cap = hard.sw[hard.w.len()] / 10;
+    let (best, nodes) = best_first_until(&hard, Some(std::time::Instant::now())).unwrap_err();
+    assert_eq!(nodes, 65_536, "the clock is read every 65 536 nodes");
+    assert!(best > 0 && best <= hard.cap, "the incumbent so far: {best}");
+    let easy = generate(Kind::StronglyCorrelated, 28, 1000, 3);
+    assert_eq!(best_first_until(&easy, None), Ok(best_first(&easy)));
+    assert_eq!(best_first(&easy).0, dp(&easy));
+}
+
 #[test]
 fn knapsack_equals_dp_on_the_host_backends() {
     knapsack_equals_dp(&host());

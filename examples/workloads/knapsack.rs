@@ -230,6 +230,15 @@ pub fn dp(inst: &Instance) -> u64 {
 /// The serial best-first branch-and-bound with `std::collections::BinaryHeap` (the paper's CPU
 /// baseline), with the same bound and the same pruning as [`knapsack`]: (optimum, nodes explored).
 pub fn best_first(inst: &Instance) -> (u64, u64) {
+    match best_first_until(inst, None) {
+        Ok(found) => found,
+        Err(stopped) => stopped, // unreachable: no deadline
+    }
+}
+
+/// [`best_first`] that gives up at `deadline`: `Err((best so far, nodes explored))` when it did
+/// (the clock is read every 65 536 nodes).
+pub fn best_first_until(inst: &Instance, deadline: Option<std::time::Instant>) -> Result<(u64, u64), (u64, u64)> {
     let n = inst.w.len();
     let mut heap = BinaryHeap::new();
     let mut best = 0u64;
@@ -240,6 +249,9 @@ pub fn best_first(inst: &Instance) -> (u64, u64) {
             continue;
         }
         nodes += 1;
+        if nodes % 65_536 == 0 && deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+            return Err((best, nodes));
+        }
         best = best.max(value);
         if i == n {
             continue;
@@ -256,7 +268,7 @@ pub fn best_first(inst: &Instance) -> (u64, u64) {
             heap.push((ub_out, i + 1, cap, value));
         }
     }
-    (best, nodes)
+    Ok((best, nodes))
 }
 
 /// Runs [`knapsack`] on `rt`: (optimum, nodes explored, the run's statistics).
