@@ -685,23 +685,15 @@ impl Config {
                 self.device_priority_servers
             )));
         }
-        if self.device_priority_reserve > u32::MAX as usize {
-            return Err(Error::Config(format!(
-                "device_priority_reserve ({}) must be at most 4294967295",
-                self.device_priority_reserve
-            )));
-        }
-        if self.device_priority_window > u32::MAX as usize {
-            return Err(Error::Config(format!(
-                "device_priority_window ({}) must be at most 4294967295",
-                self.device_priority_window
-            )));
-        }
-        if self.device_inline_abort > u32::MAX as usize {
-            return Err(Error::Config(format!(
-                "device_inline_abort ({}) must be at most 4294967295",
-                self.device_inline_abort
-            )));
+        // Knobs the device reads as 32-bit words.
+        for (name, value) in [
+            ("device_priority_reserve", self.device_priority_reserve),
+            ("device_priority_window", self.device_priority_window),
+            ("device_inline_abort", self.device_inline_abort),
+        ] {
+            if value > u32::MAX as usize {
+                return Err(Error::Config(format!("{name} ({value}) must be at most 4294967295")));
+            }
         }
         if !(8 << 10..=1 << 20).contains(&self.device_stack_bytes) {
             return Err(Error::Config(format!(

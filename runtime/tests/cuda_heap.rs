@@ -314,19 +314,7 @@ fn large_nodes_mixed_and_phased() {
 #[test]
 #[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
 fn nodes_k2048_past_the_default_shared_memory() {
-    let few = Cfg {
-        k: 2048,
-        wide: false,
-        blocks: 8,
-        threads: 512,
-        ops_per_block: 8,
-        phases: MIXED,
-        batches: Batches::Mixed,
-        dist: Dist::Random,
-        chaos: 0,
-        tune: 0,
-        load_batch: 0,
-    };
+    let few = Cfg::mixed(2048, false, 8, 512, 8);
     let dev = device("nodes_k2048_past_the_default_shared_memory");
     let full = Cfg { blocks: 1 << 12, phases: PHASED, batches: Batches::Full, ..few };
     stress(&dev, &[few, Cfg { dist: Dist::Descending, ..few }, full, Cfg { threads: 1024, ..full }]);
@@ -337,19 +325,7 @@ fn nodes_k2048_past_the_default_shared_memory() {
 #[test]
 #[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
 fn batched_loads_keep_every_history_correct() {
-    let few = Cfg {
-        k: 1024,
-        wide: false,
-        blocks: 8,
-        threads: 512,
-        ops_per_block: 8,
-        phases: MIXED,
-        batches: Batches::Mixed,
-        dist: Dist::Random,
-        chaos: 0,
-        tune: 0,
-        load_batch: 8,
-    };
+    let few = Cfg { load_batch: 8, ..Cfg::mixed(1024, false, 8, 512, 8) };
     let dev = device("batched_loads_keep_every_history_correct");
     let full = Cfg { blocks: 1 << 12, phases: PHASED, batches: Batches::Full, ..few };
     stress(&dev, &[few, Cfg { k: 2048, ..few }, full, Cfg { k: 2048, ..full }, Cfg { wide: true, k: 64, ..few }]);

@@ -48,19 +48,7 @@ fn finish(dev: &Dev, _what: &str, _watch: &Watch) -> Result<(), Error> {
 }
 
 fn small(k: u32, wide: bool, threads: u32) -> Cfg {
-    Cfg {
-        k,
-        wide,
-        blocks: 6,
-        threads,
-        ops_per_block: 12,
-        phases: MIXED,
-        batches: Batches::Mixed,
-        dist: Dist::Random,
-        chaos: 0,
-        tune: 0,
-        load_batch: 0,
-    }
+    Cfg::mixed(k, wide, 6, threads, 12)
 }
 
 #[test]

@@ -695,45 +695,11 @@ __device__ __forceinline__ void gc_heap_fault(gc_heap<Key>* h, unsigned long lon
 #endif
 static_assert(GC_HEAP_LOAD_BATCH >= 1 && GC_HEAP_LOAD_BATCH <= 32, "GC_HEAP_LOAD_BATCH must be in 1..32");
 
-// Block-wide copy of `words` words from global memory (ld.global.cg: through L2) into shared memory.
-template <typename W>
-__device__ __forceinline__ void gc_heap_load_words(W* d, const W* s, unsigned words) {
-#if GC_HEAP_LOAD_BATCH > 1
-    const unsigned step = (unsigned)GC_HEAP_LOAD_BATCH * blockDim.x;
-    for (unsigned base = threadIdx.x; base < words; base += step) {
-        W r[GC_HEAP_LOAD_BATCH];
-#pragma unroll
-        for (unsigned u = 0; u < (unsigned)GC_HEAP_LOAD_BATCH; ++u) {
-            const unsigned i = base + u * blockDim.x;
-            if (i < words) r[u] = __ldcg(s + i);
-        }
-#pragma unroll
-        for (unsigned u = 0; u < (unsigned)GC_HEAP_LOAD_BATCH; ++u) {
-            const unsigned i = base + u * blockDim.x;
-            if (i < words) d[i] = r[u];
-        }
-    }
-#else
-    for (unsigned i = threadIdx.x; i < words; i += blockDim.x) d[i] = __ldcg(s + i);
-#endif
-}
-
-// Block-wide copy of n keys, word by word through L2 (ld/st.global.cg) on the global side.
-template <typename Key>
-__device__ __forceinline__ void gc_heap_load(Key* dst_smem, const Key* src, unsigned n) {
-    if (sizeof(Key) % 8 == 0) {
-        gc_heap_load_words((unsigned long long*)dst_smem, (const unsigned long long*)src,
-                           n * (unsigned)(sizeof(Key) / 8));
-    } else {
-        gc_heap_load_words((unsigned*)dst_smem, (const unsigned*)src, n * (unsigned)(sizeof(Key) / 4));
-    }
-}
-
 // One load phase of several copies (a delete's root, last node, children and pbuf; an insert's
-// parent and child): with GC_HEAP_LOAD_BATCH > 1 each thread walks the words of all the copies
-// as one index space and issues up to that many loads before it stores any, so the phase costs
-// one round trip per GC_HEAP_LOAD_BATCH words a thread moves, not one per copy. A copy of n = 0
-// keys is skipped. (With the default, 1, the copies run one after another as before.)
+// parent and child; or one node): with GC_HEAP_LOAD_BATCH > 1 each thread walks the words of all
+// the copies as one index space and issues up to that many loads before it stores any, so the
+// phase costs one round trip per GC_HEAP_LOAD_BATCH words a thread moves, not one per copy. A
+// copy of n = 0 keys is skipped. (With the default, 1, the copies run one after another.)
 template <typename Key>
 struct gc_heap_seg {
     Key* dst;
@@ -774,6 +740,28 @@ __device__ __forceinline__ void gc_heap_load_segs_words(const gc_heap_seg<Key> (
         for (unsigned u = 0; u < (unsigned)GC_HEAP_LOAD_BATCH; ++u)
             if (to[u] != nullptr) *to[u] = r[u];
     }
+}
+
+// Block-wide copy of n keys, word by word through L2 (ld/st.global.cg) on the global side.
+template <typename Key>
+__device__ __forceinline__ void gc_heap_load(Key* dst_smem, const Key* src, unsigned n) {
+#if GC_HEAP_LOAD_BATCH > 1
+    const gc_heap_seg<Key> g[1] = {{dst_smem, src, n}};
+    if (sizeof(Key) % 8 == 0) gc_heap_load_segs_words<unsigned long long>(g);
+    else gc_heap_load_segs_words<unsigned>(g);
+#else
+    if (sizeof(Key) % 8 == 0) {
+        const unsigned words = n * (unsigned)(sizeof(Key) / 8);
+        const unsigned long long* s = (const unsigned long long*)src;
+        unsigned long long* d = (unsigned long long*)dst_smem;
+        for (unsigned i = threadIdx.x; i < words; i += blockDim.x) d[i] = __ldcg(s + i);
+    } else {
+        const unsigned words = n * (unsigned)(sizeof(Key) / 4);
+        const unsigned* s = (const unsigned*)src;
+        unsigned* d = (unsigned*)dst_smem;
+        for (unsigned i = threadIdx.x; i < words; i += blockDim.x) d[i] = __ldcg(s + i);
+    }
+#endif
 }
 
 template <typename Key, int N>

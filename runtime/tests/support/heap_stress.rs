@@ -131,6 +131,26 @@ pub struct Cfg {
     pub load_batch: u32,
 }
 
+impl Cfg {
+    /// Mixed traffic (`MIXED` phases, full and partial batches, random keys), `ops_per_block`
+    /// operations on each of `blocks` blocks of `threads` threads, the default switches.
+    pub fn mixed(k: u32, wide: bool, blocks: u32, threads: u32, ops_per_block: u32) -> Cfg {
+        Cfg {
+            k,
+            wide,
+            blocks,
+            threads,
+            ops_per_block,
+            phases: MIXED,
+            batches: Batches::Mixed,
+            dist: Dist::Random,
+            chaos: 0,
+            tune: 0,
+            load_batch: 0,
+        }
+    }
+}
+
 pub struct Script<Kt> {
     pub kind: Vec<u32>,
     pub len: Vec<u32>,
