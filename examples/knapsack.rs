@@ -166,11 +166,18 @@ fn main() -> ExitCode {
         // warps) unless GPU_CILK_DEVICE_WARP_STACK_ITEMS says otherwise. With the default 1024 the
         // paper's largest instances fill the stacks, the pool and the ready heap, and a spawn
         // that could then only run inline fails the run (docs/benchmarks.md, knapsack).
+        // And its paths are n levels deep (600-1300 here), deeper than a lane's inline stack: an
+        // inline call runs out of stack, unwinds and runs again as a task, again and again (11.4 M
+        // times on subset sum 1300). After 4096 such unwinds in a run every spawn is a task
+        // (Config::device_inline_unwind_limit) unless GPU_CILK_DEVICE_INLINE_UNWIND_LIMIT says
+        // otherwise: on an H100 that took subset sum 1300 at 25% from 981 to 103 ms.
+        let env = |name: &str| std::env::var_os(name).is_some();
         let rt = common::runtime_with(&cli.common, |c| {
-            if std::env::var_os("GPU_CILK_DEVICE_WARP_STACK_ITEMS").is_some() {
+            let c = if env("GPU_CILK_DEVICE_WARP_STACK_ITEMS") { c } else { c.device_warp_stack_items(16384) };
+            if env("GPU_CILK_DEVICE_INLINE_UNWIND_LIMIT") {
                 c
             } else {
-                c.device_warp_stack_items(16384)
+                c.device_inline_unwind_limit(4096)
             }
         })?;
         let mut ok = true;

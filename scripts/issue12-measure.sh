@@ -4,7 +4,9 @@
 # the heap's insert+delete throughput at 2^29 keys for K = 1024, 2048, 4096 (with the CUB sort) for
 # each GC_HEAP_LOAD_BATCH in HEAP_LOAD_BATCHES (default "1 8"),
 # and the GPU tests these touch (the K = 2048 stress test, priority spawns, the differential and
-# generated-program tests). PARTS picks any of: knapsack heap tests (default all). Usage: bash scripts/issue12-measure.sh OUT [CARRY]
+# generated-program tests). PARTS picks any of: knapsack heap tests ss-knobs (default: the first three;
+# ss-knobs: subset sum at 25% under each inline-limit knob). HEAP_DEFINE: more heap.cuh options
+# (gpu_suite --heap-define, e.g. GC_HEAP_MERGE_ODD_RUN=0); HEAP_PROFILE_LOG2N: profiled runs. Usage: bash scripts/issue12-measure.sh OUT [CARRY]
 set -u
 out=${1:?usage: issue12-measure.sh OUT [CARRY]}
 C=${2:-.carry}
@@ -12,7 +14,7 @@ mkdir -p "$out"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$out/device.txt" 2>&1
 ks() { # NAME BINARY ARGS...: one knapsack invocation, its summary lines echoed
-  local n=$1 b=$2; shift 2
+  local n=${1//=/-} b=$2; shift 2
   timeout "${KS_TIMEOUT:-120}" "$b" "$@" --backend cuda > "$out/ks-$n.log" 2>&1; echo "rc=$?" >> "$out/ks-$n.log"
   grep -h "ks_\|unwound\|spawns \|warps \|rc=" "$out/ks-$n.log" | sed "s/^/$n: /"
 }
@@ -27,14 +29,26 @@ if [[ " ${PARTS:-knapsack heap tests} " == *" knapsack "* ]]; then
     KS_TIMEOUT=240 ks "ss-$c" "$C/knapsack" --kind ss --n 1300 --r 14000 --cap-percent "$c" --reps 3 --baseline-timeout-s 60
   done
 fi
+if [[ " ${PARTS:-knapsack heap tests} " == *" ss-knobs "* ]]; then
+  # Subset sum's inline recursion (paths 600-1300 deep) against the persistent scheduler's inline
+  # limits: ss 1300 at 25% with each knob setting (cuda only, --reps 3); not in the default PARTS.
+  for knob in "" GPU_CILK_DEVICE_INLINE=0 GPU_CILK_DEVICE_INLINE_ABORT=0 GPU_CILK_DEVICE_INLINE_ABORT=512 \
+      GPU_CILK_DEVICE_INLINE_ABORT=32768 GPU_CILK_DEVICE_INLINE_THRESHOLD=256 GPU_CILK_DEVICE_INLINE_BUDGET=256 \
+      GPU_CILK_DEVICE_IDLE_MAX_NS=256; do
+    name=${knob#GPU_CILK_DEVICE_}
+    KS_TIMEOUT=${KS_TIMEOUT:-60} ks "knob-${name:-default}" env $knob "$C/knapsack" --kind ss --n 1300 --r 14000 \
+      --cap-percent 25 --reps 3 --no-baseline --stats true
+  done
+fi
 if [[ " ${PARTS:-knapsack heap tests} " == *" heap "* ]]; then
   # heap.cuh's LOAD BATCH is a compile-time option: one invocation per value, the same sizes.
   for lb in ${HEAP_LOAD_BATCHES:-1 8}; do
     timeout 300 "$C/gpu_suite" --only heap --out "$out/heap-lb$lb" --gpu-only --skip-compile-times --timeout-s 100 \
       --warmup 0 --heap-reps "${HEAP_REPS:-3}" --heap-cpu-max-log2n 0 --heap-max-s 100 --heap-log2n "${HEAP_LOG2N:-29}" \
       --heap-k "${HEAP_KS:-1024,2048,4096}" --heap-batch-div 1 --heap-sweep-log2n 24 --heap-load-batch "$lb" \
+      ${HEAP_DEFINE:+--heap-define "$HEAP_DEFINE"} ${HEAP_PROFILE_LOG2N:+--heap-profile-log2n "$HEAP_PROFILE_LOG2N"} \
       > "$out/heap-lb$lb.log" 2>&1
-    echo "rc=$?" >> "$out/heap-lb$lb.log"; grep -i "keys/s\|cub\|rc=" "$out/heap-lb$lb.log" | sed "s/^/load batch $lb: /" | head -20
+    echo "rc=$?" >> "$out/heap-lb$lb.log"; grep -i "keys/s\|cub\|rc=\|us each\|us of kernel" "$out/heap-lb$lb.log" | sed "s/^/load batch $lb: /" | head -40
   done
 fi
 if [[ " ${PARTS:-knapsack heap tests} " == *" tests "* ]]; then

@@ -235,6 +235,22 @@ fn inline_limits(base: Config, k: u32) {
     }
     assert!(unwound > 0, "no counted inline call was unwound over the stack budget");
 
+    // After `device_inline_unwind_limit` stack unwinds a run inlines nothing more: only the lanes
+    // already inside an inline call then can still unwind (the limit 0 would let every spine
+    // unwind again at each level the floor rises by).
+    let limited = Runtime::with_config(cutoff.clone().device_inline_unwind_limit(1)).unwrap_or_else(|e| panic!("{e}"));
+    for _ in 0..4 {
+        let r = limited.run_with_stats(forest::task(k, n)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.value, expect);
+        let lanes = 32 * r.stats.device_profile.as_ref().map_or(0, |p| p.warps);
+        assert!(lanes > 0, "the persistent scheduler reports its warps");
+        assert!(
+            r.stats.inline_unwound <= 1 + lanes,
+            "{} unwinds after a limit of 1 with {lanes} lanes",
+            r.stats.inline_unwound
+        );
+    }
+
     let mut out = [0u64; 1];
     match rt.run(scribble::task(&mut out, 10_000)) {
         Err(Error::DeviceFault { task, message, .. }) => {

@@ -180,7 +180,7 @@ pub(crate) struct Args {
     /// not run at larger N.
     #[arg(long, default_value_t = 20.0)]
     heap_max_s: f64,
-    /// Heap benchmark: threads per block, a sweep (default K / 2, clamped to 64..512); beyond
+    /// Heap benchmark: threads per block, a sweep (default K / 2, clamped to 64..1024); beyond
     /// 2^heap_sweep_log2n only the first value runs.
     #[arg(long, value_delimiter = ',')]
     heap_threads: Vec<u32>,
@@ -205,6 +205,10 @@ pub(crate) struct Args {
     /// issues before it stores any of them to shared memory, 1..32; default: the header's, 1).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=32))]
     heap_load_batch: Option<u32>,
+    /// Heap benchmark: more heap.cuh compile-time options for the one build, NAME=VALUE with a
+    /// `GC_HEAP_` name and a decimal value, e.g. `GC_HEAP_MERGE_ODD_RUN=0` (heap.cuh, MERGE RUNS).
+    #[arg(long, value_delimiter = ',', value_parser = parse_heap_define)]
+    heap_define: Vec<String>,
     /// Heap benchmark: the switches run at N > 2^heap_sweep_log2n.
     #[arg(long, default_value = "default", value_delimiter = ',')]
     heap_tune_big: Vec<String>,
@@ -232,6 +236,20 @@ pub(crate) struct Args {
     /// Architecture to compile for when no GPU is present (compile-time columns only).
     #[arg(long, default_value = "sm_90")]
     pub(crate) arch: String,
+}
+
+/// `--heap-define`: `GC_HEAP_NAME=decimal`, returned as given.
+fn parse_heap_define(s: &str) -> Result<String, String> {
+    let (name, value) = s.split_once('=').ok_or_else(|| format!("`{s}`: expected NAME=VALUE"))?;
+    let name_ok =
+        name.starts_with("GC_HEAP_") && name.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+    if !name_ok {
+        return Err(format!("`{name}`: a heap.cuh option is named GC_HEAP_ and upper-case letters, digits or _"));
+    }
+    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("`{value}`: the value of {name} must be a decimal number"));
+    }
+    Ok(s.to_string())
 }
 
 fn main() {

@@ -213,6 +213,17 @@ pub struct Config {
     /// 1837 to 898 ms and knapsack esc 60 from 97 to 26 ms, fib(35) 2.70 to 2.56 ms; queens(14)
     /// array 331 to 391 ms.
     pub device_inline_abort: usize,
+    /// Persistent device scheduler: after this many inline calls of one run were unwound over
+    /// the stack budget ([`Config::device_inline_stack_bytes`]), no spawn of that run runs inline
+    /// any more: every spawn is a task (`GPU_CILK_DEVICE_INLINE_UNWIND_LIMIT`, default 0 = never;
+    /// the knapsack example sets 4096). A tree whose paths are deeper than a lane's inline stack
+    /// (a branch-and-bound search is n levels deep) otherwise unwinds again and again, and every
+    /// unwind throws the call's work away: measured on an H100 (docs/benchmarks.md, knapsack),
+    /// subset sum 1300 at 25% ran 11.4 M unwinds and 571 M inline calls in 981 ms with inline
+    /// calls on and 99.5 ms with every spawn a task. Off by default because a program that unwinds
+    /// only in part of its tree (the test suite's tiny stack budgets) can be slower with every
+    /// spawn a task; fib and queens unwind nothing either way.
+    pub device_inline_unwind_limit: usize,
     /// cuda backend: the stack each device thread gets, in bytes (`GPU_CILK_DEVICE_STACK_BYTES`,
     /// default 16 KiB; the driver reserves it for every resident thread). Inline calls (the
     /// serial device forms `<task>_dev`) recurse on it.
@@ -296,6 +307,7 @@ impl Default for Config {
             device_warp_stack_items: 1024,
             device_inline_budget: 4096,
             device_inline_abort: 4096,
+            device_inline_unwind_limit: 0,
             device_stack_bytes: 16 << 10,
             device_inline_stack_bytes: 0,
             device_frame_pool_bytes: 1 << 30,
@@ -400,6 +412,9 @@ impl Config {
         }
         if let Some(v) = num("GPU_CILK_DEVICE_INLINE_ABORT")? {
             c.device_inline_abort = v;
+        }
+        if let Some(v) = num("GPU_CILK_DEVICE_INLINE_UNWIND_LIMIT")? {
+            c.device_inline_unwind_limit = v;
         }
         if let Some(v) = num("GPU_CILK_DEVICE_STACK_BYTES")? {
             c.device_stack_bytes = v;
@@ -598,6 +613,13 @@ impl Config {
         self
     }
 
+    /// Sets how many stack unwinds switch inline calls off for the rest of a run
+    /// ([`Config::device_inline_unwind_limit`]; 0 = never).
+    pub fn device_inline_unwind_limit(mut self, unwinds: usize) -> Self {
+        self.device_inline_unwind_limit = unwinds;
+        self
+    }
+
     /// Sets the stack of each device thread in bytes ([`Config::device_stack_bytes`]).
     pub fn device_stack_bytes(mut self, bytes: usize) -> Self {
         self.device_stack_bytes = bytes;
@@ -690,6 +712,7 @@ impl Config {
             ("device_priority_reserve", self.device_priority_reserve),
             ("device_priority_window", self.device_priority_window),
             ("device_inline_abort", self.device_inline_abort),
+            ("device_inline_unwind_limit", self.device_inline_unwind_limit),
         ] {
             if value > u32::MAX as usize {
                 return Err(Error::Config(format!("{name} ({value}) must be at most 4294967295")));
@@ -754,6 +777,8 @@ mod tests {
         assert!(c.clone().device_inline_stack_bytes(16 << 10).validate().is_err());
         assert!(c.clone().device_stack_bytes(1024).validate().is_err());
         assert!(c.clone().device_inline_abort(0).validate().is_ok());
-        assert!(c.device_inline_abort(1 << 40).validate().is_err());
+        assert!(c.clone().device_inline_abort(1 << 40).validate().is_err());
+        assert!(c.clone().device_inline_unwind_limit(0).validate().is_ok());
+        assert!(c.device_inline_unwind_limit(1 << 40).validate().is_err());
     }
 }

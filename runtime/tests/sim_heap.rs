@@ -228,8 +228,20 @@ fn bench_kernels_with_the_profile() {
         assert!(pr.w[P_DEL_ROOT_HLOCK] > 0 && pr.w[P_DEL_ROOT_REST] > 0, "tune {tune:#x}: root phases {:?}", pr.w);
         assert!(pr.w[P_DEL_LEVELS] >= nodes_in, "tune {tune:#x}: every sifting delete visits a level");
         assert!(pr.w[P_INS_SORT] > 0 && pr.w[P_INS_HOLD_HLOCK] > 0, "tune {tune:#x}: insert phases {:?}", pr.w);
+        // The two-child levels' phases: counted, each timed, and inside the levels' time.
+        assert!(pr.w[P_DEL_LVL_N] > 0 && pr.w[P_DEL_LVL_N] <= pr.w[P_DEL_LEVELS], "tune {tune:#x}: {:?}", pr.w);
+        let lvl = [P_DEL_LVL_LOAD, P_DEL_LVL_MERGE1, P_DEL_LVL_MERGE2, P_DEL_LVL_UNLOCK];
+        assert!(lvl.iter().all(|&s| pr.w[s] > 0), "tune {tune:#x}: level phases {:?}", pr.w);
+        let lvl_sum: u64 = lvl.iter().map(|&s| pr.w[s]).sum();
+        assert!(
+            lvl_sum <= pr.w[P_DEL_ROOT_REST] + pr.w[P_DEL_BELOW],
+            "tune {tune:#x}: level phases {lvl_sum} > the sift-down's time"
+        );
         let text = pr.summary(1e6, 1e6);
-        assert!(text.starts_with("delete: ") && text.contains("\ninsert: "), "{text}");
+        assert!(
+            text.starts_with("delete: ") && text.contains("\ntwo-child level (") && text.contains("\ninsert: "),
+            "{text}"
+        );
         println!("tune {tune:#x}:\n{text}");
     }
 }

@@ -374,6 +374,7 @@ __device__ __forceinline__ void gc_heap_fence(unsigned long long tune) {
 #define GC_HEAP_P_DEL_LEVELS 8      // sift-down levels (count)
 #define GC_HEAP_P_DEL_LOCK_WAIT 9   // of BELOW: waiting for children's locks
 #define GC_HEAP_P_DEL_WAIT_KIDS 10  // of the root's hold: locking the root's children (2, 3)
+#define GC_HEAP_P_DEL_LVL_LOAD 11   // of a two-child level (root's or below): loading the children
 #define GC_HEAP_P_INS_OPS 12        // inserts
 #define GC_HEAP_P_INS_TOTAL 13      // whole insert calls
 #define GC_HEAP_P_INS_SORT 14       // the batch's bitonic sort
@@ -382,6 +383,10 @@ __device__ __forceinline__ void gc_heap_fence(unsigned long long tune) {
 #define GC_HEAP_P_INS_LEVELS 18     // bottom-up levels climbed (count)
 #define GC_HEAP_P_INS_TOP_DOWN 19   // top-down and through-buffer inserts (count)
 #define GC_HEAP_P_INS_WAIT_PARENT 20 // bottom-up: waiting for the parent AVAIL and the locks
+#define GC_HEAP_P_DEL_LVL_MERGE1 21 // of a two-child level: merging the children, storing lo
+#define GC_HEAP_P_DEL_LVL_MERGE2 22 // then merging the carried batch with hi, storing the parent
+#define GC_HEAP_P_DEL_LVL_UNLOCK 23 // then the release fence and the two unlocks
+#define GC_HEAP_P_DEL_LVL_N 24      // two-child levels (count)
 #define GC_HEAP_P_IN_INSERT 26     // (scratch) 1 while the block is in an insert
 #define GC_HEAP_P_HLOCK_AT 27      // (scratch) when the block took hlock in an insert
 #define GC_HEAP_P_CLK0 28           // first clock64() seen (0: none yet)
@@ -818,13 +823,32 @@ __device__ void gc_heap_bitonic_sort(Key* a) {
     }
 }
 
+// MERGE RUNS. In the merge below lane l of a warp writes output l * per + s at step s, and reads
+// a and b near l * per / 2: with an even run length every lane's address is a multiple of 2 *
+// per * sizeof(Key) bytes apart, so at K = 2048 with 512 threads (per = 8, 8-byte keys) sixteen
+// lanes of a half-warp hit the same two of shared memory's 32 four-byte banks, an 8-way conflict
+// on every write (16-way at K = 4096, 4-way at 1024), growing with K as the cycle per delete does.
+// GC_HEAP_MERGE_ODD_RUN = 1 (the default) rounds the run up to an odd length, which spreads a
+// half-warp's writes over all 32 banks (per = 9: lane l starts at bank 18 l mod 32, sixteen
+// distinct); the last threads then get shorter runs or none. 0: the plain ceil(n / threads).
+// GC_HEAP_MERGE_HELD = 1 (the default) keeps the two heads a[i] and b[j] of a thread's merge in
+// registers, so a step reads one key from shared memory (the successor of the one it took) and
+// writes one, where the plain loop (0) read both heads again every step.
+#ifndef GC_HEAP_MERGE_ODD_RUN
+#define GC_HEAP_MERGE_ODD_RUN 1
+#endif
+#ifndef GC_HEAP_MERGE_HELD
+#define GC_HEAP_MERGE_HELD 1
+#endif
+
 // Block-wide stable merge path (§4.2; Green et al.): the merge of sorted a[0..na) and b[0..nb)
 // (ties: a first), output index i delivered to sink(i, key). Each thread takes a contiguous run
-// of outputs, finds where it starts on the cross diagonal by binary search, then merges it.
+// of outputs (MERGE RUNS), finds where it starts on the cross diagonal by binary search, then
+// merges it.
 template <typename Key, typename Sink>
 __device__ void gc_heap_merge(const Key* a, unsigned na, const Key* b, unsigned nb, Sink sink) {
     const unsigned n = na + nb;
-    const unsigned per = (n + blockDim.x - 1) / blockDim.x;
+    const unsigned per = ((n + blockDim.x - 1) / blockDim.x) | (GC_HEAP_MERGE_ODD_RUN ? 1u : 0u);
     const unsigned d0 = threadIdx.x * per;
     if (d0 < n) {
         const unsigned d1 = d0 + per < n ? d0 + per : n;
@@ -834,10 +858,25 @@ __device__ void gc_heap_merge(const Key* a, unsigned na, const Key* b, unsigned 
             if (!gc_heap_less(b[d0 - mid - 1], a[mid])) lo = mid + 1; else hi = mid;
         }
         unsigned i = lo, j = d0 - lo;
+#if GC_HEAP_MERGE_HELD
+        Key x{}, y{};  // a[i] and b[j] while i < na and j < nb
+        if (i < na) x = a[i];
+        if (j < nb) y = b[j];
+        for (unsigned d = d0; d < d1; ++d) {
+            if (j >= nb || (i < na && !gc_heap_less(y, x))) {
+                sink(d, x);
+                if (++i < na) x = a[i];
+            } else {
+                sink(d, y);
+                if (++j < nb) y = b[j];
+            }
+        }
+#else
         for (unsigned d = d0; d < d1; ++d) {
             if (j >= nb || (i < na && !gc_heap_less(b[j], a[i]))) sink(d, a[i++]);
             else sink(d, b[j++]);
         }
+#endif
     }
     __syncthreads();
 }
@@ -1351,6 +1390,7 @@ __device__ void gc_heap_sift_down(gc_heap<Key>* h, const gc_heap_ws<K, Key>& ws,
             return;
         }
         if (pl && pr) {
+            long long lt = gc_heap_prof_now();  // thread 0's level clock (PROFILE)
             if (!loaded) {
                 if (GC_HEAP_LOAD_BATCH > 1) {
                     gc_heap_load(ws.b, gc_heap_node<K>(h, l), 2u * K);  // r = l + 1: adjacent nodes
@@ -1359,6 +1399,10 @@ __device__ void gc_heap_sift_down(gc_heap<Key>* h, const gc_heap_ws<K, Key>& ws,
                     gc_heap_load(ws.b + K, gc_heap_node<K>(h, r), K);
                 }
                 __syncthreads();
+            }
+            if (threadIdx.x == 0) {
+                gc_heap_prof_add(h, GC_HEAP_P_DEL_LVL_N, 1);
+                gc_heap_prof_lap(h, GC_HEAP_P_DEL_LVL_LOAD, &lt);
             }
             const Key hi_min = gc_heap_less(ws.b[K], ws.b[0]) ? ws.b[K] : ws.b[0];
             if (!gc_heap_less(hi_min, ws.a[K - 1])) {  // max(Z) <= min(l ∪ r): done
@@ -1378,12 +1422,15 @@ __device__ void gc_heap_sift_down(gc_heap<Key>* h, const gc_heap_ws<K, Key>& ws,
             const unsigned long long t = left_larger ? l : r, o = left_larger ? r : l;
             gc_heap_merge_smem(ws.b, K, ws.b + K, K, ws.m);  // hi = m[0, K), lo = m[K, 2K)
             gc_heap_store(gc_heap_node<K>(h, t), ws.m + K, K);
+            if (threadIdx.x == 0) gc_heap_prof_lap(h, GC_HEAP_P_DEL_LVL_MERGE1, &lt);
             gc_heap_merge_smem(ws.a, K, ws.m, K, ws.b);  // cur = b[0, K), Z = b[K, 2K)
             gc_heap_store(gc_heap_node<K>(h, cur), ws.b, K);
             gc_heap_copy(ws.a, ws.b + K, K);
             __syncthreads();
             if (threadIdx.x == 0) {
+                gc_heap_prof_lap(h, GC_HEAP_P_DEL_LVL_MERGE2, &lt);
                 gc_heap_unlock2(h, t, GC_HEAP_AVAIL, cur, GC_HEAP_AVAIL);
+                gc_heap_prof_lap(h, GC_HEAP_P_DEL_LVL_UNLOCK, &lt);
                 if (cur == 1ull) gc_heap_prof_lap(h, GC_HEAP_P_DEL_ROOT_REST, pt);
             }
             __syncthreads();

@@ -77,7 +77,9 @@
 //   guard otherwise; `Max`/`Min` updates are monotone: a re-run changes nothing). When the trip
 //   is in a call gc_spawn made by the cutoff (it has a frame) and no dirty serial form was
 //   entered in it (`cx.dirty`), gc_spawn clears `unwinding`, counts the call (GC_PSTAT_UNWOUND or
-//   GC_PSTAT_ABORTED), raises the floor and DEFERS the spawn as a task instead (the LOCAL or POOL
+//   GC_PSTAT_ABORTED), raises the floor (to max_depth, i.e. no inline call any more, once the
+//   run has unwound `inline_unwind_limit` calls over the stack budget: Config::
+//   device_inline_unwind_limit) and DEFERS the spawn as a task instead (the LOCAL or POOL
 //   path); otherwise (dirty, no frame, stack and pool full, or a plain call of a task from a
 //   segment) the guard fails the run with GC_FAULT_DEV_STACK at its site (the function's).
 //   No stack overflow as long as the reserve holds the frames below the first serial form and
@@ -216,7 +218,7 @@ struct gc_psched {
   gc_u32 prio_servers;          // the grid's last blocks serve the ready heap (0: no priority spawns)
   gc_u32 prio_window;           // servers keep the ready queue at least this full while the heap has keys
   gc_u32 prio_reserve;          // priority spawns go depth-first once this many wait in the heap's queues
-  gc_u32 prio_pad;
+  gc_u32 inline_unwind_limit;   // after this many stack unwinds in a run no spawn runs inline (0: never)
 };
 
 // One warp's state in shared memory: the header, then `free_cap` frame indices, then `local_cap`
@@ -688,8 +690,15 @@ __device__ GC_SPAWN_LINKAGE typename Callee::Ret gc_spawn(gc_cx& cx, typename Ca
     }
     cx.unwinding = 0u;
     if (cx.dirty != 0u) return Ret();  // gc_dev_trip raised GC_FAULT_DEV_STACK: the run stops
-    atomicMax(reinterpret_cast<int*>(&P->ctl[GC_PCTL_INLINE_FLOOR]), (int)(cx.depth + 2u));
-    atomicAdd(&P->stats[why == GC_UNWIND_STACK ? GC_PSTAT_UNWOUND : GC_PSTAT_ABORTED], 1ull);
+    // A tree whose inline calls keep running out of stack is deeper than inline recursion can
+    // serve (a branch-and-bound path is n levels deep, and every level's unwind throws the call's
+    // work away): after `inline_unwind_limit` of them in this run the floor goes to max_depth,
+    // so every spawn from then on is a task (INLINE LIMITS).
+    const gc_u64 seen =
+        atomicAdd(&P->stats[why == GC_UNWIND_STACK ? GC_PSTAT_UNWOUND : GC_PSTAT_ABORTED], 1ull) + 1ull;
+    const bool too_deep =
+        why == GC_UNWIND_STACK && P->inline_unwind_limit != 0u && seen >= (gc_u64)P->inline_unwind_limit;
+    atomicMax(reinterpret_cast<int*>(&P->ctl[GC_PCTL_INLINE_FLOOR]), too_deep ? (int)P->max_depth : (int)(cx.depth + 2u));
     mode = hungry > 0 && queued > 0 && gc_pool_has_room(P) ? GC_SPAWN_POOL : GC_SPAWN_LOCAL;
   }
   if (mode == GC_SPAWN_LOCAL) {

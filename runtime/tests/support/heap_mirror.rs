@@ -154,6 +154,7 @@ pub const P_DEL_BELOW: usize = 7;
 pub const P_DEL_LEVELS: usize = 8;
 pub const P_DEL_LOCK_WAIT: usize = 9;
 pub const P_DEL_WAIT_KIDS: usize = 10;
+pub const P_DEL_LVL_LOAD: usize = 11;
 pub const P_INS_OPS: usize = 12;
 pub const P_INS_TOTAL: usize = 13;
 pub const P_INS_SORT: usize = 14;
@@ -162,6 +163,10 @@ pub const P_INS_HOLD_HLOCK: usize = 16;
 pub const P_INS_LEVELS: usize = 18;
 pub const P_INS_TOP_DOWN: usize = 19;
 pub const P_INS_WAIT_PARENT: usize = 20;
+pub const P_DEL_LVL_MERGE1: usize = 21;
+pub const P_DEL_LVL_MERGE2: usize = 22;
+pub const P_DEL_LVL_UNLOCK: usize = 23;
+pub const P_DEL_LVL_N: usize = 24;
 const P_CLK0: usize = 28;
 const P_GT0: usize = 29;
 const P_CLK1: usize = 30;
@@ -218,6 +223,19 @@ impl Profile {
                 100.0 * hold / cycle.max(1e-9),
                 (cycle - hold).max(0.0),
             ));
+            let lv = self.w[P_DEL_LVL_N];
+            if lv > 0 {
+                s.push_str(&format!(
+                    "\ntwo-child level ({lv} of them, {:.1} per delete), us each: load the children {:.2}, merge \
+                     them and store one {:.2}, merge with the carried batch and store the parent {:.2}, release \
+                     fence and unlocks {:.2}",
+                    lv as f64 / d as f64,
+                    self.us(P_DEL_LVL_LOAD, lv),
+                    self.us(P_DEL_LVL_MERGE1, lv),
+                    self.us(P_DEL_LVL_MERGE2, lv),
+                    self.us(P_DEL_LVL_UNLOCK, lv),
+                ));
+            }
         }
         if i > 0 {
             let cycle = insert_ns / i as f64 / 1e3;

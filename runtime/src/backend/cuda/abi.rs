@@ -170,7 +170,7 @@ mirror! {
         prio_servers: u32,
         prio_window: u32,
         prio_reserve: u32,
-        prio_pad: u32,
+        inline_unwind_limit: u32,
     }
 }
 

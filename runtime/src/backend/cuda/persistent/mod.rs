@@ -234,6 +234,7 @@ impl<'a, D: Target> PersistentRun<'a, D> {
             } else {
                 0
             },
+            inline_unwind_limit: config.device_inline_unwind_limit.min(u32::MAX as usize) as u32,
             ..GcPSched::default()
         };
         if let Some(p) = &st.prio {
