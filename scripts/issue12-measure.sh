@@ -32,7 +32,9 @@ fi
 if [[ " ${PARTS:-knapsack heap tests} " == *" ss-knobs "* ]]; then
   # Subset sum's inline recursion (paths 600-1300 deep) against the persistent scheduler's inline
   # limits: ss 1300 at 25% with each knob setting (cuda only, --reps 3); not in the default PARTS.
-  for knob in "" GPU_CILK_DEVICE_INLINE=0 GPU_CILK_DEVICE_INLINE_ABORT=0 GPU_CILK_DEVICE_INLINE_ABORT=512 \
+  # (The example sets an unwind limit of 4096: GPU_CILK_DEVICE_INLINE_UNWIND_LIMIT=0 is the
+  # runtime's default, inline calls for the whole run.)
+  for knob in "" GPU_CILK_DEVICE_INLINE_UNWIND_LIMIT=0 GPU_CILK_DEVICE_INLINE=0 GPU_CILK_DEVICE_INLINE_ABORT=0 GPU_CILK_DEVICE_INLINE_ABORT=512 \
       GPU_CILK_DEVICE_INLINE_ABORT=32768 GPU_CILK_DEVICE_INLINE_THRESHOLD=256 GPU_CILK_DEVICE_INLINE_BUDGET=256 \
       GPU_CILK_DEVICE_IDLE_MAX_NS=256; do
     name=${knob#GPU_CILK_DEVICE_}

@@ -220,9 +220,9 @@ pub struct Config {
     /// (a branch-and-bound search is n levels deep) otherwise unwinds again and again, and every
     /// unwind throws the call's work away: measured on an H100 (docs/benchmarks.md, knapsack),
     /// subset sum 1300 at 25% ran 11.4 M unwinds and 571 M inline calls in 981 ms with inline
-    /// calls on and 99.5 ms with every spawn a task. Off by default because a program that unwinds
-    /// only in part of its tree (the test suite's tiny stack budgets) can be slower with every
-    /// spawn a task; fib and queens unwind nothing either way.
+    /// calls on and 99.5 ms with every spawn a task. Off by default: with 4096 as the default the
+    /// GPU tests' generated programs (tiny stack budgets that unwind in part of a tree) ran past
+    /// 130 s against 113 s, and one compile_subset test past 120 s; fib and queens unwind nothing.
     pub device_inline_unwind_limit: usize,
     /// cuda backend: the stack each device thread gets, in bytes (`GPU_CILK_DEVICE_STACK_BYTES`,
     /// default 16 KiB; the driver reserves it for every resident thread). Inline calls (the
