@@ -230,10 +230,7 @@ pub fn dp(inst: &Instance) -> u64 {
 /// The serial best-first branch-and-bound with `std::collections::BinaryHeap` (the paper's CPU
 /// baseline), with the same bound and the same pruning as [`knapsack`]: (optimum, nodes explored).
 pub fn best_first(inst: &Instance) -> (u64, u64) {
-    match best_first_until(inst, None) {
-        Ok(found) => found,
-        Err(stopped) => stopped, // unreachable: no deadline
-    }
+    best_first_until(inst, None).unwrap_or_else(|stopped| stopped) // (no deadline: never stopped)
 }
 
 /// [`best_first`] that gives up at `deadline`: `Err((best so far, nodes explored))` when it did

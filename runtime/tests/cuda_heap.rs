@@ -223,33 +223,9 @@ fn delete_waits_for_its_target_last_node_without_locking_it() {
 #[test]
 #[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
 fn tiny_nodes_many_blocks_all_distributions() {
-    let mut cfgs = vec![Cfg {
-        k: 1,
-        wide: false,
-        blocks: 256,
-        threads: 32,
-        ops_per_block: 200,
-        phases: MIXED,
-        batches: Batches::Full,
-        dist: Dist::Random,
-        chaos: 0,
-        tune: 0,
-        load_batch: 0,
-    }];
+    let mut cfgs = vec![Cfg { batches: Batches::Full, ..Cfg::mixed(1, false, 256, 32, 200) }];
     for dist in [Dist::Random, Dist::Ascending, Dist::Descending, Dist::Equal] {
-        cfgs.push(Cfg {
-            k: 4,
-            wide: true,
-            blocks: 512,
-            threads: 64,
-            ops_per_block: 100,
-            phases: MIXED,
-            batches: Batches::Mixed,
-            dist,
-            chaos: 0,
-            tune: 0,
-            load_batch: 0,
-        });
+        cfgs.push(Cfg { dist, ..Cfg::mixed(4, true, 512, 64, 100) });
     }
     stress(&device("tiny_nodes_many_blocks_all_distributions"), &cfgs);
 }
@@ -257,19 +233,7 @@ fn tiny_nodes_many_blocks_all_distributions() {
 #[test]
 #[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
 fn mid_nodes_full_partial_and_mixed_batches() {
-    let base = Cfg {
-        k: 64,
-        wide: true,
-        blocks: 264,
-        threads: 128,
-        ops_per_block: 60,
-        phases: MIXED,
-        batches: Batches::Mixed,
-        dist: Dist::Random,
-        chaos: 0,
-        tune: 0,
-        load_batch: 0,
-    };
+    let base = Cfg::mixed(64, true, 264, 128, 60);
     stress(
         &device("mid_nodes_full_partial_and_mixed_batches"),
         &[
@@ -290,19 +254,7 @@ fn mid_nodes_full_partial_and_mixed_batches() {
 #[test]
 #[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
 fn large_nodes_mixed_and_phased() {
-    let base = Cfg {
-        k: 256,
-        wide: false,
-        blocks: 264,
-        threads: 256,
-        ops_per_block: 30,
-        phases: MIXED,
-        batches: Batches::Mixed,
-        dist: Dist::Random,
-        chaos: 0,
-        tune: 0,
-        load_batch: 0,
-    };
+    let base = Cfg::mixed(256, false, 264, 256, 30);
     stress(
         &device("large_nodes_mixed_and_phased"),
         &[base, Cfg { phases: PHASED, batches: Batches::Full, dist: Dist::Descending, ..base }],
@@ -339,19 +291,7 @@ fn batched_loads_keep_every_history_correct() {
 #[test]
 #[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
 fn largest_nodes_k1024() {
-    let big = Cfg {
-        k: 1024,
-        wide: false,
-        blocks: 264,
-        threads: 512,
-        ops_per_block: 12,
-        phases: PHASED,
-        batches: Batches::Full,
-        dist: Dist::Random,
-        chaos: 0,
-        tune: 0,
-        load_batch: 0,
-    };
+    let big = Cfg { phases: PHASED, batches: Batches::Full, ..Cfg::mixed(1024, false, 264, 512, 12) };
     let few = Cfg { blocks: 8, ..big };
     let dev = device("largest_nodes_k1024");
     stress(
