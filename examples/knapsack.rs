@@ -161,25 +161,7 @@ fn verdict(good: bool) -> &'static str {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let run = || -> Result<bool, Error> {
-        // A best-first search of n levels keeps far more spawned nodes waiting than fib or queens:
-        // deeper warp stacks on the device (16384 items a warp, about 2 GB on an H100's 1056
-        // warps) unless GPU_CILK_DEVICE_WARP_STACK_ITEMS says otherwise. With the default 1024 the
-        // paper's largest instances fill the stacks, the pool and the ready heap, and a spawn
-        // that could then only run inline fails the run (docs/benchmarks.md, knapsack).
-        // And its paths are n levels deep (600-1300 here), deeper than a lane's inline stack: an
-        // inline call runs out of stack, unwinds and runs again as a task, again and again (11.4 M
-        // times on subset sum 1300). After 4096 such unwinds in a run every spawn is a task
-        // (Config::device_inline_unwind_limit) unless GPU_CILK_DEVICE_INLINE_UNWIND_LIMIT says
-        // otherwise: on an H100 that took subset sum 1300 at 25% from 981 to 103 ms.
-        let env = |name: &str| std::env::var_os(name).is_some();
-        let rt = common::runtime_with(&cli.common, |c| {
-            let c = if env("GPU_CILK_DEVICE_WARP_STACK_ITEMS") { c } else { c.device_warp_stack_items(16384) };
-            if env("GPU_CILK_DEVICE_INLINE_UNWIND_LIMIT") {
-                c
-            } else {
-                c.device_inline_unwind_limit(4096)
-            }
-        })?;
+        let rt = common::runtime_with(&cli.common, |c| c)?;
         let mut ok = true;
         match cli.kind {
             Some(k) => ok &= one(&rt, &cli, k.kind(), cli.n, cli.r)?,

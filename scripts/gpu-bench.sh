@@ -10,7 +10,7 @@
 #       --strassen-n 512,1024,2048,4096 --reps 3 --out OUT
 #
 # Issue 9's columns (deep chain, unbalanced tree, fib(40), the work-stack microbenchmark):
-#   scripts/gpu-bench.sh DIR --only chain,unbalanced,fib40,deque --reps 3
+#   scripts/gpu-bench.sh DIR --only chain,unbalanced,fib40 --reps 3
 #
 # ARGS go to gpu_suite (see `gpu_suite --help`); default `--fib 35 --queens 15 --reps 5`, and
 # `--out DIR/results` unless ARGS give --out. libcuda comes from the driver (ld cache); NVRTC from

@@ -115,7 +115,7 @@ if command -v compute-sanitizer >/dev/null && part sanitizers; then
     step "sanitizer-$tool-knapsack" compute-sanitizer --tool "$tool" --error-exitcode 1 "$here/knapsack" --kind sc --n 30 --r 500 --backend cuda --no-baseline
   done
   # Random task trees (tests/differential.rs, 12 seeds on every cuda configuration: both
-  # schedulers, the cutoff off, tiny pools, tiny inline budgets that unwind and re-run).
+  # schedulers, tiny lane stacks that spill).
   if [ -x "$here/tests/differential" ]; then
     for tool in memcheck racecheck; do
       GPU_CILK_TEST_TREES=12 STEP_TIMEOUT=300 step "sanitizer-$tool-random-trees" compute-sanitizer --tool "$tool" \
@@ -141,12 +141,11 @@ if [ -x "$here/gpu_suite" ] && [ -z "${SKIP_BENCH:-}" ] && part bench-data; then
   STEP_TIMEOUT=${BENCH_DATA_TIMEOUT:-600} step bench-sort-strassen "$here/gpu_suite" --out "$out/bench-data" \
     --only sort,strassen ${data_args[@]+"${data_args[@]}"} ${BENCH_DATA_ARGS:-}
 fi
-# Issue 9's columns: a deep chain (10^4, 10^6), an unbalanced tree, fib(40) (serial, rayon, the
-# hand-written peer, gpu-cilk cpu / persistent / persistent all-tasks / levels) and the work-stack
-# microbenchmark (push/pop/steal, 1 warp to full occupancy).
+# Deep and unbalanced trees: a deep chain (10^4, 10^6), an unbalanced tree, fib(40) (serial, rayon,
+# the hand-written peer, gpu-cilk cpu / persistent / levels).
 if [ -x "$here/gpu_suite" ] && [ -z "${SKIP_BENCH:-}" ] && part bench-issue9; then
   STEP_TIMEOUT=${BENCH9_TIMEOUT:-600} step bench-issue9 "$here/gpu_suite" --out "$out/bench-issue9" \
-    --only chain,unbalanced,fib40,deque --reps "${BENCH9_REPS:-3}" ${BENCH9_ARGS:-}
+    --only chain,unbalanced,fib40 --reps "${BENCH9_REPS:-3}" ${BENCH9_ARGS:-}
 fi
 # The cpu backend (stealing and levels) against serial and rayon join on this host's cores.
 if [ -x "$here/cpu_bench" ] && [ -z "${SKIP_BENCH:-}" ] && part cpu-bench; then

@@ -3,7 +3,7 @@
 # and chain on a GPU machine, from the binaries scripts/stage-gpu.sh puts in .carry/:
 #   bash .carry/gpu-tune.sh [OUT]
 # Prints one line per run: workload, settings, median time, and the scheduler's own profile
-# (warps, batches, busy lanes per batch, share of warp time running / idle / scheduling). The
+# (warps, rounds, busy lanes per round, share of warp time running / idle / scheduling). The
 # defaults in runtime/src/config.rs come from this sweep (docs/benchmarks.md has the last one).
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -32,21 +32,13 @@ for w in "fib 35" "queens 15 --variant bitmask" "chain 10000"; do
   ex="$1"; shift
   label="$ex-$1"
   for envs in - \
-      GPU_CILK_DEVICE_INLINE=0 \
-      GPU_CILK_DEVICE_INLINE_THRESHOLD=16 \
-      GPU_CILK_DEVICE_INLINE_THRESHOLD=128 \
-      GPU_CILK_DEVICE_WARP_STACK_ITEMS=0 \
-      GPU_CILK_DEVICE_WARP_STACK_ITEMS=8192 \
-      GPU_CILK_DEVICE_INLINE_BUDGET=64 \
-      GPU_CILK_DEVICE_INLINE_BUDGET=256 \
-      GPU_CILK_DEVICE_INLINE_BUDGET=1000000 \
-      "GPU_CILK_DEVICE_INLINE_THRESHOLD=16 GPU_CILK_DEVICE_INLINE_BUDGET=256" \
+      GPU_CILK_DEVICE_LANE_STACK=16 \
+      GPU_CILK_DEVICE_LANE_STACK=64 \
+      GPU_CILK_DEVICE_LANE_STACK=256 \
       GPU_CILK_DEVICE_IDLE_MAX_NS=16384 \
-      GPU_CILK_DEVICE_IDLE_MAX_NS=65536 \
-      "GPU_CILK_DEVICE_INLINE_BUDGET=256 GPU_CILK_DEVICE_IDLE_MAX_NS=16384" \
       GPU_CILK_NVRTC_FLAGS=-DGC_JOIN_SC_FENCES \
-      GPU_CILK_DEVICE_BLOCKS_PER_SM=1 \
-      "GPU_CILK_DEVICE_BLOCKS_PER_SM=1 GPU_CILK_DEVICE_IDLE_MAX_NS=16384" \
+      GPU_CILK_DEVICE_BLOCKS_PER_SM=2 \
+      GPU_CILK_DEVICE_BLOCKS_PER_SM=0 \
       GPU_CILK_SCHEDULER=levels; do
     one "$label" "$envs" "$ex" "$@" --reps "$reps"
   done

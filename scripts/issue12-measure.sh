@@ -4,8 +4,7 @@
 # the heap's insert+delete throughput at 2^29 keys for K = 1024, 2048, 4096 (with the CUB sort) for
 # each GC_HEAP_LOAD_BATCH in HEAP_LOAD_BATCHES (default "1 8"),
 # and the GPU tests these touch (the K = 2048 stress test, priority spawns, the differential and
-# generated-program tests). PARTS picks any of: knapsack heap tests ss-knobs (default: the first three;
-# ss-knobs: subset sum at 25% under each inline-limit knob). HEAP_DEFINE: more heap.cuh options
+# generated-program tests). PARTS picks any of: knapsack heap tests (default: all three). HEAP_DEFINE: more heap.cuh options
 # (gpu_suite --heap-define, e.g. GC_HEAP_MERGE_ODD_RUN=0); HEAP_PROFILE_LOG2N: profiled runs. Usage: bash scripts/issue12-measure.sh OUT [CARRY]
 set -u
 out=${1:?usage: issue12-measure.sh OUT [CARRY]}
@@ -16,7 +15,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$out/device.
 ks() { # NAME BINARY ARGS...: one knapsack invocation, its summary lines echoed
   local n=${1//=/-} b=$2; shift 2
   timeout "${KS_TIMEOUT:-120}" "$b" "$@" --backend cuda > "$out/ks-$n.log" 2>&1; echo "rc=$?" >> "$out/ks-$n.log"
-  grep -h "ks_\|unwound\|spawns \|warps \|rc=" "$out/ks-$n.log" | sed "s/^/$n: /"
+  grep -h "ks_\|spawns \|warps \|rc=" "$out/ks-$n.log" | sed "s/^/$n: /"
 }
 if [[ " ${PARTS:-knapsack heap tests} " == *" knapsack "* ]]; then
   ks ss "$C/knapsack" --kind ss --n 1300 --r 14000 --cap-percent 25 --reps 5
@@ -27,19 +26,6 @@ if [[ " ${PARTS:-knapsack heap tests} " == *" knapsack "* ]]; then
   # reported; the BinaryHeap solver needs minutes there, so it stops after 60 s.
   for c in ${SS_CAPACITIES:-5 10 40}; do
     KS_TIMEOUT=240 ks "ss-$c" "$C/knapsack" --kind ss --n 1300 --r 14000 --cap-percent "$c" --reps 3 --baseline-timeout-s 60
-  done
-fi
-if [[ " ${PARTS:-knapsack heap tests} " == *" ss-knobs "* ]]; then
-  # Subset sum's inline recursion (paths 600-1300 deep) against the persistent scheduler's inline
-  # limits: ss 1300 at 25% with each knob setting (cuda only, --reps 3); not in the default PARTS.
-  # (The example sets an unwind limit of 4096: GPU_CILK_DEVICE_INLINE_UNWIND_LIMIT=0 is the
-  # runtime's default, inline calls for the whole run.)
-  for knob in "" GPU_CILK_DEVICE_INLINE_UNWIND_LIMIT=0 GPU_CILK_DEVICE_INLINE=0 GPU_CILK_DEVICE_INLINE_ABORT=0 GPU_CILK_DEVICE_INLINE_ABORT=512 \
-      GPU_CILK_DEVICE_INLINE_ABORT=32768 GPU_CILK_DEVICE_INLINE_THRESHOLD=256 GPU_CILK_DEVICE_INLINE_BUDGET=256 \
-      GPU_CILK_DEVICE_IDLE_MAX_NS=256; do
-    name=${knob#GPU_CILK_DEVICE_}
-    KS_TIMEOUT=${KS_TIMEOUT:-60} ks "knob-${name:-default}" env $knob "$C/knapsack" --kind ss --n 1300 --r 14000 \
-      --cap-percent 25 --reps 3 --no-baseline --stats true
   done
 fi
 if [[ " ${PARTS:-knapsack heap tests} " == *" heap "* ]]; then

@@ -128,10 +128,9 @@ pub fn leaf(n: u32) -> u64 {
     n as u64
 }
 
-/// A spine of depth `n` with a leaf beside every node: the leaf is spawned first, so the warp's
-/// stack holds work when the spine's spawn comes and the depth-first cutoff may run it inline; an
-/// inline call of a deep spine recurses `n` serial forms deep. Pure: an inline call of it may be unwound and rerun.
-/// `1 + 1 + 2 + .. + n`.
+/// A spine of depth `n` with a leaf beside every node (spawned first: the leaf is the oldest
+/// pending entry of the spine's lane, the one handed to an idle lane): a path `n` frames deep on
+/// the lane's task stack. `1 + 1 + 2 + .. + n`.
 #[gpu_cilk]
 pub fn spine(n: u32) -> u64 {
     if n == 0 {
@@ -143,8 +142,8 @@ pub fn spine(n: u32) -> u64 {
     a + b
 }
 
-/// `k` spines of depth `n` side by side, spawned as a balanced tree (one spine and two halves per node, depth log2 k): enough
-/// work at once for every warp, so that none is hungry and the cutoff runs spawns inline.
+/// `k` spines of depth `n` side by side, spawned as a balanced tree (one spine and two halves per
+/// node, depth log2 k): deep paths on many lanes at once.
 #[gpu_cilk]
 pub fn forest(k: u32, n: u32) -> u64 {
     if k == 0 {
@@ -158,8 +157,7 @@ pub fn forest(k: u32, n: u32) -> u64 {
     a + b + c
 }
 
-/// `spine` that counts its nodes in a `&Sum`: an inline call of it may still be unwound and run
-/// again (the scheduler holds its adds back until the call completes), and the count stays exact.
+/// `spine` that counts its nodes in a `&Sum`: spilled and handed-over frames count once each.
 #[gpu_cilk]
 pub fn counted_spine(n: u32, nodes: &Sum<u64>) -> u64 {
     nodes.fetch_add(1);
@@ -186,7 +184,7 @@ pub fn counted_forest(k: u32, n: u32, nodes: &Sum<u64>) -> u64 {
 }
 
 /// A recursion of plain calls (serial forms, on the thread's stack) `n` deep that writes through
-/// a `&mut` slice on the way: it cannot be unwound and run again. Returns `n`.
+/// a `&mut` slice on the way. Returns `n`.
 #[gpu_cilk]
 pub fn scribble(out: &mut [u64], n: u32) -> u64 {
     if n == 0 {
@@ -196,68 +194,36 @@ pub fn scribble(out: &mut [u64], n: u32) -> u64 {
     scribble(out, n - 1) + 1
 }
 
-/// Inline recursion over the stack budget, on the persistent scheduler: an inline call whose
-/// serial forms may run twice is unwound and run again as a task (counted in
-/// `Stats::inline_unwound`), with the right result; a recursion that cannot (a plain call, which
-/// has no task to fall back to, through a `&mut` slice) fails the run with a `DeviceFault` naming
-/// the function and the budget. Never a crash. Inline calls over `device_inline_abort` calls are
-/// unwound the same way (`Stats::inline_aborted`).
-/// `k` spines side by side: the cutoff inlines only while no warp is hungry, so a GPU (a thousand
-/// warps) needs more spines than the simulation's few warps.
-fn inline_limits(base: Config, k: u32) {
+/// Deep paths and deep plain calls on the persistent scheduler: `k` spines of `n` spawns each run
+/// from the lanes' task stacks at any depth — with 2-entry lane stacks every path spills into the
+/// frame pool (counted in `Stats::spills`), with the right result and a `&Sum` node count that is
+/// exact; a recursion of plain calls (serial forms on the thread's stack, through a `&mut` slice)
+/// past the stack budget fails the run with a `DeviceFault` naming the function, and a frame pool
+/// too small for a spilled path fails it with a `DeviceFault` naming the pool. Never a crash, and
+/// the runtime stays usable.
+fn deep_paths(base: Config, k: u32) {
     let n = 200u32;
     let expect = u64::from(k) * (1 + u64::from(n) * u64::from(n + 1) / 2);
-    // A 1 KiB budget: a few serial forms deep on a host thread or a GPU.
-    let cutoff = base.clone().device_inline_threshold(1).device_inline_stack_bytes(1024);
-    let rt = Runtime::with_config(cutoff.clone()).unwrap_or_else(|e| panic!("{e}"));
-    // Whether the cutoff inlines depends on the warps' timing: run until it did.
-    let mut unwound = 0;
-    for _ in 0..8 {
+    for lanes in [0, 2] {
+        let rt = Runtime::with_config(base.clone().device_lane_stack(lanes)).unwrap_or_else(|e| panic!("{e}"));
         let r = rt.run_with_stats(forest::task(k, n)).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(r.value, expect);
-        unwound += r.stats.inline_unwound;
-        if unwound > 0 {
-            break;
+        if lanes == 2 {
+            assert!(r.stats.spills > 0 && r.stats.promoted > 0, "2-entry lane stacks spill: {}", r.stats);
         }
-    }
-    assert!(unwound > 0, "no inline call was unwound over the stack budget");
-    // The same with a node count in a `&Sum`: unwound calls add nothing twice.
-    let mut unwound = 0;
-    for _ in 0..8 {
         let nodes = Sum::new(0u64);
         let r = rt.run_with_stats(counted_forest::task(k, n, &nodes)).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(r.value, expect);
         assert_eq!(nodes.get(), u64::from(k) * u64::from(n + 1), "every spine node counted once");
-        unwound += r.stats.inline_unwound;
-        if unwound > 0 {
-            break;
-        }
-    }
-    assert!(unwound > 0, "no counted inline call was unwound over the stack budget");
-
-    // After `device_inline_unwind_limit` stack unwinds a run inlines nothing more: only the lanes
-    // already inside an inline call then can still unwind (the limit 0 would let every spine
-    // unwind again at each level the floor rises by).
-    let limited = Runtime::with_config(cutoff.clone().device_inline_unwind_limit(1)).unwrap_or_else(|e| panic!("{e}"));
-    for _ in 0..4 {
-        let r = limited.run_with_stats(forest::task(k, n)).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(r.value, expect);
-        let lanes = 32 * r.stats.device_profile.as_ref().map_or(0, |p| p.warps);
-        assert!(lanes > 0, "the persistent scheduler reports its warps");
-        assert!(
-            r.stats.inline_unwound <= 1 + lanes,
-            "{} unwinds after a limit of 1 with {lanes} lanes",
-            r.stats.inline_unwound
-        );
     }
 
+    let rt = Runtime::with_config(base.clone()).unwrap_or_else(|e| panic!("{e}"));
     let mut out = [0u64; 1];
-    match rt.run(scribble::task(&mut out, 10_000)) {
+    match rt.run(scribble::task(&mut out, 100_000)) {
         Err(Error::DeviceFault { task, message, .. }) => {
             assert_eq!(task, "scribble");
-            assert!(message.contains("1024 bytes of device stack"), "{message}");
-            assert!(message.contains("entered a serial form that cannot run twice"), "the reason: {message}");
-            assert!(message.contains("GPU_CILK_DEVICE_INLINE"), "{message}");
+            assert!(message.contains("bytes of device stack"), "{message}");
+            assert!(message.contains("spawn!"), "the hint: {message}");
         }
         other => panic!("expected a DeviceFault naming `scribble`, got {other:?}"),
     }
@@ -265,41 +231,33 @@ fn inline_limits(base: Config, k: u32) {
     assert_eq!(rt.run(scribble::task(&mut out, 3)).unwrap(), 3, "the runtime stays usable");
     assert_eq!(out[0], 3);
 
-    let abort = base.device_inline_threshold(1).device_inline_abort(4);
-    let rt = Runtime::with_config(abort).unwrap_or_else(|e| panic!("{e}"));
-    let mut aborted = 0;
-    for _ in 0..8 {
-        let r = rt.run_with_stats(forest::task(k, n)).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(r.value, expect);
-        aborted += r.stats.inline_aborted;
-        if aborted > 0 {
-            break;
-        }
+    // The smallest frame pool (1024 frames) cannot hold a spilled path 20,000 deep.
+    let small = Runtime::with_config(base.device_lane_stack(2).device_frame_pool_bytes(1)).unwrap_or_else(|e| panic!("{e}"));
+    match small.run(spine::task(20_000)) {
+        Err(Error::DeviceFault { message, .. }) => assert!(message.contains("frame pool"), "{message}"),
+        other => panic!("expected a DeviceFault naming the frame pool, got {other:?}"),
     }
-    assert!(aborted > 0, "no inline call was unwound over the inline abort");
+    assert_eq!(small.run(spine::task(100)).unwrap(), 1 + 100 * 101 / 2, "the runtime stays usable");
 }
 
 #[test]
-fn inline_limits_on_the_simulation() {
+fn deep_paths_on_the_simulation() {
     let sim = Config::default().backend(BackendKind::CudaSim).scheduler(gpu_cilk::runtime::SchedulerKind::Persistent);
     if let Err(e) = Runtime::with_config(sim.clone()) {
-        backends::gate::sim_missing("the inline limits test", &e);
+        backends::gate::sim_missing("the deep paths test", &e);
         return;
     }
-    inline_limits(sim, 32);
+    deep_paths(sim, 32);
 }
 
 #[test]
 #[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
-fn inline_limits_on_cuda() {
+fn deep_paths_on_cuda() {
     let base = Config::default().backend(BackendKind::Cuda).scheduler(gpu_cilk::runtime::SchedulerKind::Persistent);
     if let Err(e) = Runtime::with_config(base.clone()) {
-        backends::gate::no_gpu("the inline limits test", &e);
+        backends::gate::no_gpu("the deep paths test", &e);
     }
-    // 65536 spines of 200, spawned as a tree: a warp takes up to 32 items a batch, so the H100's
-    // 1056 warps are all busy (none hungry, the cutoff inlines) only with tens of thousands of
-    // spines running at once (4096 left most warps hungry: nothing was inlined or unwound).
-    inline_limits(base, 65536);
+    deep_paths(base, 4096);
 }
 
 #[test]

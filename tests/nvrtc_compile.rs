@@ -86,32 +86,6 @@ fn programs() -> Vec<(&'static str, [(DeviceScheduler, String); 2])> {
     ]
 }
 
-/// The benchmark suite's device-scheduler work-stack microbenchmark (benches/cuda/deque_bench.cu)
-/// is built on persistent.cuh's own stack and pool functions: it must keep compiling as that
-/// header changes, with the parameter layout its Rust mirror (benches/gpu_suite/deque.rs) has.
-#[test]
-fn the_work_stack_benchmark_compiles_against_the_persistent_header() {
-    use gpu_cilk::runtime::backend::cuda::{compile, ProgramSource};
-    if let Err(e) = gpu_cilk::runtime::backend::cuda::nvrtc_version() {
-        backends::gate::nvrtc_missing("the_work_stack_benchmark_compiles_against_the_persistent_header", &e);
-        return;
-    }
-    let program = ProgramSource::new("deque_bench", include_str!("../benches/cuda/deque_bench.cu"))
-        .header("gpu_cilk/runtime.cuh", gpu_cilk_kernels::RUNTIME_CUH)
-        .header("gpu_cilk/ticket_queue.cuh", gpu_cilk_kernels::TICKET_QUEUE_CUH)
-        .header("gpu_cilk/persistent.cuh", gpu_cilk_kernels::PERSISTENT_CUH);
-    for arch in [Arch::new(8, 0), Arch::new(9, 0)] {
-        let ptx = compile(&program, arch).unwrap_or_else(|e| panic!("deque_bench.cu for {arch}: {e}"));
-        for kernel in ["dq_local", "dq_steal"] {
-            let entry = format!(".entry {kernel}(");
-            let at = ptx.find(&entry).unwrap_or_else(|| panic!("{arch}: `{kernel}` missing from the PTX"));
-            let params = &ptx[at + entry.len()..];
-            let params = &params[..params.find(')').expect("end of the parameter list")];
-            assert!(params.contains(&format!("{kernel}_param_0[288]")), "{arch}: `{kernel}` takes {params:?}");
-        }
-    }
-}
-
 #[test]
 fn every_fixture_compiles_with_nvrtc() {
     if let Err(e) = gpu_cilk::runtime::backend::cuda::nvrtc_version() {

@@ -35,8 +35,7 @@ fn spawns(d: u32) -> u64 {
 }
 
 fn check(base: Config) {
-    // Every spawn a task (no inline calls), so every priority spawn comes from a segment.
-    let tasks = base.scheduler(SchedulerKind::Persistent).device_inline(false);
+    let tasks = base.scheduler(SchedulerKind::Persistent);
     let d = 7;
     let want = ptree(11, d);
 

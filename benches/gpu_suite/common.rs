@@ -159,11 +159,11 @@ where
         },
         |v| if *v == want { Ok(()) } else { Err(format!("{workload}({size}) = {v:?}, expected {want:?}")) },
     );
-    // The last run's counts: how the scheduler ran the tree (tasks, inline calls, warp time).
+    // The last run's counts: how the scheduler ran the tree (tasks, promoted frames, warp time).
     row.note = match last.into_inner() {
         Some(st) => {
             let mut note =
-                format!("{}; {} tasks, {} inline calls", rt.device_description(), st.total_tasks(), st.calls_inlined);
+                format!("{}; {} tasks, {} promoted", rt.device_description(), st.total_tasks(), st.promoted);
             if st.peak_live_frames > 0 {
                 // Peak device (or heap) memory of the frames: what a deep chain costs.
                 let _ = write!(note, "; peak {} frames, {} bytes", st.peak_live_frames, st.peak_frame_bytes);
@@ -184,21 +184,14 @@ where
 /// a task (no cutoff), and levels. Other `GPU_CILK_*` settings come from the environment.
 pub(crate) fn gpu_cilk_rows(args: &Args, columns: impl Fn(Result<&Runtime, String>, &str) -> Vec<Row>) -> Vec<Row> {
     let mut rows = Vec::new();
-    let configs: [(&str, BackendKind, SchedulerKind, bool); 4] = [
-        ("cpu", BackendKind::Cpu, SchedulerKind::Auto, true),
-        ("cuda persistent", BackendKind::Cuda, SchedulerKind::Persistent, true),
-        ("cuda persistent all-tasks", BackendKind::Cuda, SchedulerKind::Persistent, false),
-        ("cuda levels", BackendKind::Cuda, SchedulerKind::Levels, true),
+    let configs: [(&str, BackendKind, SchedulerKind); 3] = [
+        ("cpu", BackendKind::Cpu, SchedulerKind::Auto),
+        ("cuda persistent", BackendKind::Cuda, SchedulerKind::Persistent),
+        ("cuda levels", BackendKind::Cuda, SchedulerKind::Levels),
     ];
-    for (name, kind, sched, inline) in configs {
-        let config = Config::from_env().map(|c| {
-            let c = c.backend(kind).scheduler(sched).timeout(Some(Duration::from_secs(args.timeout_s)));
-            if inline {
-                c
-            } else {
-                c.device_inline(false)
-            }
-        });
+    for (name, kind, sched) in configs {
+        let config = Config::from_env()
+            .map(|c| c.backend(kind).scheduler(sched).timeout(Some(Duration::from_secs(args.timeout_s))));
         let rt = config.and_then(Runtime::with_config).map_err(|e| e.to_string());
         rows.extend(columns(rt.as_ref().map_err(|e| e.clone()), name));
     }

@@ -2,10 +2,9 @@
 //! spawn per level, 10^4 and 10^6 levels by default) and an unbalanced tree
 //! (`examples/workloads/unbalanced.rs`, a UTS-style binomial tree from a seeded hash), each on
 //! serial Rust, rayon (with a cutoff) and gpu-cilk's columns ([`crate::common::gpu_cilk_rows`]:
-//! cpu, cuda persistent, persistent with every spawn a task, and levels). Every result is checked
-//! against the serial function (the chain against `n`). A scheduler that cannot run a size shows
-//! `n/a` with the runtime's error as the reason (the persistent scheduler's inline recursion
-//! limit on a tree deeper than 128 levels, for one), and the levels scheduler is skipped on chains
+//! cpu, cuda persistent and levels). Every result is checked against the serial function (the
+//! chain against `n`). A scheduler that cannot run a size shows `n/a` with the runtime's error as
+//! the reason, and the levels scheduler is skipped on chains
 //! deeper than `--chain-levels-max` (one launch per level: minutes for 10^6), saying so;
 //! the gpu-cilk rows' notes carry the peak live frames and their bytes (`Stats`).
 //!

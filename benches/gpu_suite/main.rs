@@ -16,7 +16,7 @@
 //! Layout: this file holds the command line and the driver; [`common`] the rows, measurement,
 //! gpu-cilk runtime columns, NVRTC compile times and the output files; one module per benchmark
 //! ([`fib`], [`queens`], [`channel`], [`loopsync`], [`alloc`], [`queue`], [`heap`], [`sort`],
-//! [`strassen`], [`deep`], [`deque`]) holds its peers, kernels' parameter mirrors and verification;
+//! [`strassen`], [`deep`]) holds its peers, kernels' parameter mirrors and verification;
 //! [`data`] holds what sort and strassen share (options, runtimes, the time plot), [`nvcc`] builds
 //! the peers that need nvcc (CUB, cuBLAS). Device headers come from the `gpu-cilk-kernels` crate; device
 //! structs shared with the runtime's GPU tests are mirrored once under `runtime/tests/support/`.
@@ -26,7 +26,6 @@ mod channel;
 mod common;
 mod data;
 mod deep;
-mod deque;
 mod fib;
 mod heap;
 mod loopsync;
@@ -75,7 +74,7 @@ pub(crate) struct Args {
     #[arg(long, default_value = "target/gpu-bench")]
     pub(crate) out: PathBuf,
     /// Workloads to run (comma-separated): fib, queens, channel, loopsync, alloc, queue, heap,
-    /// sort, strassen, chain, unbalanced, fib40 (fib at n = 40 whatever --fib says), deque.
+    /// sort, strassen, chain, unbalanced, fib40 (fib at n = 40 whatever --fib says).
     #[arg(long, default_value = "fib,queens,channel,loopsync", value_delimiter = ',')]
     pub(crate) only: Vec<String>,
     /// Deep chain (`--only chain`): depths to run (one spawn per level).
@@ -103,9 +102,6 @@ pub(crate) struct Args {
     /// Unbalanced tree: the rayon peer joins over children above this depth, serially below.
     #[arg(long, default_value_t = 64)]
     pub(crate) uts_cutoff: u32,
-    /// Deque benchmark (`--only deque`): operations per lane per round.
-    #[arg(long, default_value_t = 64)]
-    pub(crate) deque_items: u32,
     /// Loop-sync benchmark: chains run at once.
     #[arg(long, default_value_t = 1024)]
     pub(crate) loop_sync_width: u32,
@@ -292,7 +288,6 @@ fn main() {
         alloc::program(),
         queue::program(),
         heap::program(),
-        deque::program(),
     ];
     for program in programs.iter().filter(|_| !args.skip_compile_times) {
         report.compiles.push(compile_times(&cache_dir, program, arch, device.as_ref().ok()));
@@ -346,11 +341,6 @@ fn main() {
     if wants("fib40") {
         let rows = fib::bench_fib(&Args { fib: 40, ..args.clone() }, device.as_ref());
         print_rows("fib(40)", &rows);
-        report.rows.extend(rows);
-    }
-    if wants("deque") {
-        let rows = deque::bench_deque(&args, device.as_ref());
-        print_rows("device scheduler work stack and pool (push/pop/steal items/s)", &rows);
         report.rows.extend(rows);
     }
 

@@ -232,7 +232,7 @@ fn host_slice_row<K: Copy + Default>(
 pub(crate) fn run_note(rt: &Runtime, stats: Option<&Stats>) -> String {
     match stats {
         Some(st) => {
-            format!("{}; {} tasks, {} inline calls", rt.device_description(), st.total_tasks(), st.calls_inlined)
+            format!("{}; {} tasks, {} promoted", rt.device_description(), st.total_tasks(), st.promoted)
         }
         None => rt.device_description(),
     }

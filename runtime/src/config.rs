@@ -173,15 +173,6 @@ pub struct Config {
     pub device_spill_capacity: usize,
     /// Deepest recursion level allowed (`GPU_CILK_MAX_DEPTH`).
     pub max_depth: usize,
-    /// Persistent device scheduler: run a spawn depth-first as a plain call of the callee's serial
-    /// device form once the GPU holds enough ready work (`GPU_CILK_DEVICE_INLINE`, default on;
-    /// off makes every spawn a task).
-    pub device_inline: bool,
-    /// Persistent device scheduler: a spawn runs inline (when [`Config::device_inline`] is on)
-    /// once the spawning warp's stack holds this many ready items and no warp is idle
-    /// (`GPU_CILK_DEVICE_INLINE_THRESHOLD`, default 16; capped at half the stack; from
-    /// scripts/gpu-tune.sh, docs/benchmarks.md).
-    pub device_inline_threshold: usize,
     /// Persistent device scheduler: resident blocks of 8 warps per multiprocessor
     /// (`GPU_CILK_DEVICE_BLOCKS_PER_SM`, default 1; 0 = as many as fit). One block per
     /// multiprocessor halves the warps that poll for work and share the pool; measured on an H100
@@ -192,51 +183,14 @@ pub struct Config {
     /// sleeps take load off the memory system when few warps have work (deep, narrow trees);
     /// shorter ones spread new work faster.
     pub device_idle_max_ns: usize,
-    /// Persistent device scheduler: items each warp's stack holds in global memory below the part
-    /// in shared memory (`GPU_CILK_DEVICE_WARP_STACK_ITEMS`, default 1024; rounded up to a power
-    /// of two; 0 = shared memory only). A spawn that finds both parts full goes to the global
-    /// pool, or runs inline when that is full too.
-    pub device_warp_stack_items: usize,
-    /// Persistent device scheduler: an inline call that turns out to make more than this many
-    /// calls raises the inline floor, so spawns at its level and above become tasks from then on
-    /// (`GPU_CILK_DEVICE_INLINE_BUDGET`, default 4096). Keeps one lane from running a large
-    /// subtree alone while the others wait.
-    pub device_inline_budget: usize,
-    /// Persistent device scheduler: an inline call (run by the automatic cutoff from a segment)
-    /// whose subtree makes more than this many calls, and that may run twice (see
-    /// [`Config::device_inline_stack_bytes`]), is unwound and run again as a task, and the inline
-    /// floor rises (`GPU_CILK_DEVICE_INLINE_ABORT`, default 4096, the default
-    /// [`Config::device_inline_budget`]; 0 = never). The budget only acts after a large call has
-    /// finished; this bounds how long one lane runs a subtree alone while the others wait, and
-    /// the work thrown away per abort (at most this many calls). Swept on an H100
-    /// (docs/benchmarks.md, "Inline limits"): 4096 against 262144 took queens(15) bitmask from
-    /// 1837 to 898 ms and knapsack esc 60 from 97 to 26 ms, fib(35) 2.70 to 2.56 ms; queens(14)
-    /// array 331 to 391 ms.
-    pub device_inline_abort: usize,
-    /// Persistent device scheduler: after this many inline calls of one run were unwound over
-    /// the stack budget ([`Config::device_inline_stack_bytes`]), no spawn of that run runs inline
-    /// any more: every spawn is a task (`GPU_CILK_DEVICE_INLINE_UNWIND_LIMIT`, default 0 = never;
-    /// the knapsack example sets 4096). A tree whose paths are deeper than a lane's inline stack
-    /// (a branch-and-bound search is n levels deep) otherwise unwinds again and again, and every
-    /// unwind throws the call's work away: measured on an H100 (docs/benchmarks.md, knapsack),
-    /// subset sum 1300 at 25% ran 11.4 M unwinds and 571 M inline calls in 981 ms with inline
-    /// calls on and 99.5 ms with every spawn a task. Off by default: with 4096 as the default the
-    /// GPU tests' generated programs (tiny stack budgets that unwind in part of a tree) ran past
-    /// 130 s against 113 s, and one compile_subset test past 120 s; fib and queens unwind nothing.
-    pub device_inline_unwind_limit: usize,
-    /// cuda backend: the stack each device thread gets, in bytes (`GPU_CILK_DEVICE_STACK_BYTES`,
-    /// default 16 KiB; the driver reserves it for every resident thread). Inline calls (the
-    /// serial device forms `<task>_dev`) recurse on it.
-    pub device_stack_bytes: usize,
-    /// cuda backend: the stack bytes inline recursion through serial device forms may use
-    /// (`GPU_CILK_DEVICE_INLINE_STACK_BYTES`; default 0 = [`Config::device_stack_bytes`] less 4 KiB
-    /// for the scheduler's and the segment's own frames and the last call's). A deeper call
-    /// trips the guard of its serial form: on the persistent scheduler, an inline call from a
-    /// segment whose serial forms may all run twice (no `&mut` slice or `Temp` parameter, no
-    /// `alloc!`; `&Sum` adds are held back until the call completes) is unwound and run again as
-    /// a task; otherwise the run fails with
-    /// [`Error::DeviceFault`] naming the function. Never a stack overflow.
-    pub device_inline_stack_bytes: usize,
+    /// Persistent device scheduler: entries of each lane's task stack in global memory (0, the
+    /// default: the lane's share of 4 GiB, between 4 and 64 KiB, as entries of the program's
+    /// largest frame, between 8 and 256; rounded down to a power of two).
+    /// A path deeper than its stack spills its oldest frames into the frame pool and its pending
+    /// spawns into the global pool, so this trades memory (lanes × entries × the largest frame)
+    /// for spills and limits nothing a program can do; the tests set it tiny to exercise the
+    /// spill, and a program with very large frames may lower it to save device memory.
+    pub device_lane_stack: usize,
     /// Persistent device scheduler, programs with priority spawns: item slots of the ready heap
     /// (`GPU_CILK_DEVICE_PRIORITY_SLOTS`, default 2097152 = 2^21). Every priority spawn waiting
     /// in the heap holds one; a spawn that finds none left becomes a plain spawn (counted in
@@ -256,11 +210,8 @@ pub struct Config {
     pub device_priority_window: usize,
     /// Persistent device scheduler, programs with priority spawns: a priority spawn goes into
     /// the ready heap while no warp is idle and fewer than this many prioritized items wait
-    /// there; otherwise it runs depth-first on its warp like a plain spawn (its own stack, the
-    /// automatic cutoff, the pool for idle warps), and the heap takes it when the warp's stack
-    /// and the pool are full (`GPU_CILK_DEVICE_PRIORITY_RESERVE`, default 0: the heap holds the
-    /// work that does not fit the warps' stacks and the pool, served best first to idle warps
-    /// before the pool). Measured on an H100 (docs/benchmarks.md, knapsack): every node through
+    /// there; otherwise it runs depth-first on its lane like a plain spawn
+    /// (`GPU_CILK_DEVICE_PRIORITY_RESERVE`, default 0). Measured on an H100 (docs/benchmarks.md, knapsack): every node through
     /// the heap made knapsack 40× slower; a reserve of 8192 made sc 800 bimodal (half the runs
     /// explored 15–50× more nodes, up to 8.4 s against 0.45 s) and was slower on every type than
     /// 0. At or above [`Config::device_priority_slots`]: every priority spawn goes through the
@@ -300,16 +251,9 @@ impl Default for Config {
             device_level_capacity: 1 << 23,
             device_spill_capacity: 1 << 30,
             max_depth: 1 << 21,
-            device_inline: true,
-            device_inline_threshold: 16,
             device_blocks_per_sm: 1,
             device_idle_max_ns: 2048,
-            device_warp_stack_items: 1024,
-            device_inline_budget: 4096,
-            device_inline_abort: 4096,
-            device_inline_unwind_limit: 0,
-            device_stack_bytes: 16 << 10,
-            device_inline_stack_bytes: 0,
+            device_lane_stack: 0,
             device_frame_pool_bytes: 1 << 30,
             device_priority_slots: 1 << 21,
             device_priority_servers: 2,
@@ -388,39 +332,14 @@ impl Config {
                 _ => return Err(Error::Config(format!("GPU_CILK_CHECK_RACES={v:?} is not 0 or 1"))),
             };
         }
-        if let Ok(v) = std::env::var("GPU_CILK_DEVICE_INLINE") {
-            c.device_inline = match v.trim().to_ascii_lowercase().as_str() {
-                "1" | "true" | "yes" | "on" => true,
-                "0" | "false" | "no" | "off" => false,
-                _ => return Err(Error::Config(format!("GPU_CILK_DEVICE_INLINE={v:?} is not 0 or 1"))),
-            };
-        }
-        if let Some(v) = num("GPU_CILK_DEVICE_INLINE_THRESHOLD")? {
-            c.device_inline_threshold = v;
-        }
         if let Some(v) = num("GPU_CILK_DEVICE_BLOCKS_PER_SM")? {
             c.device_blocks_per_sm = v;
         }
         if let Some(v) = num("GPU_CILK_DEVICE_IDLE_MAX_NS")? {
             c.device_idle_max_ns = v;
         }
-        if let Some(v) = num("GPU_CILK_DEVICE_WARP_STACK_ITEMS")? {
-            c.device_warp_stack_items = v;
-        }
-        if let Some(v) = num("GPU_CILK_DEVICE_INLINE_BUDGET")? {
-            c.device_inline_budget = v;
-        }
-        if let Some(v) = num("GPU_CILK_DEVICE_INLINE_ABORT")? {
-            c.device_inline_abort = v;
-        }
-        if let Some(v) = num("GPU_CILK_DEVICE_INLINE_UNWIND_LIMIT")? {
-            c.device_inline_unwind_limit = v;
-        }
-        if let Some(v) = num("GPU_CILK_DEVICE_STACK_BYTES")? {
-            c.device_stack_bytes = v;
-        }
-        if let Some(v) = num("GPU_CILK_DEVICE_INLINE_STACK_BYTES")? {
-            c.device_inline_stack_bytes = v;
+        if let Some(v) = num("GPU_CILK_DEVICE_LANE_STACK")? {
+            c.device_lane_stack = v;
         }
         if let Some(v) = num("GPU_CILK_DEVICE_FRAME_POOL_BYTES")? {
             c.device_frame_pool_bytes = v;
@@ -547,18 +466,6 @@ impl Config {
         self
     }
 
-    /// Sets whether the persistent device scheduler may run spawns inline (depth-first).
-    pub fn device_inline(mut self, on: bool) -> Self {
-        self.device_inline = on;
-        self
-    }
-
-    /// Sets the persistent device scheduler's inline threshold ([`Config::device_inline_threshold`]).
-    pub fn device_inline_threshold(mut self, items: usize) -> Self {
-        self.device_inline_threshold = items;
-        self
-    }
-
     /// Sets the persistent device scheduler's blocks per multiprocessor (0 = as many as fit).
     pub fn device_blocks_per_sm(mut self, blocks: usize) -> Self {
         self.device_blocks_per_sm = blocks;
@@ -571,15 +478,9 @@ impl Config {
         self
     }
 
-    /// Sets the items of each warp's stack in global memory ([`Config::device_warp_stack_items`]).
-    pub fn device_warp_stack_items(mut self, items: usize) -> Self {
-        self.device_warp_stack_items = items;
-        self
-    }
-
-    /// Sets the persistent device scheduler's inline budget ([`Config::device_inline_budget`]).
-    pub fn device_inline_budget(mut self, calls: usize) -> Self {
-        self.device_inline_budget = calls;
+    /// Sets the entries of each lane's task stack on the device ([`Config::device_lane_stack`]).
+    pub fn device_lane_stack(mut self, entries: usize) -> Self {
+        self.device_lane_stack = entries;
         self
     }
 
@@ -605,41 +506,6 @@ impl Config {
     pub fn device_priority_window(mut self, items: usize) -> Self {
         self.device_priority_window = items;
         self
-    }
-
-    /// Sets the persistent device scheduler's inline abort ([`Config::device_inline_abort`]).
-    pub fn device_inline_abort(mut self, calls: usize) -> Self {
-        self.device_inline_abort = calls;
-        self
-    }
-
-    /// Sets how many stack unwinds switch inline calls off for the rest of a run
-    /// ([`Config::device_inline_unwind_limit`]; 0 = never).
-    pub fn device_inline_unwind_limit(mut self, unwinds: usize) -> Self {
-        self.device_inline_unwind_limit = unwinds;
-        self
-    }
-
-    /// Sets the stack of each device thread in bytes ([`Config::device_stack_bytes`]).
-    pub fn device_stack_bytes(mut self, bytes: usize) -> Self {
-        self.device_stack_bytes = bytes;
-        self
-    }
-
-    /// Sets the stack bytes inline recursion may use ([`Config::device_inline_stack_bytes`]).
-    pub fn device_inline_stack_bytes(mut self, bytes: usize) -> Self {
-        self.device_inline_stack_bytes = bytes;
-        self
-    }
-
-    /// The stack bytes inline recursion may use on the device: [`Config::device_inline_stack_bytes`],
-    /// or by default [`Config::device_stack_bytes`] less 4 KiB.
-    pub fn device_inline_stack_budget(&self) -> u32 {
-        let b = match self.device_inline_stack_bytes {
-            0 => self.device_stack_bytes.saturating_sub(4 << 10),
-            n => n,
-        };
-        b.min(u32::MAX as usize) as u32
     }
 
     /// Sets the size of the persistent device scheduler's frame pool in bytes.
@@ -683,16 +549,10 @@ impl Config {
                 self.device_idle_max_ns
             )));
         }
-        if self.device_warp_stack_items > 1 << 20 {
+        if self.device_lane_stack == 1 || self.device_lane_stack > 1 << 16 {
             return Err(Error::Config(format!(
-                "device_warp_stack_items ({}) must be at most 1048576",
-                self.device_warp_stack_items
-            )));
-        }
-        if self.device_inline_budget == 0 || self.device_inline_budget > u32::MAX as usize {
-            return Err(Error::Config(format!(
-                "device_inline_budget ({}) must be between 1 and 4294967295",
-                self.device_inline_budget
+                "device_lane_stack ({}) must be 0 (automatic) or between 2 and 65536",
+                self.device_lane_stack
             )));
         }
         if !(1..=1 << 30).contains(&self.device_priority_slots) {
@@ -711,24 +571,10 @@ impl Config {
         for (name, value) in [
             ("device_priority_reserve", self.device_priority_reserve),
             ("device_priority_window", self.device_priority_window),
-            ("device_inline_abort", self.device_inline_abort),
-            ("device_inline_unwind_limit", self.device_inline_unwind_limit),
         ] {
             if value > u32::MAX as usize {
                 return Err(Error::Config(format!("{name} ({value}) must be at most 4294967295")));
             }
-        }
-        if !(8 << 10..=1 << 20).contains(&self.device_stack_bytes) {
-            return Err(Error::Config(format!(
-                "device_stack_bytes ({}) must be between 8 KiB and 1 MiB",
-                self.device_stack_bytes
-            )));
-        }
-        if self.device_inline_stack_bytes >= self.device_stack_bytes {
-            return Err(Error::Config(format!(
-                "device_inline_stack_bytes ({}) must be less than device_stack_bytes ({}): the scheduler's own frames need room",
-                self.device_inline_stack_bytes, self.device_stack_bytes
-            )));
         }
         if self.stack_bytes < 64 << 10 {
             return Err(Error::Config(format!("stack_bytes ({}) must be at least 64 KiB", self.stack_bytes)));
@@ -769,16 +615,11 @@ mod tests {
     }
 
     #[test]
-    fn the_inline_stack_budget_leaves_room_for_the_scheduler() {
+    fn lane_stacks_are_automatic_or_at_least_two_entries() {
         let c = Config::default();
-        assert_eq!(c.device_inline_stack_budget(), (16 << 10) - (4 << 10));
-        assert_eq!(c.clone().device_stack_bytes(64 << 10).device_inline_stack_budget(), 60 << 10);
-        assert_eq!(c.clone().device_inline_stack_bytes(1024).device_inline_stack_budget(), 1024);
-        assert!(c.clone().device_inline_stack_bytes(16 << 10).validate().is_err());
-        assert!(c.clone().device_stack_bytes(1024).validate().is_err());
-        assert!(c.clone().device_inline_abort(0).validate().is_ok());
-        assert!(c.clone().device_inline_abort(1 << 40).validate().is_err());
-        assert!(c.clone().device_inline_unwind_limit(0).validate().is_ok());
-        assert!(c.device_inline_unwind_limit(1 << 40).validate().is_err());
+        assert!(c.clone().device_lane_stack(0).validate().is_ok());
+        assert!(c.clone().device_lane_stack(1).validate().is_err());
+        assert!(c.clone().device_lane_stack(2).validate().is_ok());
+        assert!(c.device_lane_stack(1 << 17).validate().is_err());
     }
 }

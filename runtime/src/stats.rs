@@ -55,9 +55,8 @@ pub struct Stats {
     /// Stealing scheduler: spawns run at once on the spawning worker as sub-kernels (still
     /// splittable: their own spawns may become tasks).
     pub tasks_inlined: u64,
-    /// Spawns run at once as a plain call of the callee's serial form (the stealing scheduler's
-    /// lazy task creation, the persistent scheduler's depth-first cutoff); the calls below such a
-    /// call are serial and counted here too on the device.
+    /// Stealing scheduler: spawns run at once as a plain call of the callee's serial form (lazy
+    /// task creation).
     pub calls_inlined: u64,
     /// Tasks taken from another worker's deque (stealing) or from the device's global pool
     /// (persistent).
@@ -98,20 +97,17 @@ pub struct Stats {
     pub idle_end: Duration,
     /// Persistent device scheduler: items a warp sent to the global pool for hungry warps.
     pub donated: u64,
-    /// Persistent device scheduler: spawns that ran inline only because both the warp's stack
-    /// and the global pool were full.
-    pub pool_full_inlined: u64,
-    /// Persistent device scheduler: inline calls that needed more stack than
-    /// [`Config::device_inline_stack_bytes`](crate::Config::device_inline_stack_bytes) allows,
-    /// unwound and run again as tasks.
-    pub inline_unwound: u64,
-    /// Persistent device scheduler: inline calls that made more than
-    /// [`Config::device_inline_abort`](crate::Config::device_inline_abort) calls, unwound and run
-    /// again as tasks.
-    pub inline_aborted: u64,
+    /// Persistent device scheduler: pending spawns a busy lane handed to an idle lane of its warp.
+    pub shared: u64,
+    /// Persistent device scheduler: lane-stack entries promoted to frames of the global frame
+    /// pool (slow clones: a child of theirs was handed away, or the lane's stack spilled).
+    pub promoted: u64,
+    /// Persistent device scheduler: lane stacks that overflowed and spilled into the frame pool and
+    /// the global pool.
+    pub spills: u64,
     /// Persistent device scheduler: spawns queued in the ready heap and served best first:
     /// priority spawns (`spawn!(f(..), priority = key)`) it took as its reserve, and spawns it
-    /// took as the overflow of a full warp stack and pool (programs with priority spawns only).
+    /// (programs with priority spawns only).
     pub prioritized: u64,
     /// Persistent device scheduler: priority spawns that found every slot of the ready heap taken
     /// ([`Config::device_priority_slots`](crate::Config::device_priority_slots)) and ran as plain
@@ -132,12 +128,11 @@ pub struct Stats {
 pub struct DeviceProfile {
     /// Resident warps of the grid.
     pub warps: u64,
-    /// Batches run (a warp took items and ran one per lane).
-    pub batches: u64,
-    /// Items those batches ran: `items / batches` is the number of busy lanes per batch.
-    pub items: u64,
-    /// Segments whose children all stayed on their warp's stack (joined without atomics).
-    pub local_joins: u64,
+    /// Rounds run (every busy lane of a warp ran one step: a segment of the task on top of its
+    /// lane stack).
+    pub rounds: u64,
+    /// Lane steps those rounds ran: `steps / rounds` is the number of busy lanes per round.
+    pub steps: u64,
     /// Warp cycles spent finding no work (polls and sleeps).
     pub idle_cycles: u64,
     /// Warp cycles spent running segments and continuations.
@@ -159,16 +154,15 @@ impl DeviceProfile {
 
 impl fmt::Display for DeviceProfile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let per = if self.batches == 0 { 0.0 } else { self.items as f64 / self.batches as f64 };
+        let per = if self.rounds == 0 { 0.0 } else { self.steps as f64 / self.rounds as f64 };
         write!(
             f,
-            "{} warps, {} batches of {per:.1} items; warp time {:.1}% running, {:.1}% idle, {:.1}% scheduling; {} local joins",
+            "{} warps, {} rounds of {per:.1} busy lanes; warp time {:.1}% running, {:.1}% idle, {:.1}% scheduling",
             self.warps,
-            self.batches,
+            self.rounds,
             self.pct(self.run_cycles),
             self.pct(self.idle_cycles),
             self.pct(self.all_cycles.saturating_sub(self.run_cycles + self.idle_cycles)),
-            self.local_joins
         )
     }
 }
@@ -245,15 +239,11 @@ impl fmt::Display for Stats {
             writeln!(f, "scheduler          persistent (one resident grid)")?;
             writeln!(
                 f,
-                "spawns             {} tasks, {} calls run inline (depth-first), {} of them because every stack and the pool were full",
+                "spawns             {} tasks, {} handed to idle lanes of their warp; {} frames promoted to the frame pool, {} lane stacks spilled",
                 self.total_tasks(),
-                self.calls_inlined,
-                self.pool_full_inlined
-            )?;
-            writeln!(
-                f,
-                "unwound            {} inline calls over the stack budget, {} over the inline abort (run again as tasks)",
-                self.inline_unwound, self.inline_aborted
+                self.shared,
+                self.promoted,
+                self.spills
             )?;
             writeln!(f, "pool               {} items donated to hungry warps, {} taken", self.donated, self.steals)?;
             if self.prioritized + self.priority_fallbacks > 0 {

@@ -24,27 +24,16 @@ pub fn host(base: Config) -> Vec<Runtime> {
     rts
 }
 
-/// The persistent device scheduler on the host simulation (`cuda-sim`), from `base`: with its
-/// depth-first cutoff, with every spawn a task, with a frame pool too small for the tree (the
-/// smallest pool the scheduler makes, 1024 frames), so spawns run inline when it runs out, and
-/// with a 2-item deep stack part per warp (it wraps and fills at once), an inline budget of 1
-/// call (the first inlined call with a spawn raises the inline floor) and an inline abort of 4
-/// calls (an inlined call whose serial forms may run twice is unwound after 4 calls and run again
-/// as a task), and a ready heap of 3 item slots with a window of 1 (priority spawns fall back to
-/// plain spawns once 3 wait). Empty,
-/// after printing why, when no C++ compiler can be run (a failure under `GPU_CILK_REQUIRE_SIM=1`).
+/// The persistent device scheduler on the host simulation (`cuda-sim`), from `base`: as it is,
+/// and with lane stacks of 2 entries (every third spawn of a lane spills its stack into the frame
+/// pool and the global pool) and a ready heap of 3 item slots with a window of 1 (priority spawns
+/// fall back to plain spawns once 3 wait). Empty, after printing why, when no C++ compiler can be
+/// run (a failure under `GPU_CILK_REQUIRE_SIM=1`).
 pub fn sim(base: Config) -> Vec<Runtime> {
     let sim = base.backend(BackendKind::CudaSim).scheduler(SchedulerKind::Persistent);
     let mut rts = Vec::new();
-    let tiny = sim
-        .clone()
-        .device_warp_stack_items(2)
-        .device_inline_threshold(1)
-        .device_inline_budget(1)
-        .device_inline_abort(4)
-        .device_priority_slots(3)
-        .device_priority_window(1);
-    for c in [sim.clone(), sim.clone().device_inline(false), sim.device_frame_pool_bytes(1), tiny] {
+    let tiny = sim.clone().device_lane_stack(2).device_priority_slots(3).device_priority_window(1);
+    for c in [sim, tiny] {
         match Runtime::with_config(c) {
             Ok(rt) => rts.push(rt),
             Err(e) => {
@@ -64,25 +53,20 @@ pub fn cuda(config: Config) -> Runtime {
     Runtime::with_config(config.backend(BackendKind::Cuda)).unwrap_or_else(|e| gate::no_gpu("this GPU test", &e))
 }
 
-/// The cuda backends, from `base`: the persistent scheduler (the default) with its depth-first
-/// cutoff, with every spawn a task, with a frame pool so small that spawns must run inline when
-/// it runs out, and with 2-item deep stacks, an inline budget of 1 call, an inline abort of 4
-/// calls and a ready heap of 3 item slots; and the levelized scheduler with default device channels and 64-element ones.
+/// The cuda backends, from `base`: the persistent scheduler (the default), with lane stacks of 2
+/// entries (constant spills) and a ready heap of 3 item slots, and with lane stacks of 8 entries;
+/// and the levelized scheduler with default device channels and 64-element ones.
 pub fn cuda_all(base: Config) -> Vec<Runtime> {
     vec![
         cuda(base.clone().scheduler(SchedulerKind::Persistent)),
-        cuda(base.clone().scheduler(SchedulerKind::Persistent).device_inline(false)),
-        cuda(base.clone().scheduler(SchedulerKind::Persistent).device_frame_pool_bytes(64 << 10)),
         cuda(
             base.clone()
                 .scheduler(SchedulerKind::Persistent)
-                .device_warp_stack_items(2)
-                .device_inline_threshold(1)
-                .device_inline_budget(1)
-                .device_inline_abort(4)
+                .device_lane_stack(2)
                 .device_priority_slots(3)
                 .device_priority_window(1),
         ),
+        cuda(base.clone().scheduler(SchedulerKind::Persistent).device_lane_stack(8)),
         cuda(base.clone().scheduler(SchedulerKind::Levels)),
         cuda(base.scheduler(SchedulerKind::Levels).device_level_capacity(64)),
     ]

@@ -130,6 +130,9 @@ __device__ bool gc_prio_enqueue(gc_cx& cx, const typename Callee::Args& args, gc
   typedef typename Callee::Ret Ret;
   typedef typename gc_items<Task>::Item Item;
   const gc_psched* P = cx.W->P;
+  // The child may run anywhere, now: the running task's frame must be a pool frame (its lane
+  // stack spills, persistent.cuh OVERFLOW).
+  if (!gc_is_pool_frame(P, cx.frame) && !gc_lane_spill<Task>(cx)) return false;
   const long long slot = gc_prio_slot(P);
   if (slot < 0) return false;
   unsigned char* dst = P->prio_items + (gc_u64)slot * sizeof(Item);

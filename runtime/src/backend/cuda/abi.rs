@@ -129,11 +129,9 @@ mirror! {
 }
 
 mirror! {
-    /// `struct gc_psched`: the parameter of the persistent scheduler's kernel `gc_persistent`.
-    /// Public (doc-hidden, re-exported by `backend::cuda`) only for the work-stack benchmark,
-    /// whose kernel takes the same struct; its fields are `gc_psched`'s, documented there.
-    #[allow(missing_docs)]
-    "gc_psched" => pub struct GcPSched {
+    /// `struct gc_psched`: the parameter of the persistent scheduler's kernel `gc_persistent`;
+    /// its fields are `gc_psched`'s, documented there.
+    "gc_psched" => pub(crate) struct GcPSched {
         pool: u64,
         pool_avail: u64,
         frames: u64,
@@ -149,8 +147,8 @@ mirror! {
         temps: u64,
         root_args: u64,
         pool_slack: u64,
-        deep: u64,
-        deep_cap: u64,
+        lanes: u64,
+        entry_bytes: u64,
         prio_heap: u64,
         prio_items: u64,
         prio_free: u64,
@@ -159,18 +157,14 @@ mirror! {
         prio_stage: u64,
         prio_counters: u64,
         prio_slots: u64,
-        local_cap: u32,
-        free_cap: u32,
-        inline_threshold: u32,
+        lane_cap: u32,
         max_depth: u32,
         dev_stack_budget: u32,
         idle_max_ns: u32,
-        inline_budget: u32,
-        inline_abort: u32,
         prio_servers: u32,
         prio_window: u32,
         prio_reserve: u32,
-        inline_unwind_limit: u32,
+        pad: u32,
     }
 }
 
@@ -303,48 +297,42 @@ pub(crate) mod pctl {
     pub(crate) const ABORT: usize = 1;
     /// Warps that found no work.
     pub(crate) const HUNGRY: usize = 32;
-    /// Spawns of children shallower than this never run inline (raised by the device).
-    pub(crate) const INLINE_FLOOR: usize = 33;
     /// Words in the control block: two 128-byte lines, the polled stop words and the counters.
     pub(crate) const WORDS: usize = 64;
 }
 
 /// The counter indices of `gc_psched::stats` (`enum gc_pstat`).
 pub(crate) mod pstat {
-    /// Calls run inline (serial device form).
-    pub(crate) const INLINE: usize = 0;
+    /// Lane-stack entries promoted to pool frames.
+    pub(crate) const PROMOTED: usize = 0;
     /// Items sent to the pool.
     pub(crate) const DONATED: usize = 1;
-    /// Items taken from the pool.
+    /// Items taken from the pool (and the ready heap).
     pub(crate) const TAKEN: usize = 2;
     /// Deepest recursion level of a task.
     pub(crate) const MAX_DEPTH: usize = 3;
     /// Frame slots handed out from the never-used part of the pool (peak live frames, at most).
     pub(crate) const FRAMES: usize = 4;
-    /// Deferred spawns that found the stack and the pool full and ran inline.
-    pub(crate) const POOL_FULL: usize = 5;
-    /// Batches run.
-    pub(crate) const BATCHES: usize = 6;
-    /// Items those batches ran.
-    pub(crate) const ITEMS: usize = 7;
+    /// Entries handed to an idle lane of the same warp.
+    pub(crate) const SHARED: usize = 5;
+    /// Warp rounds that ran steps.
+    pub(crate) const ROUNDS: usize = 6;
+    /// Lane steps those rounds ran.
+    pub(crate) const STEPS: usize = 7;
     /// Warp cycles spent finding no work, summed over warps.
     pub(crate) const CYC_IDLE: usize = 8;
-    /// Warp cycles spent running segments and continuations.
+    /// Warp cycles spent running steps.
     pub(crate) const CYC_RUN: usize = 9;
     /// Warp cycles in the scheduler loop in total.
     pub(crate) const CYC_ALL: usize = 10;
-    /// Segments whose children all stayed on the warp's stack (joined without atomics).
-    pub(crate) const LOCAL_JOINS: usize = 11;
-    /// Inline calls unwound over the stack budget and run again as tasks.
-    pub(crate) const UNWOUND: usize = 12;
-    /// Inline calls unwound over the inline abort and run again as tasks.
-    pub(crate) const ABORTED: usize = 13;
+    /// Lane stacks that overflowed and spilled.
+    pub(crate) const SPILLS: usize = 11;
     /// Priority spawns queued in the ready heap.
-    pub(crate) const PRIO: usize = 14;
+    pub(crate) const PRIO: usize = 12;
     /// Priority spawns that found every heap slot taken and were plain spawns.
-    pub(crate) const PRIO_FULL: usize = 15;
+    pub(crate) const PRIO_FULL: usize = 13;
     /// First per-task counter: `[TASKS + 2 t]` tasks started, `[TASKS + 2 t + 1]` resumed.
-    pub(crate) const TASKS: usize = 16;
+    pub(crate) const TASKS: usize = 14;
 }
 
 impl GcFault {
@@ -513,22 +501,19 @@ pub(crate) fn layout_asserts(sched: DeviceScheduler) -> String {
             ("GC_PCTL_DONE", pctl::DONE),
             ("GC_PCTL_ABORT", pctl::ABORT),
             ("GC_PCTL_HUNGRY", pctl::HUNGRY),
-            ("GC_PCTL_INLINE_FLOOR", pctl::INLINE_FLOOR),
             ("GC_PCTL_WORDS", pctl::WORDS),
-            ("GC_PSTAT_INLINE", pstat::INLINE),
+            ("GC_PSTAT_PROMOTED", pstat::PROMOTED),
             ("GC_PSTAT_DONATED", pstat::DONATED),
             ("GC_PSTAT_TAKEN", pstat::TAKEN),
             ("GC_PSTAT_MAX_DEPTH", pstat::MAX_DEPTH),
             ("GC_PSTAT_FRAMES", pstat::FRAMES),
-            ("GC_PSTAT_POOL_FULL", pstat::POOL_FULL),
-            ("GC_PSTAT_BATCHES", pstat::BATCHES),
-            ("GC_PSTAT_ITEMS", pstat::ITEMS),
+            ("GC_PSTAT_SHARED", pstat::SHARED),
+            ("GC_PSTAT_ROUNDS", pstat::ROUNDS),
+            ("GC_PSTAT_STEPS", pstat::STEPS),
             ("GC_PSTAT_CYC_IDLE", pstat::CYC_IDLE),
             ("GC_PSTAT_CYC_RUN", pstat::CYC_RUN),
             ("GC_PSTAT_CYC_ALL", pstat::CYC_ALL),
-            ("GC_PSTAT_LOCAL_JOINS", pstat::LOCAL_JOINS),
-            ("GC_PSTAT_UNWOUND", pstat::UNWOUND),
-            ("GC_PSTAT_ABORTED", pstat::ABORTED),
+            ("GC_PSTAT_SPILLS", pstat::SPILLS),
             ("GC_PSTAT_PRIO", pstat::PRIO),
             ("GC_PSTAT_PRIO_FULL", pstat::PRIO_FULL),
             ("GC_PSTAT_TASKS", pstat::TASKS),

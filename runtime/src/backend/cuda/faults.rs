@@ -7,6 +7,15 @@ use super::abi::{FaultCode, GcFault};
 use super::program::{AssembledProgram, DEVICE_SITE_BASE};
 use crate::error::Error;
 
+/// The stack each device thread gets (both device schedulers). Serial device forms recurse on it:
+/// plain calls of tasks and `#[gpu_cilk::device]` helpers on both, and on the levels scheduler
+/// every spawn below a level's element too.
+pub(crate) const DEVICE_STACK_BYTES: usize = 16 << 10;
+/// The part of [`DEVICE_STACK_BYTES`] serial recursion may use: 4 KiB stay for the scheduler's and
+/// the segment's own frames and the last call's. A guard past it fails the run with
+/// `GC_FAULT_DEV_STACK` naming the function (never a stack overflow).
+pub(crate) const SERIAL_STACK_BUDGET: u32 = (DEVICE_STACK_BYTES - (4 << 10)) as u32;
+
 /// What a scheduler knows about its pools when a fault names one.
 pub(crate) struct PoolSizes {
     /// Bytes per spill-pool record (levelized scheduler), for converting the pool's bytes to records.
@@ -63,42 +72,29 @@ pub(crate) fn fault_error(asm: &AssembledProgram, pools: &PoolSizes, f: &GcFault
         Some(FaultCode::Shift) => device_fault("shift amount out of range".to_string()),
         Some(FaultCode::Depth) => Error::DepthExceeded { task: name, limit: f.detail as usize },
         Some(FaultCode::DevDepth) => device_fault(format!(
-            "serial recursion through task calls deeper than {} levels on the device (a plain call of a \
-             task, or a spawn the persistent scheduler ran depth-first); set Config::device_inline(false) \
-             (GPU_CILK_DEVICE_INLINE=0) to run every spawn as a task",
+            "serial recursion through task calls deeper than {} levels on the device",
             f.detail
         )),
         Some(FaultCode::DevStack) => {
-            // The persistent scheduler says in the detail's high word why the call could not be
-            // run again as a task (`enum gc_forced`, persistent.cuh); the levels scheduler never
-            // re-runs one (0).
-            let why = match f.detail >> 32 {
-                1 => {
-                    "the task that spawned it got no frame slot: the frame pool is used up (raise \
-                      GPU_CILK_DEVICE_FRAME_POOL_BYTES)"
-                }
-                2 => {
-                    "it ran inline only because its warp's stack, the global pool and, in programs with \
-                      priority spawns, the ready heap were full: more spawned work waits than they hold \
-                      (raise GPU_CILK_DEVICE_WARP_STACK_ITEMS, or GPU_CILK_DEVICE_PRIORITY_SLOTS)"
-                }
-                3 => {
-                    "it entered a serial form that cannot run twice (a `&mut` slice or `Temp` parameter, \
-                      or `alloc!`)"
-                }
-                4 => "it is a plain call of a task from a segment, not a spawn",
-                _ => {
-                    "a plain call of a task, or a spawn run depth-first that cannot run twice (a `&mut` \
-                      slice or `Temp` parameter, or `alloc!`)"
-                }
-            };
-            device_fault(format!(
-                "inline serial recursion through task calls needs more than its {} bytes of device stack \
-                 and could not be run again as a task: {why}; set Config::device_inline(false) \
-                 (GPU_CILK_DEVICE_INLINE=0) to run every spawn as a task, or give it more stack \
-                 (GPU_CILK_DEVICE_STACK_BYTES, GPU_CILK_DEVICE_INLINE_STACK_BYTES)",
-                f.detail & 0xffff_ffff
-            ))
+            // The persistent scheduler says in the detail's high word what could not hold the
+            // work (`enum gc_forced`, persistent.cuh); the levels scheduler's serial recursion
+            // leaves it 0.
+            let low = f.detail & 0xffff_ffff;
+            match f.detail >> 32 {
+                1 => device_fault(format!(
+                    "the device frame pool ({low} frames) is used up: more tasks wait for children at once \
+                     than it holds (raise GPU_CILK_DEVICE_FRAME_POOL_BYTES)"
+                )),
+                2 => device_fault(format!(
+                    "a lane's task stack ({low} entries) overflowed into a full global pool: more \
+                     spawned work waits at once than the device holds"
+                )),
+                _ => device_fault(format!(
+                    "serial recursion through plain calls of tasks or device helpers needs more than its \
+                     {low} bytes of device stack; spawn! the recursive calls instead (a spawn runs from the \
+                     lane's task stack, any depth)"
+                )),
+            }
         }
         Some(FaultCode::PrioHeap) => Error::Internal(format!(
             "the persistent scheduler's ready heap of priority spawns failed (detail {:#x}: {}); \

@@ -82,9 +82,6 @@ pub use abi::DeviceScheduler;
 /// The batched heap's header (`gc_heap<Key>`), for the heap's GPU tests and benchmark.
 #[doc(hidden)]
 pub use abi::GcHeap;
-/// The persistent scheduler's kernel parameter (`gc_psched`), for the work-stack benchmark.
-#[doc(hidden)]
-pub use abi::GcPSched;
 pub use cache::{CacheKey, CompiledPtx, PtxCache};
 pub use context::DeviceInfo;
 pub use device::CudaDevice;

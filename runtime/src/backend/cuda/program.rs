@@ -267,21 +267,21 @@ fn write_persistent_entries(src: &mut String, tasks: &[ProgramTask]) {
     src.push_str("  typedef gc_items<void>::Item Item;\n");
     let _ = writeln!(src, "  static const gc_u32 TASKS = {};", tasks.len());
     src.push_str(
-        "  static __device__ gc_frame_hdr* start(gc_pwarp* W, const Item& it, gc_frame_hdr* frame, bool* used, gc_u64* stats) {\n    switch (it.h.task) {\n",
+        "  static __device__ gc_frame_hdr* step(gc_pwarp* W, gc_lstack* L, gc_frame_hdr* e, gc_u64* stats) {\n    switch (e->task) {\n",
     );
     for (i, t) in tasks.iter().enumerate() {
         let _ = writeln!(
             src,
-            "      case {i}u: return gc_pstart<{}_task, Item>(W, it, frame, used, stats);",
+            "      case {i}u: return gc_lstep<{}_task>(W, L, e, stats);",
             t.fragment.name
         );
     }
     src.push_str("    }\n    return nullptr;\n  }\n");
     src.push_str(
-        "  static __device__ gc_frame_hdr* resume(gc_pwarp* W, gc_frame_hdr* h, gc_u64* stats) {\n    switch (h->task) {\n",
+        "  static __device__ gc_frame_hdr* resume(gc_pwarp* W, gc_lstack* L, gc_frame_hdr* h, gc_u64* stats) {\n    switch (h->task) {\n",
     );
     for (i, t) in tasks.iter().enumerate() {
-        let _ = writeln!(src, "      case {i}u: return gc_presume<{}_task>(W, h, stats);", t.fragment.name);
+        let _ = writeln!(src, "      case {i}u: return gc_presume<{}_task>(W, L, h, stats);", t.fragment.name);
     }
     src.push_str("    }\n    return nullptr;\n  }\n");
     // Warp tasks (`#[gpu_cilk(warp)]`): which ids they are, and their whole-warp entry.
@@ -291,12 +291,12 @@ fn write_persistent_entries(src: &mut String, tasks: &[ProgramTask]) {
     }
     src.push_str("    }\n    return false;\n  }\n");
     src.push_str(
-        "  static __device__ gc_frame_hdr* start_warp(gc_pwarp* W, const Item& it, bool owner, gc_u64* stats) {\n    switch (it.h.task) {\n",
+        "  static __device__ gc_frame_hdr* start_warp(gc_pwarp* W, gc_lstack* L, const Item& it, bool owner, gc_u64* stats) {\n    switch (it.h.task) {\n",
     );
     for (i, t) in tasks.iter().enumerate() {
         let _ = writeln!(
             src,
-            "      case {i}u: return gc_pwarp_start<{}_task, Item>(W, it, owner, stats);",
+            "      case {i}u: return gc_pwarp_start<{}_task, Item>(W, L, it, owner, stats);",
             t.fragment.name
         );
     }

@@ -16,7 +16,7 @@ mod plan;
 mod spill;
 
 use super::abi::{self, GcChan, GcCtl, GcFault, GcLaunch, GcRoot};
-use super::faults::{fault_error, PoolSizes};
+use super::faults::{fault_error, PoolSizes, DEVICE_STACK_BYTES, SERIAL_STACK_BUDGET};
 use super::memory::{DeviceBuffer, DevicePtr};
 use super::module::{Kernel, LaunchDims, Program};
 use super::program::AssembledProgram;
@@ -92,8 +92,8 @@ impl LevelsState {
         let queues_per_level = asm.queues_per_level as usize;
         let max_levels = config.max_depth.clamp(2, MAX_LEVELS);
         // Serial recursion through task device forms (a plain call of a task in device code) runs
-        // on this stack, bounded in bytes (Config::device_inline_stack_bytes).
-        dev.set_stack_size(config.device_stack_bytes)?;
+        // on this stack, bounded in bytes (faults::SERIAL_STACK_BUDGET).
+        dev.set_stack_size(DEVICE_STACK_BYTES)?;
         let element_sizes: Vec<(u64, u64)> = (0..n).map(|i| (raw[3 * i], raw[3 * i + 1])).collect();
         let mut queue_sizes = vec![8u64; queues_per_level.max(1)];
         for (t, &(pre, cont)) in asm.tasks.iter().zip(&element_sizes) {
@@ -366,7 +366,7 @@ impl<'a> LevelsRun<'a> {
                 spill_capacity: self.state.spill.len() as u64,
                 spill_stride: self.state.spill_stride,
                 temps: self.state.temps.as_ref().map_or(0, TempHeap::<CudaDevice>::heap_addr),
-                dev_stack_budget: config.device_inline_stack_budget(),
+                dev_stack_budget: SERIAL_STACK_BUDGET,
                 pad0: 0,
             };
             // The kernel reads `count` elements from ticket `first` of a channel the host filled,

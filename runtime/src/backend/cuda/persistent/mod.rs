@@ -14,7 +14,7 @@ mod prio;
 mod ring;
 
 use super::abi::{pctl, pstat, GcFault, GcPSched, PRIO_SMEM_BYTES};
-use super::faults::{fault_error, PoolSizes};
+use super::faults::{fault_error, PoolSizes, DEVICE_STACK_BYTES, SERIAL_STACK_BUDGET};
 use super::memory::DevicePtr;
 use super::module::LaunchDims;
 use super::program::AssembledProgram;
@@ -29,22 +29,24 @@ use std::time::Instant;
 
 /// Threads per block of `gc_persistent` on a GPU (`GC_PERSISTENT_THREADS`): 8 warps.
 const THREADS: u32 = 256;
-/// Frame indices in each warp's free list.
-const FREE_CAP: u32 = 64;
-/// Shared memory a warp's stack and lists may take: 8 blocks of 8 warps fill an SM's 227 KiB.
-const SMEM_PER_WARP: u64 = 3 * 1024 + 512;
-/// Most items a warp's stack holds.
-const MAX_LOCAL_CAP: u64 = 256;
-/// Fewest items a warp's stack holds (one full batch of children for a batch of 32 tasks).
-const MIN_LOCAL_CAP: u64 = 32;
-/// Bytes of `struct gc_pwarp_hdr`.
-const WARP_HDR_BYTES: u64 = 32;
+/// Bytes of `struct gc_pwarp_hdr` (each warp's shared memory: this header, then 32 items).
+const WARP_HDR_BYTES: u64 = 16;
+/// Bytes of every lane's stack together, in global memory, and the most and fewest bytes one lane
+/// gets: a lane's stack holds [`MIN_LANE_ENTRIES`] to [`MAX_LANE_ENTRIES`] entries of the
+/// program's largest frame slot, as many as its share of [`LANE_STACKS_BYTES`] allows. A path
+/// deeper than its stack spills its oldest frames into the frame pool (persistent.cuh, OVERFLOW),
+/// so this trades memory for spills and bounds nothing a program can do. 64 KiB holds queens'
+/// widest paths (about 70 entries of 304 bytes for n = 15) without a spill.
+const LANE_STACKS_BYTES: u64 = 4 << 30;
+const MAX_LANE_BYTES: u64 = 64 << 10;
+const MIN_LANE_BYTES: u64 = 4 << 10;
+const MAX_LANE_ENTRIES: u64 = 256;
+const MIN_LANE_ENTRIES: u64 = 8;
 
 /// The device state of one persistent program, kept across runs (a run resets its counters).
 pub(crate) struct PersistentState<D: Target> {
     kernel: D::Kernel<GcPSched>,
     dims: LaunchDims,
-    local_cap: u32,
     warps: u64,
     frame_bytes: u64,
     frame_count: u64,
@@ -61,14 +63,13 @@ pub(crate) struct PersistentState<D: Target> {
     result: D::Buffer<u64>,
     stats: D::Buffer<u64>,
     root_args: D::Buffer<u8>,
-    /// Every warp's deep stack part: `deep_cap` items each (one byte when `deep_cap` is 0).
-    deep: D::Buffer<u8>,
-    deep_cap: u64,
-    inline_budget: u32,
+    /// Every lane's stack: `lane_cap` entries of `entry_bytes` each.
+    lanes: D::Buffer<u8>,
+    lane_cap: u32,
+    entry_bytes: u64,
     temps: Option<TempHeap<D>>,
     /// The ready heap of priority spawns (programs that have them, on a grid of 2 blocks or more).
     prio: Option<PrioState<D>>,
-    inline_threshold: u32,
     idle_max_ns: u32,
 }
 
@@ -94,9 +95,7 @@ impl<D: Target> PersistentState<D> {
         // program's ABI asserts and layout probe); every launch below passes buffers of the sizes
         // the parameters announce and the dynamic shared memory the loop computes from them.
         let kernel = unsafe { dev.kernel::<GcPSched>(program, "gc_persistent")? };
-        let local_cap = ((SMEM_PER_WARP - WARP_HDR_BYTES - 4 * FREE_CAP as u64) / layout.item_bytes.max(1))
-            .clamp(MIN_LOCAL_CAP, MAX_LOCAL_CAP);
-        let warp_bytes = (WARP_HDR_BYTES + 4 * FREE_CAP as u64).next_multiple_of(16) + local_cap * layout.item_bytes;
+        let warp_bytes = WARP_HDR_BYTES + 32 * layout.item_bytes;
         let warp_size = dev.warp_size().max(1);
         // Programs with priority spawns: the grid's last blocks serve the ready heap, whose
         // operations need their own workspace (every block gets the larger of the two).
@@ -108,34 +107,34 @@ impl<D: Target> PersistentState<D> {
         let smem = smem_for(threads);
         let warps = blocks as u64 * (threads / warp_size) as u64;
         let dims = LaunchDims::linear(blocks, threads).shared_mem(smem as u32);
-        let inline_threshold = if config.device_inline {
-            (config.device_inline_threshold.min(local_cap as usize / 2) as u32).max(1)
-        } else {
-            0
+        // Plain calls of tasks and device helpers recurse on the thread stack (nothing else does).
+        dev.set_stack_size(DEVICE_STACK_BYTES)?;
+        // A lane-stack entry holds a frame slot or an item (a FRESH entry's arguments).
+        let entry_bytes = layout.frame_bytes.max(layout.item_bytes).next_multiple_of(16);
+        let lanes = blocks as u64 * threads as u64;
+        let lane_cap = match config.device_lane_stack {
+            0 => {
+                let per_lane = (LANE_STACKS_BYTES / lanes.max(1)).clamp(MIN_LANE_BYTES, MAX_LANE_BYTES);
+                (per_lane / entry_bytes).clamp(MIN_LANE_ENTRIES, MAX_LANE_ENTRIES)
+            }
+            n => n as u64,
         };
-        // Also without the cutoff: a lane with no frame slot, or a spawn that finds its warp's
-        // stack and the pool full, runs the callee inline.
-        // Inline recursion is bounded in bytes of this stack (Config::device_inline_stack_bytes).
-        dev.set_stack_size(config.device_stack_bytes)?;
-        // The pool holds what warps donate; a warp has at most 32 items in flight, so a pool of
-        // 64 items per warp with a slack of 32 per warp never blocks a producer.
-        let pool_capacity = (64 * warps).max(4096).next_power_of_two();
+        // A power of two (the ring's index mask), rounded down.
+        let lane_cap = (1u64 << (63 - lane_cap.leading_zeros())).max(2);
+        let lane_bytes = lanes
+            .checked_mul(lane_cap * entry_bytes)
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or_else(|| Error::Config(format!("lane stacks of {lane_cap} entries overflow")))?;
+        // The pool holds what lanes hand to hungry warps (bounded by the hunger) and what full
+        // lane stacks spill (at most a stack's entries at a time); a slack of 32 per warp keeps
+        // producers from ever waiting.
+        let pool_capacity = (64 * warps + 32 * warps + 4 * lane_cap * warps).max(1 << 16).next_power_of_two();
         let frame_count =
             ((config.device_frame_pool_bytes as u64) / layout.frame_bytes).clamp(1024, u32::MAX as u64 / 2);
         let free_capacity = frame_count.next_power_of_two();
-        let deep_cap = match config.device_warp_stack_items {
-            0 => 0,
-            n => (n as u64).next_power_of_two(),
-        };
-        let deep_bytes = warps
-            .checked_mul(deep_cap)
-            .and_then(|n| n.checked_mul(layout.item_bytes))
-            .and_then(|n| usize::try_from(n).ok())
-            .ok_or_else(|| Error::Config(format!("device_warp_stack_items ({deep_cap}) × {warps} warps overflows")))?;
         Ok(PersistentState {
             kernel,
             dims,
-            local_cap: local_cap as u32,
             warps,
             frame_bytes: layout.frame_bytes,
             frame_count,
@@ -148,12 +147,11 @@ impl<D: Target> PersistentState<D> {
             result: dev.alloc_zeroed::<u64>(8)?,
             stats: dev.alloc_zeroed::<u64>(pstat::TASKS + 2 * asm.tasks.len())?,
             root_args: dev.alloc_zeroed::<u8>(layout.args_bytes as usize)?,
-            deep: dev.alloc_zeroed::<u8>(deep_bytes.max(1))?,
-            deep_cap,
-            inline_budget: config.device_inline_budget.min(u32::MAX as usize) as u32,
+            lanes: dev.alloc_zeroed::<u8>(lane_bytes.max(1))?,
+            lane_cap: lane_cap as u32,
+            entry_bytes,
             temps: TempHeap::for_program(dev, program, asm, config)?,
             prio: if prio { PrioState::new(dev, blocks, layout.item_bytes, config)? } else { None },
-            inline_threshold,
             idle_max_ns: config.device_idle_max_ns.min(u32::MAX as usize) as u32,
         })
     }
@@ -220,21 +218,12 @@ impl<'a, D: Target> PersistentRun<'a, D> {
             temps: st.temps.as_ref().map_or(0, TempHeap::heap_addr),
             root_args: D::addr(&st.root_args),
             pool_slack: 32 * st.warps + 32,
-            deep: D::addr(&st.deep),
-            deep_cap: st.deep_cap,
-            local_cap: st.local_cap,
-            free_cap: FREE_CAP,
-            inline_threshold: st.inline_threshold,
+            lanes: D::addr(&st.lanes),
+            entry_bytes: st.entry_bytes,
+            lane_cap: st.lane_cap,
             max_depth: config.max_depth.min(u32::MAX as usize) as u32,
-            dev_stack_budget: config.device_inline_stack_budget(),
+            dev_stack_budget: SERIAL_STACK_BUDGET,
             idle_max_ns: st.idle_max_ns,
-            inline_budget: st.inline_budget,
-            inline_abort: if config.device_inline {
-                config.device_inline_abort.min(u32::MAX as usize) as u32
-            } else {
-                0
-            },
-            inline_unwind_limit: config.device_inline_unwind_limit.min(u32::MAX as usize) as u32,
             ..GcPSched::default()
         };
         if let Some(p) = &st.prio {
@@ -275,21 +264,19 @@ impl<'a, D: Target> PersistentRun<'a, D> {
             dispatches: 1,
             ..Stats::default()
         };
-        stats.calls_inlined = counts[pstat::INLINE];
         stats.steals = counts[pstat::TAKEN];
         stats.donated = counts[pstat::DONATED];
-        stats.pool_full_inlined = counts[pstat::POOL_FULL];
-        stats.inline_unwound = counts[pstat::UNWOUND];
-        stats.inline_aborted = counts[pstat::ABORTED];
+        stats.shared = counts[pstat::SHARED];
+        stats.promoted = counts[pstat::PROMOTED];
+        stats.spills = counts[pstat::SPILLS];
         stats.prioritized = counts[pstat::PRIO];
         stats.priority_fallbacks = counts[pstat::PRIO_FULL];
         stats.peak_live_frames = counts[pstat::FRAMES] as usize;
         stats.peak_frame_bytes = counts[pstat::FRAMES] as usize * st.frame_bytes as usize;
         stats.device_profile = Some(DeviceProfile {
             warps: st.warps,
-            batches: counts[pstat::BATCHES],
-            items: counts[pstat::ITEMS],
-            local_joins: counts[pstat::LOCAL_JOINS],
+            rounds: counts[pstat::ROUNDS],
+            steps: counts[pstat::STEPS],
             idle_cycles: counts[pstat::CYC_IDLE],
             run_cycles: counts[pstat::CYC_RUN],
             all_cycles: counts[pstat::CYC_ALL],
