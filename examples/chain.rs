@@ -17,9 +17,12 @@ use gpu_cilk::prelude::*;
 use std::process::ExitCode;
 use workload::chain;
 
-/// Runs a chain of `n` nested single spawns.
+/// Runs a chain of n nested single spawns (no parallelism, every spawn a task: the depth the
+/// scheduler can hold), checks the result and prints the time.
+///
+/// Examples: `chain 100000`, `chain 1000000 --backend cpu`.
 #[derive(Parser, Debug)]
-#[command(version, about)]
+#[command(version)]
 struct Cli {
     /// Depth of the chain.
     #[arg(default_value_t = 100_000)]

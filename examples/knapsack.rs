@@ -7,7 +7,8 @@
 //! ```text
 //! cargo run --release --example knapsack -- --kind ss --n 100 --r 18000 --cap-percent 5 --backend cuda
 //! cargo run --release --example knapsack -- --kind sc --n 60 --r 1000 --backend cpu
-//! cargo run --release --example knapsack -- --backend cpu                 # the paper's 12 instances
+//! cargo run --release --example knapsack                                  # four small instances, seconds
+//! cargo run --release --example knapsack -- --table4 --backend cuda        # the paper's 12 instances
 //! ```
 //!
 //! With the capacity at half the total weight (the default), the strongly correlated and even-odd
@@ -28,9 +29,20 @@ mod workload;
 
 use clap::{Parser, ValueEnum};
 use gpu_cilk::prelude::*;
+use indicatif::ProgressBar;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use workload::{best_first_until, dp, generate, solve, Kind, TABLE4};
+
+/// The default set: one instance of each type of Table 4, with capacities at which each finishes
+/// in seconds on two cores with the cpu backend, the serial best-first solver included:
+/// (type, n, R, capacity %).
+const QUICK: [(Kind, usize, u64, u64); 4] = [
+    (Kind::StronglyCorrelated, 200, 7000, 5),
+    (Kind::AlmostStronglyCorrelated, 500, 7000, 1),
+    (Kind::EvenOddStronglyCorrelated, 400, 8000, 1),
+    (Kind::SubsetSum, 100, 18000, 5),
+];
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum KindArg {
@@ -55,24 +67,35 @@ impl KindArg {
     }
 }
 
-/// Solves 0/1 knapsack instances by best-first branch and bound with priority spawns.
+/// Solves 0/1 knapsack instances by best-first branch and bound with priority spawns (one task per
+/// node of the decision tree, the upper bound as its priority, a shared incumbent), checks every
+/// answer against a dynamic program and prints the times and nodes explored next to the serial
+/// best-first solver's (`BinaryHeap`, the paper's CPU baseline).
+///
+/// Default: four small instances, one of each type, that finish in seconds. `--table4`: the
+/// paper's twelve instances (Table 4) at --cap-percent; at the default 50 % some explore 10^8
+/// nodes and more (minutes to hours, and gigabytes on the cpu backend). `--kind` with `--n` and
+/// `--r`: one instance.
 #[derive(Parser, Debug)]
-#[command(version, about)]
+#[command(version)]
 struct Cli {
-    /// One instance type (with --n and --r); default: the paper's twelve instances of Table 4.
-    #[arg(long, value_enum)]
+    /// One instance of this type (with --n, --r and --cap-percent).
+    #[arg(long, value_enum, conflicts_with = "table4")]
     kind: Option<KindArg>,
-    /// Items of the one instance.
-    #[arg(long, default_value_t = 100)]
-    n: usize,
-    /// Data range R of the one instance (weights in 1..=R).
-    #[arg(long, default_value_t = 1000)]
+    /// The paper's twelve instances of Table 4, at --cap-percent (default 50: hard, see above).
+    #[arg(long)]
+    table4: bool,
+    /// Items of the one instance (with --kind).
+    #[arg(long, default_value_t = 100, requires = "kind", value_parser = clap::value_parser!(u64).range(1..))]
+    n: u64,
+    /// Data range R of the one instance (weights in 1..=R; at least 10; with --kind).
+    #[arg(long, default_value_t = 1000, requires = "kind", value_parser = clap::value_parser!(u64).range(10..))]
     r: u64,
-    /// Capacity as a percentage of the total weight (default 50; Martello, Pisinger and Toth use
-    /// h/(H+1) for instance h of a series of H; the paper does not say which it took). Made odd
-    /// for the even-odd type.
-    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=100))]
-    cap_percent: u64,
+    /// Capacity as a percentage of the total weight, for --kind and --table4 (default 50; Martello,
+    /// Pisinger and Toth use h/(H+1) for instance h of a series of H; the paper does not say which
+    /// it took). Made odd for the even-odd type. The default set has its own.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100))]
+    cap_percent: Option<u64>,
     /// Seed of the generator.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -80,49 +103,71 @@ struct Cli {
     #[arg(long)]
     no_baseline: bool,
     /// Stop the serial best-first solver after this many seconds (it then prints "> S s" and the
-    /// nodes it explored; at some capacities it needs minutes where the others need milliseconds).
-    #[arg(long)]
-    baseline_timeout_s: Option<f64>,
+    /// nodes it explored; at some capacities it needs minutes where the others need
+    /// milliseconds, and its heap grows by gigabytes). 0: no limit.
+    #[arg(long, default_value_t = 10.0, value_parser = parse_seconds)]
+    baseline_timeout_s: f64,
     #[command(flatten)]
     common: common::Common,
+}
+
+fn parse_seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        Ok(_) => Err("must be a number of seconds >= 0".into()),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
 }
 
-/// Solves one instance every way; returns whether every answer equals the dynamic program's.
-fn one(rt: &Runtime, cli: &Cli, kind: Kind, n: usize, r: u64) -> Result<bool, Error> {
+/// Solves one instance every way, printing above the bar `pb`; returns whether every answer
+/// equals the dynamic program's.
+fn one(
+    rt: &Runtime,
+    cli: &Cli,
+    pb: &ProgressBar,
+    (kind, n, r, cap_percent): (Kind, usize, u64, u64),
+) -> Result<bool, Error> {
+    let name = format!("ks_{}_{}_{}", kind.short(), n, r);
+    let say = |what: &str| pb.set_message(format!("{name}: {what}"));
+    say("generating");
     let mut inst = generate(kind, n, r, cli.seed);
     let total = inst.sw.last().copied().unwrap_or(0);
-    inst.cap = total * cli.cap_percent / 100;
+    inst.cap = total * cap_percent / 100;
     if kind == Kind::EvenOddStronglyCorrelated {
         inst.cap |= 1;
     }
-    let name = format!("ks_{}_{}_{}", kind.short(), n, r);
+    say("dynamic program");
     let t = Instant::now();
     let want = dp(&inst);
     let dp_ms = ms(t);
     let mut ok = true;
+    let mut lines = Vec::new();
     if !cli.no_baseline {
+        say("serial best-first (BinaryHeap)");
         let t = Instant::now();
-        let deadline = cli.baseline_timeout_s.map(|s| t + Duration::from_secs_f64(s.max(0.0)));
+        let limit = cli.baseline_timeout_s;
+        let deadline = (limit > 0.0).then(|| t + Duration::from_secs_f64(limit));
         match best_first_until(&inst, deadline) {
             Ok((v, nodes)) => {
                 let good = v == want;
                 ok &= good;
-                println!("{name:<18} binaryheap {v:>10} {:>10.3} ms {nodes:>10} nodes {}", ms(t), verdict(good));
+                lines.push(format!("{name:<18} binaryheap {v:>10} {:>10.3} ms {nodes:>10} nodes {}", ms(t), verdict(good)));
             }
-            Err((v, nodes)) => println!(
-                "{name:<18} binaryheap {v:>10} {:>10} ms {nodes:>10} nodes (stopped: no optimum within {:.0} s)",
+            Err((v, nodes)) => lines.push(format!(
+                "{name:<18} binaryheap {v:>10} {:>10} ms {nodes:>10} nodes (stopped: no optimum within {limit:.0} s; --baseline-timeout-s)",
                 format!("> {:.0}", ms(t)),
-                cli.baseline_timeout_s.unwrap_or(0.0)
-            ),
+            )),
         }
     }
+    let reps = cli.common.reps;
     let mut times = Vec::new();
     let mut last = None;
-    for _ in 0..cli.common.reps.max(1) {
+    for i in 0..reps {
+        say(&format!("{} run {}/{reps}", rt.backend(), i + 1));
         let t = Instant::now();
         let got = solve(rt, &inst)?;
         times.push(ms(t));
@@ -132,21 +177,24 @@ fn one(rt: &Runtime, cli: &Cli, kind: Kind, n: usize, r: u64) -> Result<bool, Er
     times.sort_by(f64::total_cmp);
     let good = v == want;
     ok &= good;
-    println!(
+    lines.push(format!(
         "{name:<18} {:<10} {v:>10} {:>10.3} ms {nodes:>10} nodes {} (median of {})",
         rt.backend().to_string(),
         times[times.len() / 2],
         verdict(good),
         times.len()
-    );
-    println!(
-        "{name:<18} dp         {want:>10} {dp_ms:>10.3} ms (capacity {}, n·c = {:.2e})",
+    ));
+    lines.push(format!(
+        "{name:<18} dp         {want:>10} {dp_ms:>10.3} ms (capacity {} = {cap_percent}%, n·c = {:.2e})",
         inst.cap,
         n as f64 * inst.cap as f64
-    );
-    if cli.common.stats {
-        println!("{stats}");
-    }
+    ));
+    pb.suspend(|| {
+        for l in &lines {
+            println!("{l}");
+        }
+        common::print_stats(&cli.common, &stats);
+    });
     Ok(ok)
 }
 
@@ -162,15 +210,19 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let run = || -> Result<bool, Error> {
         let rt = common::runtime_with(&cli.common, |c| c)?;
+        let cap = cli.cap_percent.unwrap_or(50);
+        let set: Vec<(Kind, usize, u64, u64)> = match (cli.kind, cli.table4) {
+            (Some(k), _) => vec![(k.kind(), cli.n as usize, cli.r, cap)],
+            (None, true) => TABLE4.iter().map(|&(k, n, r)| (k, n, r, cap)).collect(),
+            (None, false) => QUICK.to_vec(),
+        };
+        let pb = common::bar(set.len(), "knapsack");
         let mut ok = true;
-        match cli.kind {
-            Some(k) => ok &= one(&rt, &cli, k.kind(), cli.n, cli.r)?,
-            None => {
-                for (kind, n, r) in TABLE4 {
-                    ok &= one(&rt, &cli, kind, n, r)?;
-                }
-            }
+        for instance in set {
+            ok &= one(&rt, &cli, &pb, instance).inspect_err(|_| pb.finish_and_clear())?;
+            pb.inc(1);
         }
+        pb.finish_and_clear();
         Ok(ok)
     };
     common::exit_code(run())

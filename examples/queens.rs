@@ -27,12 +27,15 @@ enum Variant {
     Bitmask,
 }
 
-/// Counts N-queens solutions with one task per partial board.
+/// Counts the solutions of the n-queens problem with one task per partial board, checks the count
+/// against the known one and the plain serial function, and prints the time.
+///
+/// Examples: `queens 12`, `queens 14 --variant bitmask --backend cpu`, `queens 10 --stats`.
 #[derive(Parser, Debug)]
-#[command(version, about)]
+#[command(version)]
 struct Cli {
     /// Board size, 1..=16.
-    #[arg(default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=16))]
+    #[arg(default_value_t = 12, value_parser = clap::value_parser!(u32).range(1..=16))]
     n: u32,
     /// Which formulation to run.
     #[arg(long, value_enum, default_value_t = Variant::Array)]

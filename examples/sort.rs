@@ -62,9 +62,13 @@ enum Keys {
     F32,
 }
 
-/// Sorts n u32 or f32 keys with cilksort.
+/// Sorts n u32 or f32 keys with cilksort (split in four, sort the quarters, parallel merges),
+/// checks that the result is a sorted permutation of the input and equals the plain serial
+/// function's, and prints the time next to `sort_unstable`'s.
+///
+/// Examples: `sort 1000000`, `sort 10000000 --input reverse --backend cpu`, `sort 1000000 --keys f32`.
 #[derive(Parser, Debug)]
-#[command(version, about)]
+#[command(version)]
 struct Cli {
     /// Number of keys (0 and 1 are fine).
     #[arg(default_value_t = 1_000_000)]
@@ -100,25 +104,31 @@ struct Sorter<K> {
 }
 
 fn run_keys<K: Copy + Default + PartialEq>(cli: &Cli, rt: &Runtime, k: &Sorter<K>) -> Result<bool, Error> {
-    let orig = (k.input)(cli.input.shape(), cli.n, cli.seed);
+    let orig = common::with_spinner(format!("generating {} {:?} keys", cli.n, cli.input), || {
+        (k.input)(cli.input.shape(), cli.n, cli.seed)
+    });
     let want = (k.fingerprint)(&orig);
     let mut tmp = vec![K::default(); cli.n];
     let mut times = Vec::new();
     let mut last = None;
     let mut keys = Vec::new();
-    for _ in 0..cli.common.reps.max(1) {
+    let pb = common::bar(cli.common.reps, format!("sorting {} keys on {}", cli.n, rt.backend()));
+    for _ in 0..cli.common.reps {
         keys = orig.clone();
         let t = Instant::now();
-        let stats = (k.run)(rt, &mut keys, &mut tmp)?;
+        let stats = (k.run)(rt, &mut keys, &mut tmp).inspect_err(|_| pb.finish_and_clear())?;
         times.push(t.elapsed());
+        pb.inc(1);
         last = Some(stats);
     }
+    pb.finish_and_clear();
     times.sort();
     let median = times[times.len() / 2];
     println!("cilksort({}, {:?}, {:?})", cli.n, cli.input, cli.keys);
     println!("time      {:.3} ms (median of {}, transfers included)", ms(median), times.len());
-    let sorted = (k.is_sorted)(&keys);
-    let permutation = (k.fingerprint)(&keys) == want;
+    let (sorted, permutation) = common::with_spinner("checking: sorted and a permutation of the input", || {
+        ((k.is_sorted)(&keys), (k.fingerprint)(&keys) == want)
+    });
     let mut ok = sorted && permutation;
     println!(
         "check     sorted: {sorted}, permutation of the input (sums, histograms): {permutation} {}",
@@ -126,22 +136,20 @@ fn run_keys<K: Copy + Default + PartialEq>(cli: &Cli, rt: &Runtime, k: &Sorter<K
     );
     let mut reference = orig.clone();
     let t = Instant::now();
-    (k.std_sort)(&mut reference);
+    common::with_spinner("sorting with sort_unstable", || (k.std_sort)(&mut reference));
     println!("std       sort_unstable (1 thread) {:.3} ms", ms(t.elapsed()));
     if !cli.common.no_verify {
         // The serial function (its recursion is shallow: about log4 n calls deep).
         let mut oracle = orig.clone();
         let t = Instant::now();
-        (k.serial)(&mut oracle, &mut tmp);
+        common::with_spinner("verifying: cilksort as a plain serial call", || (k.serial)(&mut oracle, &mut tmp));
         let serial = t.elapsed();
         let equal = oracle == keys;
         ok &= equal && oracle == reference;
         println!("serial    {:.3} ms {}", ms(serial), if equal { "(verified: equal)" } else { "(MISMATCH)" });
     }
-    if cli.common.stats {
-        if let Some(stats) = last {
-            println!("{stats}");
-        }
+    if let Some(stats) = last {
+        common::print_stats(&cli.common, &stats);
     }
     Ok(ok)
 }

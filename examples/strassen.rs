@@ -31,9 +31,13 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use workload::{accuracy, higham_bound, levels, matrix, padded_size, strassen_root, Accuracy, REL_FROBENIUS_BOUND};
 
-/// Multiplies two n × n f32 matrices with Strassen's method.
+/// Multiplies two n × n f32 matrices with Strassen's method (seven products, temporaries from
+/// `alloc!`, a dense warp-task base case), checks the product against an f64 reference and the
+/// plain serial function, and prints the time.
+///
+/// Examples: `strassen 512`, `strassen 1000 --backend cpu --reps 3`, `strassen 2048 --no-verify`.
 #[derive(Parser, Debug)]
-#[command(version, about)]
+#[command(version)]
 struct Cli {
     /// Matrix size (any n >= 0; padded internally to a size that halves to the base case).
     #[arg(default_value_t = 1024)]
@@ -87,18 +91,15 @@ fn checked_rows(n: usize, asked: usize) -> Vec<usize> {
 }
 
 fn runtime(cli: &Cli, m: usize) -> Result<Runtime, Error> {
-    let mut config = Config::from_env()?;
-    if let Some(kind) = cli.common.backend {
-        config = config.backend(kind);
-    }
-    if let Some(mib) = cli.heap_mib {
-        config = config.temp_heap_bytes(mib << 20);
-    } else if std::env::var_os("GPU_CILK_TEMP_HEAP_BYTES").is_none() {
-        config = config.temp_heap_bytes(heap_bytes(m));
-    }
-    let rt = Runtime::with_config(config)?;
-    println!("backend   {} ({})", rt.backend(), rt.device_description());
-    Ok(rt)
+    common::runtime_with(&cli.common, |config| {
+        if let Some(mib) = cli.heap_mib {
+            config.temp_heap_bytes(mib << 20)
+        } else if std::env::var_os("GPU_CILK_TEMP_HEAP_BYTES").is_none() {
+            config.temp_heap_bytes(heap_bytes(m))
+        } else {
+            config
+        }
+    })
 }
 
 fn report(label: &str, acc: &Accuracy) -> bool {
@@ -120,32 +121,31 @@ fn run(cli: &Cli) -> Result<bool, Error> {
     let rt = runtime(cli, m)?;
     let (a, b) = (matrix(n, cli.seed), matrix(n, cli.seed.wrapping_add(1)));
     let mut c = vec![0f32; n * n];
-    let mut times = Vec::new();
-    let mut last = None;
-    for _ in 0..cli.common.reps.max(1) {
+    let (median, stats) = common::timed_runs(cli.common.reps, &format!("strassen({n}) on {}", rt.backend()), |t| {
         c.fill(f32::NAN);
-        let t = Instant::now();
-        let r = rt.run_with_stats(strassen_root::task(&a, &b, &mut c, n, m))?;
-        times.push(t.elapsed());
-        last = Some(r.stats);
-    }
-    times.sort();
-    let median = times[times.len() / 2];
+        *t = Instant::now();
+        rt.run_with_stats(strassen_root::task(&a, &b, &mut c, n, m)).map(|r| r.stats)
+    })?;
     println!("strassen({n}) padded to {m} = {m0} · 2^{k}");
     let gflops = 2.0 * (n as f64).powi(3) / median.as_secs_f64() / 1e9;
     println!(
         "time      {:.3} ms (median of {}, transfers included; {gflops:.1} GFLOP/s as 2n³)",
         ms(median),
-        times.len()
+        cli.common.reps
     );
     let rows = checked_rows(n, cli.check_rows);
     let t = Instant::now();
-    let mut ok = report("check    ", &accuracy(&a, &b, &c, n, &rows));
+    let acc = common::with_spinner(format!("checking {} rows against an f64 product", rows.len()), || {
+        accuracy(&a, &b, &c, n, &rows)
+    });
+    let mut ok = report("check    ", &acc);
     println!("          ({} of {n} rows against the f64 reference, {:.0} ms)", rows.len(), ms(t.elapsed()));
     if !cli.common.no_verify {
         let mut oracle = vec![0f32; n * n];
         let t = Instant::now();
-        strassen_root(&a, &b, &mut oracle, n, m);
+        common::with_spinner(format!("verifying: strassen({n}) as a plain serial call"), || {
+            strassen_root(&a, &b, &mut oracle, n, m)
+        });
         let serial = t.elapsed();
         let apart = c.iter().zip(&oracle).fold(0f64, |x, (p, q)| x.max(f64::from((p - q).abs())));
         let bound = higham_bound(&a, &b, m);
@@ -163,11 +163,7 @@ fn run(cli: &Cli) -> Result<bool, Error> {
             }
         );
     }
-    if cli.common.stats {
-        if let Some(stats) = last {
-            println!("{stats}");
-        }
-    }
+    common::print_stats(&cli.common, &stats);
     Ok(ok)
 }
 

@@ -60,36 +60,36 @@ if [ -x "$here/tests/cuda_heap" ] && part heap; then
     --include-ignored --exact --nocapture --test-threads=1
 fi
 if part examples; then
-for n in 10 20 25 30 32 35; do step "fib-$n-cuda" "$here/fib" "$n" --backend cuda --reps 5; done
+for n in 10 20 25 30 32 35; do step "fib-$n-cuda" "$here/fib" "$n" --backend cuda --reps 5 --stats; done
 # Deep, narrow trees: one spawn per level (time per level, and the frames it keeps).
-for n in 10000 1000000; do step "chain-$n-cuda" "$here/chain" "$n" --backend cuda --reps 3; done
-for n in 8 10 12 14 15; do step "queens-$n-cuda" "$here/queens" "$n" --backend cuda --reps 3; done
-for n in 10 12 14 15; do step "queens-bits-$n-cuda" "$here/queens" "$n" --variant bitmask --backend cuda --reps 3; done
+for n in 10000 1000000; do step "chain-$n-cuda" "$here/chain" "$n" --backend cuda --reps 3 --stats; done
+for n in 8 10 12 14 15; do step "queens-$n-cuda" "$here/queens" "$n" --backend cuda --reps 3 --stats; done
+for n in 10 12 14 15; do step "queens-bits-$n-cuda" "$here/queens" "$n" --variant bitmask --backend cuda --reps 3 --stats; done
 # cilksort: keys in and out through a &mut [u32] (upload, sort, download), every input shape.
-for n in 0 1 1000 1000000; do step "sort-$n-cuda" "$here/sort" "$n" --backend cuda --reps 3; done
-for shape in sorted reverse equal few; do step "sort-1000000-$shape-cuda" "$here/sort" 1000000 --input "$shape" --backend cuda; done
-step "sort-1000000-f32-cuda" "$here/sort" 1000000 --keys f32 --backend cuda --reps 3
-step "sort-10000000-cuda" "$here/sort" 10000000 --backend cuda --reps 3 --no-verify
-[ -n "${GPU_CHECK_LARGE:-}" ] && step "sort-100000000-cuda" "$here/sort" 100000000 --backend cuda --reps 3 --no-verify
+for n in 0 1 1000 1000000; do step "sort-$n-cuda" "$here/sort" "$n" --backend cuda --reps 3 --stats; done
+for shape in sorted reverse equal few; do step "sort-1000000-$shape-cuda" "$here/sort" 1000000 --input "$shape" --backend cuda --stats; done
+step "sort-1000000-f32-cuda" "$here/sort" 1000000 --keys f32 --backend cuda --reps 3 --stats
+step "sort-10000000-cuda" "$here/sort" 10000000 --backend cuda --reps 3 --stats --no-verify
+[ -n "${GPU_CHECK_LARGE:-}" ] && step "sort-100000000-cuda" "$here/sort" 100000000 --backend cuda --reps 3 --stats --no-verify
 # Strassen: two matrices in, the product out, temporaries (alloc!) for the sums and the seven
 # products; checked against an f64 reference (Higham's bound and the relative Frobenius error).
 # 1, 17, 100 and 1000 are not powers of two (1000 is padded to 1008 = 63 * 2^4).
-for n in 1 17 100 512 1000; do step "strassen-$n-cuda" "$here/strassen" "$n" --backend cuda --reps 3; done
+for n in 1 17 100 512 1000; do step "strassen-$n-cuda" "$here/strassen" "$n" --backend cuda --reps 3 --stats; done
 # The large sizes only with GPU_CHECK_LARGE=1 (minutes each; the device tool allows 10 per call).
 if [ -n "${GPU_CHECK_LARGE:-}" ]; then
-  STEP_TIMEOUT=300 step "strassen-2048-cuda" "$here/strassen" 2048 --backend cuda --reps 3
+  STEP_TIMEOUT=300 step "strassen-2048-cuda" "$here/strassen" 2048 --backend cuda --reps 3 --stats
   # 4096: the serial function would take minutes on the host; 128 rows are still checked.
-  STEP_TIMEOUT=300 step "strassen-4096-cuda" "$here/strassen" 4096 --backend cuda --reps 3 --no-verify
+  STEP_TIMEOUT=300 step "strassen-4096-cuda" "$here/strassen" 4096 --backend cuda --reps 3 --stats --no-verify
 fi
 # Knapsack: best-first branch and bound (priority spawns, a shared &Max<u64> incumbent, a &Sum<u64>
 # node count), every answer against the dynamic program: one small instance of each type (sc 60
 # explores about 1.6 M nodes), two of the paper's Table 4 sizes at 5 % capacity (about 1 M and
 # 6,000 nodes on the host). The whole Table 4 at 50 % capacity only with GPU_CHECK_LARGE=1: its
 # strongly and even-odd correlated instances explore 10^8 nodes and more (minutes to hours).
-for kind in sc asc esc ss; do step "knapsack-$kind-60-cuda" "$here/knapsack" --kind "$kind" --n 60 --r 1000 --backend cuda --reps 3; done
-step "knapsack-sc-200-7k-5pct-cuda" "$here/knapsack" --kind sc --n 200 --r 7000 --cap-percent 5 --backend cuda --reps 3
-step "knapsack-ss-100-18k-5pct-cuda" "$here/knapsack" --kind ss --n 100 --r 18000 --cap-percent 5 --backend cuda --reps 3
-[ -n "${GPU_CHECK_LARGE:-}" ] && STEP_TIMEOUT=600 step "knapsack-table4-cuda" "$here/knapsack" --backend cuda --no-baseline
+for kind in sc asc esc ss; do step "knapsack-$kind-60-cuda" "$here/knapsack" --kind "$kind" --n 60 --r 1000 --backend cuda --reps 3 --stats; done
+step "knapsack-sc-200-7k-5pct-cuda" "$here/knapsack" --kind sc --n 200 --r 7000 --cap-percent 5 --backend cuda --reps 3 --stats
+step "knapsack-ss-100-18k-5pct-cuda" "$here/knapsack" --kind ss --n 100 --r 18000 --cap-percent 5 --backend cuda --reps 3 --stats
+[ -n "${GPU_CHECK_LARGE:-}" ] && STEP_TIMEOUT=600 step "knapsack-table4-cuda" "$here/knapsack" --table4 --backend cuda --no-baseline --stats
 fi
 # Issue 12, Table 5: the largest instance of each type in the paper's Table 4, the serial
 # best-first solver (BinaryHeap) against cuda with the ready heap (priority spawns served best
@@ -100,7 +100,9 @@ fi
 if part knapsack; then
   for spec in ${KNAPSACK_SIZES:-sc:800:18000:25 asc:1300:6000:1 esc:1200:13000:5 ss:1300:14000:25}; do
     IFS=: read -r kind n r cap <<< "$spec"
-    args=(--kind "$kind" --n "$n" --r "$r" --cap-percent "$cap" --backend cuda)
+    # --stats: the scheduler's full report in the log; --baseline-timeout-s 0: the serial solver
+    # runs to the end (the examples stop it after 10 s by default).
+    args=(--kind "$kind" --n "$n" --r "$r" --cap-percent "$cap" --backend cuda --stats --baseline-timeout-s 0)
     STEP_TIMEOUT=${KNAPSACK_TIMEOUT:-240} step "knapsack-$kind-$n-heap" "$here/knapsack" "${args[@]}" --reps 3
     GPU_CILK_DEVICE_PRIORITY_SERVERS=0 STEP_TIMEOUT=${KNAPSACK_TIMEOUT:-240} step "knapsack-$kind-$n-noheap" \
       "$here/knapsack" "${args[@]}" --reps 3 --no-baseline

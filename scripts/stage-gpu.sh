@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=.carry
 rm -rf "$out" && mkdir -p "$out/tests"
-cargo build --release --examples
+# The examples are the package in examples/ (gpu-cilk-examples).
+cargo build --release -p gpu-cilk-examples --examples
 cargo test --release --workspace --no-run --message-format=json 2>/dev/null \
   | python3 -c '
 import json, sys, shutil

@@ -235,8 +235,15 @@ pub fn check_type(ty: &Type) -> Result<(), syn::Error> {
                 }
                 return Ok(());
             }
-            if ["String", "str", "Vec", "Box", "VecDeque", "HashMap", "BTreeMap", "Rc", "Arc"].contains(&name.as_str())
-            {
+            if ["Vec", "VecDeque", "Box"].contains(&name.as_str()) {
+                // The slice hint names the element when a slice can hold it (integers and floats).
+                let elem = seg.and_then(single_type_argument).filter(|t| is_slice_elem(t));
+                return Err(error::heap_sequence(ty, &name, elem));
+            }
+            if ["String", "str"].contains(&name.as_str()) {
+                return Err(error::TYPE_STRING.on(ty));
+            }
+            if ["HashMap", "BTreeMap", "Rc", "Arc"].contains(&name.as_str()) {
                 return Err(error::TYPE_HEAP.on(ty));
             }
             Err(error::TYPE_OTHER.on(ty))
@@ -248,6 +255,9 @@ pub fn check_type(ty: &Type) -> Result<(), syn::Error> {
         _ if syntax::slice_type(ty).is_some() => Ok(()),
         _ if syntax::bound_type(ty).is_some() => Ok(()),
         Type::Reference(r) if syntax::bound_path(&r.elem).is_some() => Err(error::BOUND_FORM.on(ty)),
+        Type::Reference(r) if matches!(&*r.elem, Type::Path(p) if p.path.is_ident("str")) => {
+            Err(error::TYPE_STRING.on(ty))
+        }
         Type::Reference(_) | Type::Slice(_) | Type::Ptr(_) => Err(error::TYPE_REFERENCE.on(ty)),
         Type::ImplTrait(_) | Type::TraitObject(_) => Err(error::TYPE_IMPL_TRAIT.on(ty)),
         Type::Tuple(t) if (2..=4).contains(&t.elems.len()) => {
@@ -264,6 +274,27 @@ pub fn check_type(ty: &Type) -> Result<(), syn::Error> {
         }
         Type::Tuple(_) => Err(error::TYPE_TUPLE.on(ty)),
         _ => Err(error::TYPE_OTHER.on(ty)),
+    }
+}
+
+/// An integer or float scalar (`u32`, `f64`, ..): what a slice may hold.
+fn is_slice_elem(ty: &Type) -> bool {
+    matches!(ty, Type::Path(p) if p.qself.is_none() && p.path.segments.len() == 1
+        && p.path.segments[0].ident != "bool"
+        && SCALARS.contains(&p.path.segments[0].ident.to_string().as_str()))
+}
+
+/// The `T` of `Vec<T>` (`Box<[T]>`'s `T` too), when it is one type.
+fn single_type_argument(seg: &syn::PathSegment) -> Option<&Type> {
+    let syn::PathArguments::AngleBracketed(args) = &seg.arguments else { return None };
+    let mut types = args.args.iter().filter_map(|a| match a {
+        syn::GenericArgument::Type(t) => Some(t),
+        _ => None,
+    });
+    match (types.next(), types.next()) {
+        (Some(Type::Slice(s)), None) => Some(&s.elem),
+        (Some(t), None) => Some(t),
+        _ => None,
     }
 }
 

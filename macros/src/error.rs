@@ -263,11 +263,29 @@ pub const TYPE_TUPLE: Msg = Msg {
     text: "this tuple type is not supported in the gpu-cilk subset",
     hint: "tuples of 2 to 4 scalars or arrays are results and locals, not parameters: use separate parameters, or a fixed-size array `[T; N]`",
 };
-/// `String`, `str`, `Vec`, `Box`.
+/// `HashMap`, `BTreeMap`, `Rc`, `Arc`.
 pub const TYPE_HEAP: Msg = Msg {
-    text: "strings and heap-allocated types are not supported in the gpu-cilk subset",
-    hint: "use scalars and fixed-size arrays `[T; N]`",
+    text: "heap-allocated types are not supported in the gpu-cilk subset",
+    hint: "pass the data as slices `&[T]` / `&mut [T]` of scalars, or as fixed-size arrays `[T; N]`",
 };
+/// `String`, `str`.
+pub const TYPE_STRING: Msg = Msg {
+    text: "strings are not supported in the gpu-cilk subset",
+    hint: "pass the bytes as a slice `&[u8]` (`text.as_bytes()` at the call)",
+};
+/// `Vec<T>`, `VecDeque<T>`, `Box<[T]>` (a parameter, a result or a local): the data belongs in a
+/// slice that the caller owns. `elem` is `T` when it is a scalar.
+pub fn heap_sequence(ty: &syn::Type, name: &str, elem: Option<&syn::Type>) -> syn::Error {
+    let elem = elem.map_or_else(|| "T".to_string(), |t| t.to_token_stream().to_string());
+    custom(
+        ty,
+        &format!("`{name}` is not supported in the gpu-cilk subset: a task cannot own heap memory"),
+        &format!(
+            "take a slice parameter: `&[{elem}]` to read the data, `&mut [{elem}]` to write results into it; \
+             the caller keeps the data and passes `&v` / `&mut v` (on cuda it is copied to the device and back)"
+        ),
+    )
+}
 /// Any other type.
 pub const TYPE_OTHER: Msg = Msg {
     text: "this type is not supported in the gpu-cilk subset",

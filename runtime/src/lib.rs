@@ -42,7 +42,7 @@ pub use runtime::Runtime;
 pub use slice::{RawSlice, SliceField};
 pub use stats::{DeviceProfile, Report, Stats, TaskStats};
 pub use task::{
-    ArgsLayout, Call, CilkTask, CudaFragment, DeviceFn, DeviceFunction, FieldLayout, OwnedArgs, Place, Registrar,
-    Registry, Spawn, Step, TaskFunction,
+    ArgsLayout, Call, CilkTask, CudaFragment, DeviceFn, DeviceFunction, FieldLayout, IntoCall, OwnedArgs, Place,
+    Registrar, Registry, Spawn, Step, TaskFunction,
 };
 pub use temp::{Scalar, Temp, TempScope};

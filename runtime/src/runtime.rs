@@ -8,7 +8,7 @@ use crate::config::{BackendKind, Config};
 use crate::error::{Error, Result};
 use crate::resident::ResidentBuffer;
 use crate::stats::Report;
-use crate::task::{Call, CilkTask};
+use crate::task::{CilkTask, IntoCall};
 use crate::temp::Scalar;
 
 enum Backend {
@@ -132,13 +132,15 @@ impl Runtime {
         }
     }
 
-    /// Runs a root call and returns its value.
-    pub fn run<T: CilkTask>(&self, call: Call<'_, T>) -> Result<T::Output> {
+    /// Runs a root call (`f::task(args)`, a [`Call`](crate::Call)) and returns its value.
+    pub fn run<'a, C: IntoCall<'a>>(&self, call: C) -> Result<<C::Task as CilkTask>::Output> {
         self.run_with_stats(call).map(|r| r.value)
     }
 
-    /// Runs a root call and returns its value with the run's statistics.
-    pub fn run_with_stats<T: CilkTask>(&self, call: Call<'_, T>) -> Result<Report<T::Output>> {
+    /// Runs a root call (`f::task(args)`, a [`Call`](crate::Call)) and returns its value with the run's
+    /// statistics.
+    pub fn run_with_stats<'a, C: IntoCall<'a>>(&self, call: C) -> Result<Report<<C::Task as CilkTask>::Output>> {
+        let call = call.into_call();
         let mut report = match &self.backend {
             Backend::Serial => serial::run(call)?,
             Backend::Cpu(b) => b.run(call)?,

@@ -350,6 +350,29 @@ impl<'a, T: CilkTask> Call<'a, T> {
     }
 }
 
+/// What [`Runtime::run`](crate::Runtime::run) takes: a root call `f::task(args)`, a [`Call`].
+/// Its only implementor is [`Call`]; it exists so that passing anything else (most often the
+/// value of the plain serial call, `rt.run(f(30))`) names the fix instead of a type mismatch.
+#[diagnostic::on_unimplemented(
+    message = "`Runtime::run` takes a task call `f::task(args)`, not a `{Self}`",
+    label = "a `{Self}`, not a task call",
+    note = "`f(args)` is the plain serial function: it has already run and this is its value; \
+            write `rt.run(f::task(args))` to run `f` as tasks on the runtime's backend"
+)]
+pub trait IntoCall<'a> {
+    /// The root task.
+    type Task: CilkTask;
+    /// The call itself.
+    fn into_call(self) -> Call<'a, Self::Task>;
+}
+
+impl<'a, T: CilkTask> IntoCall<'a> for Call<'a, T> {
+    type Task = T;
+    fn into_call(self) -> Call<'a, T> {
+        self
+    }
+}
+
 /// `Args` that borrow nothing (no slice parameters): a [`Call`] of them may be copied and run any
 /// number of times. `#[gpu_cilk]` implements it for every task without slice parameters.
 pub trait OwnedArgs: Copy {}

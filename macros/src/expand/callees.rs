@@ -9,7 +9,8 @@
 //!   exists in: the function (value namespace) and, when a macro compiled `g`, the module `g`
 //!   (type namespace) with `Task`, `args`, `Output`, `Device` and `__DEVICE`;
 //! - `use self::__gpu_cilk_stand_ins::*;` — a glob that brings a *stand-in* module
-//!   `__gpu_cilk_callee_g` with the same items, whose `Device` implements nothing.
+//!   `__gpu_cilk_callee_g` with the same items, whose `Device` (the unit struct
+//!   `g_is_not_annotated` beside them, the name rustc's error prints) implements nothing.
 //!
 //! Explicit imports shadow globs, so `__gpu_cilk_callee_g::Task` is `g`'s task when `g` is
 //! `#[gpu_cilk]`, and the stand-in otherwise. The stand-in's `Task` is
@@ -109,8 +110,17 @@ impl Callees {
             quote_spanned!(name.span()=> use super::#name as #alias;)
         });
         let stand_ins = self.names.iter().map(|(name, spawned)| stand_in(name, *spawned));
+        let markers = self.names.iter().map(|(name, _)| {
+            let marker = marker(name);
+            quote_spanned! {name.span()=>
+                #[doc(hidden)]
+                #[allow(non_camel_case_types, dead_code)]
+                struct #marker {}
+            }
+        });
         quote! {
             #(#imports)*
+            #(#markers)*
             use self::__gpu_cilk_stand_ins::*;
             /// What each callee is when no macro compiled it (see `__gpu_cilk_callee_*`).
             mod __gpu_cilk_stand_ins {
@@ -120,11 +130,20 @@ impl Callees {
     }
 }
 
+/// The type a stand-in's `Device` is: `g_is_not_annotated`, a unit struct of the generated module
+/// that implements nothing. rustc's E0277 names it ("the trait `TaskFunction` is not implemented
+/// for `g_is_not_annotated`", `f::g_is_not_annotated` when several tasks spawn `g`), so the
+/// name says what is wrong rather than where the stand-in lives.
+fn marker(name: &Ident) -> Ident {
+    format_ident!("{}_is_not_annotated", name, span = name.span())
+}
+
 /// The stand-in module of `name`: a `Device` that implements nothing, a `__DEVICE` that is never
 /// part of a program (using the stand-in is a compile error), and for a spawned callee the `Task`,
 /// `args` and `Output` that a spawn names.
 fn stand_in(name: &Ident, spawned: Option<usize>) -> TokenStream {
     let alias = alias(name);
+    let marker = marker(name);
     let span = name.span();
     let task = spawned.map(|n| {
         let items = spawn_target_items(span, n);
@@ -132,7 +151,7 @@ fn stand_in(name: &Ident, spawned: Option<usize>) -> TokenStream {
     });
     quote_spanned! {span=>
         pub mod #alias {
-            pub struct Device;
+            pub type Device = super::super::#marker;
             #task
             pub static __DEVICE: ::gpu_cilk::runtime::DeviceFn = ::gpu_cilk::runtime::DeviceFn {
                 name: "",

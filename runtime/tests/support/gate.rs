@@ -5,11 +5,11 @@
 //!   *ignored*, never as passed. `scripts/gpu-check.sh` runs them with `--include-ignored`; a GPU
 //!   test that runs and finds no usable GPU fails, naming why.
 //! - **Host-simulation tests** (device code run on CPU threads, `g++`) run everywhere; without a
-//!   compiler they skip visibly, unless `GPU_CILK_REQUIRE_SIM=1` (CI and `scripts/test.sh`).
+//!   compiler they skip visibly, unless `GPU_CILK_REQUIRE_SIM=1` (CI sets it).
 //! - **NVRTC tests** (compiling CUDA C++ needs no GPU) run everywhere. Where NVRTC cannot be loaded
 //!   they print `SKIPPED <test>: <why>` and return, unless `GPU_CILK_REQUIRE_NVRTC` is set to `1`,
-//!   which makes that a failure; `scripts/test.sh` (the README's test command, which CI runs) sets
-//!   it, since it installs NVRTC first.
+//!   which makes that a failure; CI (`.ci/run`) sets it, since it installs NVRTC first.
+//!   `scripts/test.sh` (the README's test command) tries to install NVRTC and leaves it unset.
 //!
 //! `GPU_CILK_REQUIRE_NVRTC` and `GPU_CILK_REQUIRE_SIM` accept `1`/`true`/`yes` and `0`/`false`/`no`/empty; anything else is
 //! an error, so a typo cannot silently turn a requirement off.
