@@ -295,6 +295,7 @@ mod tests {
                         // every other level (its depth 9 weighs at most 18 < 30 levels).
                         *sh.policy_mut() = policy::Policy::new(spawn_queue, spawn_queue, 30, 2);
                         sh.policy_mut().odd_nesting_tasks = true;
+                        sh.restart_region();
                     })
                     .unwrap();
                     assert_eq!(r.value, tree_serial(9, early), "{threads} threads, early {early}");

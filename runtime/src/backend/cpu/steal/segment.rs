@@ -203,11 +203,24 @@ impl<T: CilkTask> Spawn<T> for Cx<'_, '_, T> {
         // the later spawns of a segment weighing more (policy::weight).
         let nest = w.nest + weight(self.seg.spawns);
         let idle = w.idle_workers();
-        match w.policy.choose(w.local.len(), nest - 1, || idle.load(std::sync::atomic::Ordering::Relaxed) > 0) {
+        let choice = w.policy.choose(
+            w.local.len(),
+            nest - 1,
+            w.region(),
+            || idle.load(std::sync::atomic::Ordering::Relaxed) > 0,
+            || w.someone_hungry(),
+        );
+        match choice {
             Choice::Serial => {
                 w.stats.calls_inlined += 1;
                 let outer = std::mem::replace(&mut w.current, (C::NAME, depth));
+                let epoch = w.hunger_epoch();
                 let v = C::serial(args);
+                // A worker started starving while this call held the only work this worker had:
+                // the call was too big to be a serial call; split its level from now on.
+                if w.hunger_epoch() != epoch && w.local.is_empty() {
+                    w.deepen(nest - 1);
+                }
                 w.current = outer;
                 if let Some(off) = place.offset() {
                     w.stash(off, v);
