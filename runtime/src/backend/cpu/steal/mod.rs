@@ -254,6 +254,74 @@ mod tests {
         }
     }
 
+    /// `prio(d, id)`: a full binary tree of depth `d` whose children are priority spawns with
+    /// pseudo-random keys (so best-first order wanders all over the tree); every node returns
+    /// `1 + children`.
+    struct Prio;
+
+    fn mix(x: u64) -> u64 {
+        let z = (x ^ (x >> 31)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        z ^ (z >> 29)
+    }
+
+    impl CilkTask for Prio {
+        type Args = (u32, u64);
+        type Frame = TreeFrame;
+        type Output = u64;
+        const NAME: &'static str = "prio";
+        const SYNCS: usize = 1;
+        const FANOUT: Option<usize> = Some(2);
+
+        fn serial((d, _): (u32, u64)) -> u64 {
+            (1u64 << (d + 1)) - 1
+        }
+
+        fn prespawn<S: Spawn<Self>>((d, id): (u32, u64), cx: &mut S) -> Step<Self> {
+            if d == 0 {
+                return Step::Return(1);
+            }
+            let (l, r) = (2 * id + 1, 2 * id + 2);
+            let x = Place::field(std::mem::offset_of!(TreeFrame, x), |f: &TreeFrame| &f.x);
+            let y = Place::field(std::mem::offset_of!(TreeFrame, y), |f: &TreeFrame| &f.y);
+            cx.spawn_prio::<Prio>((d - 1, l), x, mix(l), "x");
+            cx.spawn_prio::<Prio>((d - 1, r), y, mix(r), "y");
+            Step::Sync(TreeFrame { x: 0, y: 0 })
+        }
+
+        fn resume<S: Spawn<Self>>(_segment: usize, f: TreeFrame, _cx: &mut S) -> Step<Self> {
+            Step::Return(1 + f.x + f.y)
+        }
+
+        fn register<R: crate::task::Registrar>(reg: &mut R) {
+            reg.add::<Self>();
+        }
+    }
+
+    #[test]
+    fn a_full_priority_queue_runs_spawns_depth_first_and_bounds_memory() {
+        const DEPTH: u32 = 13;
+        for threads in [1, 2] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let peak = |capacity: usize| {
+                let config = Config::default().priority_queue_capacity(capacity);
+                let r = run_with(&pool, &Arc::default(), &config, Call::<Prio>::new((DEPTH, 0)), |_| {}).unwrap();
+                assert_eq!(r.value, (1 << (DEPTH + 1)) - 1, "capacity {capacity}, {threads} threads");
+                r.stats.peak_live_frames
+            };
+            // Unbounded, best-first over random keys keeps thousands of nodes pending (this is
+            // what the bound is for: the test would not notice a bound that did nothing).
+            let unbounded = peak(usize::MAX);
+            assert!(unbounded > 1_000, "{unbounded} live frames unbounded, {threads} threads");
+            // Bounded: the queue, plus per worker a depth-first path with its pending siblings
+            // (and the live counters' per-worker batches of 32).
+            for capacity in [1, 2, 3, 16] {
+                let bound = capacity * (DEPTH as usize + 1) + threads * (3 * DEPTH as usize + 2 + 32);
+                let p = peak(capacity);
+                assert!(p <= bound, "{p} live frames at capacity {capacity}, {threads} threads (bound {bound})");
+            }
+        }
+    }
+
     #[test]
     fn back_to_back_runs_take_lingering_threads_and_the_threads_stop_lingering() {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();

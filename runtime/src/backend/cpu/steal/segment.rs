@@ -179,6 +179,10 @@ impl<T: CilkTask> Spawn<T> for Cx<'_, '_, T> {
                 return;
             }
         }
+        if self.w.ranked_full() {
+            // Beyond the queue's bound: a plain spawn, depth-first (see `ranked`).
+            return self.spawn::<C>(args, place);
+        }
         let w = &mut *self.w;
         if w.failing() {
             return;
@@ -188,8 +192,8 @@ impl<T: CilkTask> Spawn<T> for Cx<'_, '_, T> {
             w.fail(Error::DepthExceeded { task: C::NAME, limit: w.max_depth });
             return;
         }
-        // Always a real task in the run's best-first queue: inlining it would run it before
-        // better work that is already waiting.
+        // A real task in the run's best-first queue: inlining it would run it before better work
+        // that is already waiting.
         let dest = self.seg.child_dest::<C::Output>(w, place.offset());
         w.push_ranked::<C>(priority, Job::new::<C>(args, dest, depth, 0));
     }

@@ -155,7 +155,7 @@ impl<'a> Shared<'a> {
         let workers = deques.len();
         Shared {
             stealers: deques.iter().map(crossbeam_deque::Worker::stealer).collect(),
-            ranked: Ranked::default(),
+            ranked: Ranked::new(config.priority_queue_capacity),
             deques: deques.into_iter().map(|d| Mutex::new(Some(d))).collect(),
             done: AtomicBool::new(false),
             done_at: AtomicU64::new(0),
@@ -565,9 +565,19 @@ impl<'r> Worker<'r> {
         }
     }
 
-    /// Adds a new task of `C` with priority `key` to the run's prioritized jobs.
+    /// Whether the run's best-first queue is full (a hint; `ranked`'s bound).
+    #[inline]
+    pub(super) fn ranked_full(&self) -> bool {
+        self.sh.ranked.is_full()
+    }
+
+    /// Adds a new task of `C` with priority `key` to the run's prioritized jobs, or, if the queue
+    /// filled up since [`Worker::ranked_full`] said it was not, to this worker's own deque
+    /// (`ranked`'s bound).
     pub(super) fn push_ranked<C: CilkTask>(&mut self, key: u64, job: Job) {
-        self.sh.ranked.push(key, job);
+        if let Some(spilled) = self.sh.ranked.push(key, job) {
+            self.local.push(spilled);
+        }
         self.stats.tasks_created += 1;
         self.frame_alloc(Job::bytes::<C>());
         if self.sh.has_sleepers() {
