@@ -47,6 +47,7 @@ use clap::Parser;
 use fib_workload::fib;
 use gpu_cilk::prelude::*;
 use gpu_cilk::runtime::{Call, CilkTask};
+use gpu_cilk::Temp;
 use queens_workload::{queens_bits, KNOWN};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -561,18 +562,101 @@ fn strassen_row(args: &Args, pool: &rayon::ThreadPool, base: &Config, n: usize) 
         Ok(())
     });
     let rayon = timed(&mut |c| {
+        pool.install(|| strassen_rayon_same(&a, &b, c, n, m));
+        Ok(())
+    });
+    let copies = timed(&mut |c| {
         pool.install(|| strassen_rayon(&a, &b, c, n, m));
         Ok(())
     });
     let st =
         timed(&mut |c| rt.run(strassen_root::task(&a, &b, c, n, m)).map(|_| ()).map_err(|e| format!("error: {e}")));
-    let na: Cell = Err("–".into());
     let lv: Cell = Err("not run".into());
-    let label = format!("strassen({n}); rayon = Strassen with join over the 7 products");
-    row(&label, &serial, &rayon, &na, &st, &lv);
+    let label = format!(
+        "strassen({n}); rayon = join over the 7 products, scope over the sums, the annotated leaves and \
+         temporaries; cutoff = Strassen on Vec<f32> with quadrant copies"
+    );
+    row(&label, &serial, &rayon, &copies, &st, &lv);
     if args.stats {
         print_stats(&label, rt.run_with_stats(strassen_root::task(&a, &b, &mut c, n, m)).map(|r| r.stats));
     }
+}
+
+/// Strassen's `c = a · b` with rayon over the workload's own pieces: the same padded temporaries
+/// (`Temp<f32>` from a `TempScope`), strided views and level structure as `strassen_root`, the
+/// seven products under nested `join`s, the ten sums and the four output sums each a
+/// `rayon::scope` of `comb` calls, and every leaf the annotated function called plainly
+/// (`base_mul`, `comb`, `pad_in`, `zero_fill`, `copy_out`): the column that compares scheduling
+/// alone.
+fn strassen_rayon_same(a: &[f32], b: &[f32], c: &mut [f32], n: usize, m: usize) {
+    use gpu_cilk::runtime::TempScope;
+    use strassen_workload::{base_mul, comb, copy_out, pad_in, zero_fill};
+    type V = (Temp<f32>, usize, usize);
+    fn mul(n: usize, (a, a0, lda): V, (b, b0, ldb): V, (c, c0, ldc): V) {
+        if n <= 64 || n % 2 == 1 {
+            base_mul(n, a, a0, lda, b, b0, ldb, c, c0, ldc);
+            return;
+        }
+        let (h, scope) = (n / 2, TempScope::new());
+        let hh = h * h;
+        let (a12, a21, b12, b21) = (a0 + h, a0 + h * lda, b0 + h, b0 + h * ldb);
+        let (a22, b22) = (a21 + h, b21 + h);
+        let s = scope.alloc::<f32>(10 * hh);
+        let mm = scope.alloc::<f32>(7 * hh);
+        #[rustfmt::skip]
+        let sums: [(Temp<f32>, usize, usize, f32, usize, f32); 10] = [
+            (a, lda, a0, 1.0, a22, 1.0), (b, ldb, b0, 1.0, b22, 1.0), (a, lda, a21, 1.0, a22, 1.0),
+            (b, ldb, b12, 1.0, b22, -1.0), (b, ldb, b21, 1.0, b0, -1.0), (a, lda, a0, 1.0, a12, 1.0),
+            (a, lda, a21, 1.0, a0, -1.0), (b, ldb, b0, 1.0, b12, 1.0), (a, lda, a12, 1.0, a22, -1.0),
+            (b, ldb, b21, 1.0, b22, 1.0),
+        ];
+        rayon::scope(|sc| {
+            for (k, &(x, ldx, o1, s1, o2, s2)) in sums.iter().enumerate() {
+                sc.spawn(move |_| comb(h, h, x, ldx, 2, o1, s1, o2, s2, 0, 0.0, 0, 0.0, s, k * hh, h));
+            }
+        });
+        let sv = |k: usize| (s, k * hh, h);
+        let mv = |k: usize| (mm, k * hh, h);
+        rayon::join(
+            || {
+                rayon::join(
+                    || mul(h, sv(0), sv(1), mv(0)),
+                    || rayon::join(|| mul(h, sv(2), (b, b0, ldb), mv(1)), || mul(h, (a, a0, lda), sv(3), mv(2))),
+                )
+            },
+            || {
+                rayon::join(
+                    || rayon::join(|| mul(h, (a, a22, lda), sv(4), mv(3)), || mul(h, sv(5), (b, b22, ldb), mv(4))),
+                    || rayon::join(|| mul(h, sv(6), sv(7), mv(5)), || mul(h, sv(8), sv(9), mv(6))),
+                )
+            },
+        );
+        let (c12, c21) = (c0 + h, c0 + h * ldc);
+        let c22 = c21 + h;
+        rayon::scope(|sc| {
+            sc.spawn(move |_| comb(h, h, mm, h, 4, 0, 1.0, 3 * hh, 1.0, 4 * hh, -1.0, 6 * hh, 1.0, c, c0, ldc));
+            sc.spawn(move |_| comb(h, h, mm, h, 2, 2 * hh, 1.0, 4 * hh, 1.0, 0, 0.0, 0, 0.0, c, c12, ldc));
+            sc.spawn(move |_| comb(h, h, mm, h, 2, hh, 1.0, 3 * hh, 1.0, 0, 0.0, 0, 0.0, c, c21, ldc));
+            sc.spawn(move |_| comb(h, h, mm, h, 4, 0, 1.0, hh, -1.0, 2 * hh, 1.0, 5 * hh, 1.0, c, c22, ldc));
+        });
+    }
+    if n == 0 {
+        return;
+    }
+    let scope = TempScope::new();
+    let (ta, tb, tc) = (scope.alloc::<f32>(m * m), scope.alloc::<f32>(m * m), scope.alloc::<f32>(m * m));
+    rayon::join(
+        || {
+            pad_in(a, n, 0, ta, m);
+            zero_fill(ta, n * m, m * m);
+        },
+        || {
+            pad_in(b, n, 0, tb, m);
+            zero_fill(tb, n * m, m * m);
+        },
+    );
+    mul(m, (ta, 0, m), (tb, 0, m), (tc, 0, m));
+    copy_out(tc, m, c, n, 0);
 }
 
 /// Strassen's `c = a · b` (`n × n`, row-major) with rayon, as a user would write it: zero-padded

@@ -11,14 +11,17 @@
 //!   (no allocation per task), else on the heap.
 //! - [`ranked`]: prioritized ready work (`spawn!(f(..), priority = key)`), one lock-protected
 //!   max-heap per run that a worker serves best-first when its own deque is empty, before it
-//!   steals; such a spawn is always a real task (never inlined), so the order holds.
+//!   steals; such a spawn is a real task (never inlined), so the order holds, while the heap
+//!   holds fewer than `Config::priority_queue_capacity` tasks, and a plain spawn (depth-first)
+//!   beyond that, so memory stays bounded.
 //! - [`frame`] and [`join`]: a task whose segment ends with real children outstanding leaves its
 //!   frame in a heap cell with a join counter; the last child to finish (or the owner, if the
 //!   children were faster) resumes it on its own worker — there is no level barrier.
 //! - [`segment`]: runs a task's segments and carries out, at each spawn, the
 //!   [`policy`]: a stealable task while the own deque is short, else an inline call of
-//!   the callee's sub-kernels, and below `Config::inline_nesting` levels under the last stolen
-//!   task a plain call of the generated serial function.
+//!   the callee's sub-kernels, and below the splitting region (`Config::inline_nesting` levels
+//!   under the last stolen task, deepened by serial calls that starved a worker) a plain call of
+//!   the generated serial function — never while a worker is starving.
 //! - [`gate`]: which pool threads take part in a run. A run asks every pool thread to join and
 //!   ends when its root delivered, with whichever threads joined by then; it never waits for a
 //!   thread that is asleep or not scheduled (a late one finds the gate closed).

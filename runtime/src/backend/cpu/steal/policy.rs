@@ -33,7 +33,25 @@
 //! 3. below that, a **serial call**: the generated serial function (`C::serial`), with no
 //!    scheduling cost at all — the automatic cutoff. Its subtree cannot be split, but it sits
 //!    several spawns below the piece of work this worker stole, and thieves take the oldest
-//!    (largest) tasks of a deque first, so the pieces that cannot be split are the small ones.
+//!    (largest) tasks of a deque first, so the pieces that cannot be split are the small ones —
+//!    in a balanced tree. In an unbalanced one (a UTS binomial tree, where a node's subtree is
+//!    tiny or enormous whatever its depth, and Strassen's or cilksort's first levels, where one
+//!    serial call is seconds) the deque's pieces are soon gone and the serial call holds the rest
+//!    where no thief can reach it. Two rules, driven by the thieves' *demand*, keep pending work
+//!    stealable there:
+//!    - **no serial call while a worker starves**: a worker that has looked at every deque for
+//!      `worker::STARVE_ROUNDS` idle rounds (its spinning phase, a few microseconds) and found nothing counts
+//!      as *hungry*; while any worker is, a spawn below the region is an inline sub-kernel call
+//!      (or a task, as in the region, while the deque is short), never a serial call, so the
+//!      spawner's next spawns can feed the hungry worker within one task's time;
+//!    - **a serial call that starved a worker deepens the region**: a serial call that ends with
+//!      the spawner's own deque empty while some worker *started* starving during it (a run-wide
+//!      epoch counter, read before and after: two `Relaxed` loads per serial call) held work
+//!      that was needed; the run's region becomes [`deepened`]`(its level)`, half as deep again
+//!      as that call, so that level and the next ones are split from then on (geometric, so a
+//!      tree whose big subtrees hide at every depth is split all the way down after a few such
+//!      calls, while a balanced tree, where thieves find siblings in the deque and never starve,
+//!      keeps its region). The region starts at `Config::inline_nesting` and only grows, per run.
 //!
 //! This is lazy task creation in the sense of Mohr, Kranz and Halstead (1991) with the
 //! deque-occupancy test of lazy binary splitting (Tzannes et al., PPoPP 2010): a spawn costs a
