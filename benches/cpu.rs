@@ -474,6 +474,9 @@ fn uts_rayon(seed: u64, roots: u32, m: u32, q: u32, cutoff: u32) -> u64 {
     range(uts_mix(seed), 0, roots, m, q, cutoff)
 }
 
+/// One sort of the keys (first slice) with scratch (second), failing with why.
+type SortFn<'a> = dyn FnMut(&mut [u32], &mut [u32]) -> Result<(), String> + 'a;
+
 /// cilksort of `n` random keys: the serial function, `par_sort_unstable`, one-thread
 /// `sort_unstable`, the two schedulers. Each run sorts a fresh copy of the input (the copy is not
 /// timed) and is checked: sorted, and a permutation of the input.
@@ -490,7 +493,7 @@ fn sort_row(args: &Args, pool: &rayon::ThreadPool, stealing: &Runtime, levels: &
             Err("WRONG: not a sorted permutation of the input".to_string())
         }
     };
-    let mut timed = |f: &mut dyn FnMut(&mut [u32], &mut [u32]) -> Result<(), String>| {
+    let mut timed = |f: &mut SortFn<'_>| {
         measure_timed(args, || {
             a.copy_from_slice(&keys);
             let t = Instant::now();
