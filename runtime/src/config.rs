@@ -140,7 +140,10 @@ pub struct Config {
     /// at once still runs as sub-kernels (so its own spawns can still become tasks for idle
     /// workers); deeper ones call the generated serial function, which has no scheduling cost but
     /// cannot be split (`GPU_CILK_INLINE_NESTING`, default 8; none on one worker; swept on the
-    /// H100 host's 16 cores and on 2 cores, docs/benchmarks.md).
+    /// H100 host's 16 cores and on 2 cores, docs/benchmarks.md). This is where a run's splitting
+    /// region starts: it deepens during the run after a serial call that starved another worker,
+    /// and no spawn becomes a serial call while a worker starves (docs/architecture.md, "The
+    /// stealing scheduler").
     pub inline_nesting: usize,
     /// cpu stealing scheduler: how long a pool thread stays awake after a run, in microseconds
     /// (spinning, then yielding its core), ready to join the backend's next run at once instead
