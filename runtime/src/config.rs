@@ -140,7 +140,10 @@ pub struct Config {
     /// at once still runs as sub-kernels (so its own spawns can still become tasks for idle
     /// workers); deeper ones call the generated serial function, which has no scheduling cost but
     /// cannot be split (`GPU_CILK_INLINE_NESTING`, default 8; none on one worker; swept on the
-    /// H100 host's 16 cores and on 2 cores, docs/benchmarks.md).
+    /// H100 host's 16 cores and on 2 cores, docs/benchmarks.md). This is where a run's splitting
+    /// region starts: it deepens during the run after a serial call that starved another worker,
+    /// and no spawn becomes a serial call while a worker starves (docs/architecture.md, "The
+    /// stealing scheduler").
     pub inline_nesting: usize,
     /// cpu stealing scheduler: how long a pool thread stays awake after a run, in microseconds
     /// (spinning, then yielding its core), ready to join the backend's next run at once instead
@@ -153,6 +156,15 @@ pub struct Config {
     /// spinning and 32 of yielding, as rayon's workers do; at most 10,000). A parked worker is
     /// woken by the next task pushed while no idle worker is awake, or after 100 µs.
     pub idle_awake_us: u64,
+    /// cpu stealing scheduler, programs with priority spawns: how many prioritized tasks the run's
+    /// best-first queue holds at most (`GPU_CILK_PRIORITY_QUEUE_CAPACITY`, default 1024; at
+    /// least 1). A priority spawn that finds it full is a plain spawn: it runs depth-first on the
+    /// spawning worker (a stealable task, an inline call or a serial call, as lazy task creation
+    /// decides), so memory stays proportional to the live work (this many queued tasks plus, per
+    /// worker, a depth-first path), never to every pending node of a best-first search.
+    /// `knapsack --kind sc --n 200 --r 7000` on 2 cores: 1024 → 5.9 s, 9 MB resident; 65536 →
+    /// 44 s, 249 MB (the same 1.1e8 nodes; each through the queue costs its lock and heap).
+    pub priority_queue_capacity: usize,
     /// Channel elements one recursion level may hold before the scheduler stops dispatching more
     /// of the level above it (`GPU_CILK_LEVEL_CAPACITY`). The scheduler dispatches at most
     /// `level_capacity / fan-out` tasks at a time, so children always fit.
@@ -245,6 +257,7 @@ impl Default for Config {
             inline_nesting: 8,
             linger_us: 200,
             idle_awake_us: 0,
+            priority_queue_capacity: 1 << 10,
             level_capacity: 1 << 14,
             segment_capacity: 1 << 14,
             pool_capacity: 1 << 26,
@@ -306,6 +319,9 @@ impl Config {
         }
         if let Some(v) = num("GPU_CILK_IDLE_AWAKE_US")? {
             c.idle_awake_us = v as u64;
+        }
+        if let Some(v) = num("GPU_CILK_PRIORITY_QUEUE_CAPACITY")? {
+            c.priority_queue_capacity = v;
         }
         if let Some(v) = num("GPU_CILK_LEVEL_CAPACITY")? {
             c.level_capacity = v;
@@ -484,6 +500,13 @@ impl Config {
         self
     }
 
+    /// Sets the cpu stealing scheduler's best-first queue capacity
+    /// ([`Config::priority_queue_capacity`]).
+    pub fn priority_queue_capacity(mut self, tasks: usize) -> Self {
+        self.priority_queue_capacity = tasks;
+        self
+    }
+
     /// Sets the ready heap's item slots ([`Config::device_priority_slots`]).
     pub fn device_priority_slots(mut self, slots: usize) -> Self {
         self.device_priority_slots = slots;
@@ -528,6 +551,9 @@ impl Config {
 
     /// Checks that every value is usable.
     pub fn validate(&self) -> Result<()> {
+        if self.priority_queue_capacity == 0 {
+            return Err(Error::Config("priority_queue_capacity must be at least 1".into()));
+        }
         if self.level_capacity == 0 {
             return Err(Error::Config("level_capacity must be at least 1".into()));
         }
@@ -610,6 +636,7 @@ mod tests {
         assert!(Config::default().level_capacity(0).validate().is_err());
         assert!(Config::default().segment_capacity(0).validate().is_err());
         assert!(Config::default().max_depth(0).validate().is_err());
+        assert!(Config::default().priority_queue_capacity(0).validate().is_err());
         assert!(Config::default().stack_bytes(1024).validate().is_err());
         assert!(Config::default().segment_capacity(64).pool_capacity(8).validate().is_err());
     }

@@ -11,14 +11,17 @@
 //!   (no allocation per task), else on the heap.
 //! - [`ranked`]: prioritized ready work (`spawn!(f(..), priority = key)`), one lock-protected
 //!   max-heap per run that a worker serves best-first when its own deque is empty, before it
-//!   steals; such a spawn is always a real task (never inlined), so the order holds.
+//!   steals; such a spawn is a real task (never inlined), so the order holds, while the heap
+//!   holds fewer than `Config::priority_queue_capacity` tasks, and a plain spawn (depth-first)
+//!   beyond that, so memory stays bounded.
 //! - [`frame`] and [`join`]: a task whose segment ends with real children outstanding leaves its
 //!   frame in a heap cell with a join counter; the last child to finish (or the owner, if the
 //!   children were faster) resumes it on its own worker — there is no level barrier.
 //! - [`segment`]: runs a task's segments and carries out, at each spawn, the
 //!   [`policy`]: a stealable task while the own deque is short, else an inline call of
-//!   the callee's sub-kernels, and below `Config::inline_nesting` levels under the last stolen
-//!   task a plain call of the generated serial function.
+//!   the callee's sub-kernels, and below the splitting region (`Config::inline_nesting` levels
+//!   under the last stolen task, deepened by serial calls that starved a worker) a plain call of
+//!   the generated serial function — never while a worker is starving.
 //! - [`gate`]: which pool threads take part in a run. A run asks every pool thread to join and
 //!   ends when its root delivered, with whichever threads joined by then; it never waits for a
 //!   thread that is asleep or not scheduled (a late one finds the gate closed).
@@ -254,6 +257,74 @@ mod tests {
         }
     }
 
+    /// `prio(d, id)`: a full binary tree of depth `d` whose children are priority spawns with
+    /// pseudo-random keys (so best-first order wanders all over the tree); every node returns
+    /// `1 + children`.
+    struct Prio;
+
+    fn mix(x: u64) -> u64 {
+        let z = (x ^ (x >> 31)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        z ^ (z >> 29)
+    }
+
+    impl CilkTask for Prio {
+        type Args = (u32, u64);
+        type Frame = TreeFrame;
+        type Output = u64;
+        const NAME: &'static str = "prio";
+        const SYNCS: usize = 1;
+        const FANOUT: Option<usize> = Some(2);
+
+        fn serial((d, _): (u32, u64)) -> u64 {
+            (1u64 << (d + 1)) - 1
+        }
+
+        fn prespawn<S: Spawn<Self>>((d, id): (u32, u64), cx: &mut S) -> Step<Self> {
+            if d == 0 {
+                return Step::Return(1);
+            }
+            let (l, r) = (2 * id + 1, 2 * id + 2);
+            let x = Place::field(std::mem::offset_of!(TreeFrame, x), |f: &TreeFrame| &f.x);
+            let y = Place::field(std::mem::offset_of!(TreeFrame, y), |f: &TreeFrame| &f.y);
+            cx.spawn_prio::<Prio>((d - 1, l), x, mix(l), "x");
+            cx.spawn_prio::<Prio>((d - 1, r), y, mix(r), "y");
+            Step::Sync(TreeFrame { x: 0, y: 0 })
+        }
+
+        fn resume<S: Spawn<Self>>(_segment: usize, f: TreeFrame, _cx: &mut S) -> Step<Self> {
+            Step::Return(1 + f.x + f.y)
+        }
+
+        fn register<R: crate::task::Registrar>(reg: &mut R) {
+            reg.add::<Self>();
+        }
+    }
+
+    #[test]
+    fn a_full_priority_queue_runs_spawns_depth_first_and_bounds_memory() {
+        const DEPTH: u32 = 13;
+        for threads in [1, 2] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let peak = |capacity: usize| {
+                let config = Config::default().priority_queue_capacity(capacity);
+                let r = run_with(&pool, &Arc::default(), &config, Call::<Prio>::new((DEPTH, 0)), |_| {}).unwrap();
+                assert_eq!(r.value, (1 << (DEPTH + 1)) - 1, "capacity {capacity}, {threads} threads");
+                r.stats.peak_live_frames
+            };
+            // Unbounded, best-first over random keys keeps thousands of nodes pending (this is
+            // what the bound is for: the test would not notice a bound that did nothing).
+            let unbounded = peak(usize::MAX);
+            assert!(unbounded > 1_000, "{unbounded} live frames unbounded, {threads} threads");
+            // Bounded: the queue, plus per worker a depth-first path with its pending siblings
+            // (and the live counters' per-worker batches of 32).
+            for capacity in [1, 2, 3, 16] {
+                let bound = capacity * (DEPTH as usize + 1) + threads * (3 * DEPTH as usize + 2 + 32);
+                let p = peak(capacity);
+                assert!(p <= bound, "{p} live frames at capacity {capacity}, {threads} threads (bound {bound})");
+            }
+        }
+    }
+
     #[test]
     fn back_to_back_runs_take_lingering_threads_and_the_threads_stop_lingering() {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
@@ -295,6 +366,7 @@ mod tests {
                         // every other level (its depth 9 weighs at most 18 < 30 levels).
                         *sh.policy_mut() = policy::Policy::new(spawn_queue, spawn_queue, 30, 2);
                         sh.policy_mut().odd_nesting_tasks = true;
+                        sh.restart_region();
                     })
                     .unwrap();
                     assert_eq!(r.value, tree_serial(9, early), "{threads} threads, early {early}");

@@ -33,7 +33,25 @@
 //! 3. below that, a **serial call**: the generated serial function (`C::serial`), with no
 //!    scheduling cost at all — the automatic cutoff. Its subtree cannot be split, but it sits
 //!    several spawns below the piece of work this worker stole, and thieves take the oldest
-//!    (largest) tasks of a deque first, so the pieces that cannot be split are the small ones.
+//!    (largest) tasks of a deque first, so the pieces that cannot be split are the small ones —
+//!    in a balanced tree. In an unbalanced one (a UTS binomial tree, where a node's subtree is
+//!    tiny or enormous whatever its depth, and Strassen's or cilksort's first levels, where one
+//!    serial call is seconds) the deque's pieces are soon gone and the serial call holds the rest
+//!    where no thief can reach it. Two rules, driven by the thieves' *demand*, keep pending work
+//!    stealable there:
+//!    - **no serial call while a worker starves**: a worker that has looked at every deque for
+//!      `worker::STARVE_ROUNDS` idle rounds (its spinning phase, a few microseconds) and found nothing counts
+//!      as *hungry*; while any worker is, a spawn below the region is an inline sub-kernel call
+//!      (or a task, as in the region, while the deque is short), never a serial call, so the
+//!      spawner's next spawns can feed the hungry worker within one task's time;
+//!    - **a serial call that starved a worker deepens the region**: a serial call that ends with
+//!      the spawner's own deque empty while some worker *started* starving during it (a run-wide
+//!      epoch counter, read before and after: two `Relaxed` loads per serial call) held work
+//!      that was needed; the run's region becomes [`deepened`]`(its level)`, half as deep again
+//!      as that call, so that level and the next ones are split from then on (geometric, so a
+//!      tree whose big subtrees hide at every depth is split all the way down after a few such
+//!      calls, while a balanced tree, where thieves find siblings in the deque and never starve,
+//!      keeps its region). The region starts at `Config::inline_nesting` and only grows, per run.
 //!
 //! This is lazy task creation in the sense of Mohr, Kranz and Halstead (1991) with the
 //! deque-occupancy test of lazy binary splitting (Tzannes et al., PPoPP 2010): a spawn costs a
@@ -82,12 +100,26 @@ impl Policy {
         }
     }
 
+    /// The splitting region a run starts with (it deepens while the run learns the tree's shape:
+    /// [`deepened`]).
+    pub(super) fn initial_region(&self) -> usize {
+        self.nesting
+    }
+
     /// The choice for a spawn made while the own deque holds `queued` tasks, by a spawner `nest`
     /// levels (weighted, [`weight`] minus 1 included) below the last task this worker stole (see
-    /// the module docs); `idle()` says whether some worker is idle (asked only inside the
-    /// splitting region).
+    /// the module docs), in a run whose splitting region is now `region` levels deep; `idle()`
+    /// says whether some worker is idle, `hungry()` whether some worker has found nothing to
+    /// steal for a while (asked only where the answer matters).
     #[inline]
-    pub(super) fn choose(&self, queued: usize, nest: usize, idle: impl FnOnce() -> bool) -> Choice {
+    pub(super) fn choose(
+        &self,
+        queued: usize,
+        nest: usize,
+        region: usize,
+        idle: impl FnOnce() -> bool,
+        hungry: impl FnOnce() -> bool,
+    ) -> Choice {
         #[cfg(test)]
         if self.odd_nesting_tasks && nest % 2 == 1 {
             return Choice::Task;
@@ -95,16 +127,25 @@ impl Policy {
         if queued < self.spawn_queue {
             return Choice::Task;
         }
-        if nest >= self.nesting {
+        // A serial call cannot be split once it runs: never while a worker is starving.
+        if nest >= region && !hungry() {
             return Choice::Serial;
         }
-        // Asked only where the answer matters: inside the splitting region.
         if queued < self.spawn_queue_idle && idle() {
             Choice::Task
         } else {
             Choice::Inline
         }
     }
+}
+
+/// The splitting region after a serial call made `nest` levels below the last stolen task
+/// starved another worker (see the module docs): deep enough that a spawn at that level is split,
+/// and half as deep again, so a tree whose big subtrees hide at any depth (a critical branching
+/// process) is split all the way down after a few such calls.
+#[inline]
+pub(super) fn deepened(nest: usize) -> usize {
+    nest.saturating_add(nest / 2).saturating_add(2)
 }
 
 /// How many levels the `i`-th spawn (from 1) of a segment counts in the splitting region: the
@@ -126,32 +167,55 @@ mod tests {
     #[test]
     fn tasks_while_the_deque_is_short_then_sub_kernels_then_serial_calls() {
         let p = Policy::new(2, 2, 6, 4);
-        let (idle, busy) = (|| true, || false);
-        assert_eq!(p.choose(0, 9, busy), Choice::Task);
-        assert_eq!(p.choose(1, 0, busy), Choice::Task);
-        assert_eq!(p.choose(2, 0, busy), Choice::Inline);
-        assert_eq!(p.choose(2, 5, busy), Choice::Inline);
-        assert_eq!(p.choose(2, 5, idle), Choice::Inline);
-        assert_eq!(p.choose(9, 5, idle), Choice::Inline);
-        assert_eq!(p.choose(2, 6, idle), Choice::Serial);
-        assert_eq!(p.choose(2, 6, busy), Choice::Serial);
+        let r = p.initial_region();
+        assert_eq!(r, 6);
+        let (yes, no) = (|| true, || false);
+        // (queued, nest, region, idle, hungry)
+        assert_eq!(p.choose(0, 9, r, no, no), Choice::Task);
+        assert_eq!(p.choose(1, 0, r, no, no), Choice::Task);
+        assert_eq!(p.choose(2, 0, r, no, no), Choice::Inline);
+        assert_eq!(p.choose(2, 5, r, no, no), Choice::Inline);
+        assert_eq!(p.choose(2, 5, r, yes, no), Choice::Inline);
+        assert_eq!(p.choose(9, 5, r, yes, no), Choice::Inline);
+        assert_eq!(p.choose(2, 6, r, yes, no), Choice::Serial);
+        assert_eq!(p.choose(2, 6, r, no, no), Choice::Serial);
+        // A deeper region (after a serial call starved a worker) splits that level too.
+        assert_eq!(p.choose(2, 6, deepened(6), no, no), Choice::Inline);
         let every = Policy::new(usize::MAX, usize::MAX, 0, 2);
-        assert_eq!(every.choose(1 << 40, 0, idle), Choice::Task);
+        assert_eq!(every.choose(1 << 40, 0, every.initial_region(), yes, yes), Choice::Task);
         let none = Policy::new(0, 0, 0, 2);
-        assert_eq!(none.choose(0, 0, idle), Choice::Serial);
+        assert_eq!(none.choose(0, 0, 0, yes, no), Choice::Serial);
         let alone = Policy::new(2, 2, 6, 1);
-        assert_eq!(alone.choose(0, 0, idle), Choice::Task);
-        assert_eq!(alone.choose(2, 0, idle), Choice::Serial);
+        assert_eq!(alone.initial_region(), 0);
+        assert_eq!(alone.choose(0, 0, 0, yes, no), Choice::Task);
+        assert_eq!(alone.choose(2, 0, 0, yes, no), Choice::Serial);
         let wide = Policy::new(2, 8, 6, 4);
-        assert_eq!(wide.choose(5, 0, idle), Choice::Task);
-        assert_eq!(wide.choose(5, 0, busy), Choice::Inline);
-        assert_eq!(wide.choose(8, 0, idle), Choice::Inline);
-        assert_eq!(wide.choose(8, 6, idle), Choice::Serial);
-        // Below the splitting region only the short-deque test makes tasks.
-        assert_eq!(wide.choose(5, 6, idle), Choice::Serial);
-        assert_eq!(wide.choose(1, 6, idle), Choice::Task);
+        assert_eq!(wide.choose(5, 0, r, yes, no), Choice::Task);
+        assert_eq!(wide.choose(5, 0, r, no, no), Choice::Inline);
+        assert_eq!(wide.choose(8, 0, r, yes, no), Choice::Inline);
+        assert_eq!(wide.choose(8, 6, r, yes, no), Choice::Serial);
+        // Below the splitting region only the short-deque test makes tasks...
+        assert_eq!(wide.choose(5, 6, r, yes, no), Choice::Serial);
+        assert_eq!(wide.choose(1, 6, r, yes, no), Choice::Task);
+        // ... unless a worker is starving: then nothing becomes a serial call.
+        assert_eq!(wide.choose(5, 6, r, yes, yes), Choice::Task);
+        assert_eq!(wide.choose(8, 60, r, yes, yes), Choice::Inline);
         let wide_alone = Policy::new(2, 8, 6, 1);
-        assert_eq!(wide_alone.choose(5, 0, idle), Choice::Serial);
+        assert_eq!(wide_alone.choose(5, 0, 0, yes, no), Choice::Serial);
+    }
+
+    #[test]
+    fn a_starving_worker_deepens_the_region_past_the_call_and_geometrically() {
+        assert!(deepened(0) > 0 && deepened(6) > 6);
+        // From the default 8 to the depth of a 1,700-level tree (about 3,400 weighted) in a few
+        // steps, not one step per level.
+        let (mut r, mut steps) = (8, 0);
+        while r <= 3_400 {
+            r = deepened(r);
+            steps += 1;
+        }
+        assert!(steps <= 16, "{steps} steps");
+        assert_eq!(deepened(usize::MAX), usize::MAX);
     }
 
     #[test]

@@ -179,6 +179,10 @@ impl<T: CilkTask> Spawn<T> for Cx<'_, '_, T> {
                 return;
             }
         }
+        if self.w.ranked_full() {
+            // Beyond the queue's bound: a plain spawn, depth-first (see `ranked`).
+            return self.spawn::<C>(args, place);
+        }
         let w = &mut *self.w;
         if w.failing() {
             return;
@@ -188,8 +192,8 @@ impl<T: CilkTask> Spawn<T> for Cx<'_, '_, T> {
             w.fail(Error::DepthExceeded { task: C::NAME, limit: w.max_depth });
             return;
         }
-        // Always a real task in the run's best-first queue: inlining it would run it before
-        // better work that is already waiting.
+        // A real task in the run's best-first queue: inlining it would run it before better work
+        // that is already waiting.
         let dest = self.seg.child_dest::<C::Output>(w, place.offset());
         w.push_ranked::<C>(priority, Job::new::<C>(args, dest, depth, 0));
     }
@@ -203,11 +207,24 @@ impl<T: CilkTask> Spawn<T> for Cx<'_, '_, T> {
         // the later spawns of a segment weighing more (policy::weight).
         let nest = w.nest + weight(self.seg.spawns);
         let idle = w.idle_workers();
-        match w.policy.choose(w.local.len(), nest - 1, || idle.load(std::sync::atomic::Ordering::Relaxed) > 0) {
+        let choice = w.policy.choose(
+            w.local.len(),
+            nest - 1,
+            w.region(),
+            || idle.load(std::sync::atomic::Ordering::Relaxed) > 0,
+            || w.someone_hungry(),
+        );
+        match choice {
             Choice::Serial => {
                 w.stats.calls_inlined += 1;
                 let outer = std::mem::replace(&mut w.current, (C::NAME, depth));
+                let epoch = w.hunger_epoch();
                 let v = C::serial(args);
+                // A worker started starving while this call held the only work this worker had:
+                // the call was too big to be a serial call; split its level from now on.
+                if w.hunger_epoch() != epoch && w.local.is_empty() {
+                    w.deepen(nest - 1);
+                }
                 w.current = outer;
                 if let Some(off) = place.offset() {
                     w.stash(off, v);

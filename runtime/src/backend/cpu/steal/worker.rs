@@ -40,6 +40,14 @@ use std::time::{Duration, Instant};
 const SPIN_ROUNDS: u32 = 7;
 const YIELD_ROUNDS: u32 = 32;
 
+/// Idle rounds after which a worker counts as starving (`Demand`): the end of its spinning phase.
+/// It has then tried every other deque this many times over one to a few microseconds, so work
+/// that exists somewhere is held where no thief can take it (inside a serial call). (After 4
+/// rounds instead, a 100,000-link chain, whose links the idle worker steals one after another,
+/// ran 25% slower on 2 cores: every link that changed workers paid the starving and fed
+/// transitions' atomics.)
+const STARVE_ROUNDS: u32 = SPIN_ROUNDS;
+
 /// How long a parked idle worker sleeps at most: a new task wakes one parked worker at once
 /// ([`Worker::push_task`]); the timeout only covers a wake-up lost to a race.
 const PARK: Duration = Duration::from_micros(100);
@@ -86,6 +94,26 @@ pub(super) struct Shared<'a> {
     /// Parked idle workers, for a spawn to wake one (`count` is read at every task push: on a
     /// cache line of its own, written only when a worker parks or is woken).
     sleepers: Padded<Sleepers>,
+    /// Starving workers and the splitting region they deepen (read at spawns and serial calls:
+    /// on a cache line of its own, written only when a worker starts starving or the region
+    /// deepens).
+    demand: Padded<Demand>,
+}
+
+/// Workers that found nothing to steal for a while, and the splitting region that follows from
+/// them (see `policy`). Every access is `Relaxed`: these are hints for the policy, and the work
+/// itself moves through the deques, whose own orderings publish it.
+///
+/// Invariants: `hungry` counts the workers whose `Worker::hungry` is set (each adds 1 when it
+/// sets it and subtracts 1 when it clears it, at the latest when it leaves the run), so it is
+/// never negative and 0 after the run; `epoch` only grows (one step per worker that starts
+/// starving), so a serial call that reads the same value before and after saw no worker start
+/// starving in between (within the `Relaxed` reads' staleness, which only delays a deepening);
+/// `region` only grows (`fetch_max`).
+struct Demand {
+    hungry: AtomicUsize,
+    epoch: AtomicU64,
+    region: AtomicUsize,
 }
 
 /// Idle workers that parked, waiting for a task ([`Worker::push_task`] wakes one) or their
@@ -130,7 +158,7 @@ impl<'a> Shared<'a> {
         let workers = deques.len();
         Shared {
             stealers: deques.iter().map(crossbeam_deque::Worker::stealer).collect(),
-            ranked: Ranked::default(),
+            ranked: Ranked::new(config.priority_queue_capacity),
             deques: deques.into_iter().map(|d| Mutex::new(Some(d))).collect(),
             done: AtomicBool::new(false),
             done_at: AtomicU64::new(0),
@@ -156,6 +184,11 @@ impl<'a> Shared<'a> {
                 peak_bytes: AtomicIsize::new(root_bytes as isize),
             }),
             sleepers: Padded(Sleepers::default()),
+            demand: Padded(Demand {
+                hungry: AtomicUsize::new(0),
+                epoch: AtomicU64::new(0),
+                region: AtomicUsize::new(policy_region(config, workers)),
+            }),
         }
     }
 
@@ -196,6 +229,12 @@ impl<'a> Shared<'a> {
         &mut self.policy
     }
 
+    /// Tests only: start the splitting region where the policy in force starts it.
+    #[cfg(test)]
+    pub(super) fn restart_region(&mut self) {
+        *self.demand.0.region.get_mut() = self.policy.initial_region();
+    }
+
     /// The peaks of live frames and their bytes.
     pub(super) fn peaks(&self) -> (usize, usize) {
         (
@@ -234,6 +273,11 @@ impl<'a> Shared<'a> {
             t.unpark();
         }
     }
+}
+
+/// The splitting region a run of `workers` workers starts with.
+fn policy_region(config: &Config, workers: usize) -> usize {
+    Policy::new(config.spawn_queue, config.spawn_queue_idle, config.inline_nesting, workers).initial_region()
 }
 
 /// Positions in a worker's per-segment stacks when a segment started.
@@ -343,6 +387,8 @@ pub(super) struct Worker<'r> {
     rng: u64,
     live: Live,
     jobs_since_clock: u32,
+    /// This worker is counted in `Demand::hungry`.
+    hungry: bool,
 }
 
 /// A worker's view of the run's live frames: the shared count when it last added its own
@@ -384,6 +430,7 @@ impl<'r> Worker<'r> {
                 ..Live::default()
             },
             jobs_since_clock: 0,
+            hungry: false,
         })
     }
 
@@ -419,6 +466,7 @@ impl<'r> Worker<'r> {
             };
             if idle > 0 {
                 self.sh.idle.fetch_sub(1, Ordering::Relaxed);
+                self.fed();
                 let now = Instant::now();
                 self.stats.idle += now.saturating_duration_since(idle_since);
                 if self.stats.first.is_none() {
@@ -438,6 +486,7 @@ impl<'r> Worker<'r> {
         }
         if idle > 0 {
             self.sh.idle.fetch_sub(1, Ordering::Relaxed);
+            self.fed();
             let span = idle_since.elapsed();
             self.stats.idle += span;
             if self.stats.first.is_some() {
@@ -519,9 +568,19 @@ impl<'r> Worker<'r> {
         }
     }
 
-    /// Adds a new task of `C` with priority `key` to the run's prioritized jobs.
+    /// Whether the run's best-first queue is full (a hint; `ranked`'s bound).
+    #[inline]
+    pub(super) fn ranked_full(&self) -> bool {
+        self.sh.ranked.is_full()
+    }
+
+    /// Adds a new task of `C` with priority `key` to the run's prioritized jobs, or, if the queue
+    /// filled up since [`Worker::ranked_full`] said it was not, to this worker's own deque
+    /// (`ranked`'s bound).
     pub(super) fn push_ranked<C: CilkTask>(&mut self, key: u64, job: Job) {
-        self.sh.ranked.push(key, job);
+        if let Some(spilled) = self.sh.ranked.push(key, job) {
+            self.local.push(spilled);
+        }
         self.stats.tasks_created += 1;
         self.frame_alloc(Job::bytes::<C>());
         if self.sh.has_sleepers() {
@@ -533,6 +592,53 @@ impl<'r> Worker<'r> {
     #[inline]
     pub(super) fn idle_workers(&self) -> &'r AtomicUsize {
         &self.sh.idle
+    }
+
+    /// Whether some worker has found nothing to steal for a while.
+    #[inline]
+    pub(super) fn someone_hungry(&self) -> bool {
+        self.sh.demand.hungry.load(Ordering::Relaxed) > 0
+    }
+
+    /// How many times a worker started starving in this run so far.
+    #[inline]
+    pub(super) fn hunger_epoch(&self) -> u64 {
+        self.sh.demand.epoch.load(Ordering::Relaxed)
+    }
+
+    /// The run's splitting region now.
+    #[inline]
+    pub(super) fn region(&self) -> usize {
+        self.sh.demand.region.load(Ordering::Relaxed)
+    }
+
+    /// A serial call at level `nest` ended while this worker had nothing left for thieves and
+    /// some worker started starving during it: split that level from now on.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn deepen(&self, nest: usize) {
+        self.sh.demand.region.fetch_max(super::policy::deepened(nest), Ordering::Relaxed);
+    }
+
+    /// This worker starts starving: it looked at every deque for a while and found nothing.
+    #[cold]
+    #[inline(never)]
+    fn starve(&mut self) {
+        if !self.hungry {
+            self.hungry = true;
+            let d = &self.sh.demand;
+            d.hungry.fetch_add(1, Ordering::Relaxed);
+            d.epoch.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// This worker found work (or leaves the run): no longer starving.
+    #[inline]
+    fn fed(&mut self) {
+        if self.hungry {
+            self.hungry = false;
+            self.sh.demand.hungry.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 
     /// The run's temporary heap.
@@ -614,6 +720,9 @@ impl<'r> Worker<'r> {
     /// [`YIELD_ROUNDS`] rounds, and until `Config::idle_awake_us` has passed), then park until a new
     /// task or [`PARK`] (`done` and `failed` unpark too).
     fn backoff(&mut self, step: &mut u32, since: Instant) {
+        if *step == STARVE_ROUNDS {
+            self.starve();
+        }
         if *step < SPIN_ROUNDS {
             for _ in 0..(1u32 << *step) {
                 std::hint::spin_loop();
