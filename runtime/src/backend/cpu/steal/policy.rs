@@ -39,18 +39,25 @@
 //!    serial call is seconds) the deque's pieces are soon gone and the serial call holds the rest
 //!    where no thief can reach it. Two rules, driven by the thieves' *demand*, keep pending work
 //!    stealable there:
-//!    - **no serial call while a worker starves**: a worker that has looked at every deque for
-//!      `worker::STARVE_ROUNDS` idle rounds (its spinning phase, a few microseconds) and found nothing counts
-//!      as *hungry*; while any worker is, a spawn below the region is an inline sub-kernel call
-//!      (or a task, as in the region, while the deque is short), never a serial call, so the
-//!      spawner's next spawns can feed the hungry worker within one task's time;
+//!    - **no serial call while more workers starve than the deque can feed**: a worker that has
+//!      looked at every deque through its spinning phase (`worker::STARVE_ROUNDS` idle rounds, a
+//!      few microseconds) and found nothing counts as *hungry*; while at least as many workers
+//!      are hungry as the spawner's deque holds tasks (and at least one; it holds `spawn_queue` or more, or it would make
+//!      a task), a spawn below the region is an inline sub-kernel call (or a task while the deque
+//!      is short, as in the region), never a serial call, so the spawner's next spawns can feed
+//!      them within one task's time. (Any hungry worker at all was too weak a signal: on a
+//!      loaded machine a worker starves whenever its victim is descheduled, and queens(13) on
+//!      2 cores ran 2× slower.)
 //!    - **a serial call that starved a worker deepens the region**: a serial call that ends with
 //!      the spawner's own deque empty while some worker *started* starving during it (a run-wide
-//!      epoch counter, read before and after: two `Relaxed` loads per serial call) held work
-//!      that was needed; the run's region becomes [`deepened`]`(its level)`, half as deep again
-//!      as that call, so that level and the next ones are split from then on (geometric, so a
-//!      tree whose big subtrees hide at every depth is split all the way down after a few such
-//!      calls, while a balanced tree, where thieves find siblings in the deque and never starve,
+//!      epoch counter, read before and after: two `Relaxed` loads per serial call), and a worker
+//!      still starving that has waited at least `worker::STARVED` (50 µs; one clock read, only
+//!      in this case), held work that was needed; the run's region becomes [`deepened`]`(its
+//!      level)`, half as deep again as that call, so that level and the next ones are split from
+//!      then on (geometric, so a tree whose big subtrees hide at every depth is split all the way
+//!      down after a few such calls, while a balanced tree, where thieves find siblings in the
+//!      deque and never starve that long, keeps its region; without the 50 µs, queens(13) on
+//!      2 loaded cores deepened its region on every short wait and ran 2× slower).
 //!      keeps its region). The region starts at `Config::inline_nesting` and only grows, per run.
 //!
 //! This is lazy task creation in the sense of Mohr, Kranz and Halstead (1991) with the
@@ -109,8 +116,8 @@ impl Policy {
     /// The choice for a spawn made while the own deque holds `queued` tasks, by a spawner `nest`
     /// levels (weighted, [`weight`] minus 1 included) below the last task this worker stole (see
     /// the module docs), in a run whose splitting region is now `region` levels deep; `idle()`
-    /// says whether some worker is idle, `hungry()` whether some worker has found nothing to
-    /// steal for a while (asked only where the answer matters).
+    /// says whether some worker is idle, `hungry()` how many workers have found nothing to steal
+    /// for a while (asked only where the answer matters).
     #[inline]
     pub(super) fn choose(
         &self,
@@ -118,7 +125,7 @@ impl Policy {
         nest: usize,
         region: usize,
         idle: impl FnOnce() -> bool,
-        hungry: impl FnOnce() -> bool,
+        hungry: impl FnOnce() -> usize,
     ) -> Choice {
         #[cfg(test)]
         if self.odd_nesting_tasks && nest % 2 == 1 {
@@ -127,8 +134,9 @@ impl Policy {
         if queued < self.spawn_queue {
             return Choice::Task;
         }
-        // A serial call cannot be split once it runs: never while a worker is starving.
-        if nest >= region && !hungry() {
+        // A serial call cannot be split once it runs: never while more workers starve than this
+        // worker's deque can feed.
+        if nest >= region && hungry() < queued.max(1) {
             return Choice::Serial;
         }
         if queued < self.spawn_queue_idle && idle() {
@@ -170,38 +178,43 @@ mod tests {
         let r = p.initial_region();
         assert_eq!(r, 6);
         let (yes, no) = (|| true, || false);
-        // (queued, nest, region, idle, hungry)
-        assert_eq!(p.choose(0, 9, r, no, no), Choice::Task);
-        assert_eq!(p.choose(1, 0, r, no, no), Choice::Task);
-        assert_eq!(p.choose(2, 0, r, no, no), Choice::Inline);
-        assert_eq!(p.choose(2, 5, r, no, no), Choice::Inline);
-        assert_eq!(p.choose(2, 5, r, yes, no), Choice::Inline);
-        assert_eq!(p.choose(9, 5, r, yes, no), Choice::Inline);
-        assert_eq!(p.choose(2, 6, r, yes, no), Choice::Serial);
-        assert_eq!(p.choose(2, 6, r, no, no), Choice::Serial);
+        let (one, none_hungry, many) = (|| 1, || 0, || 9);
+        // (queued, nest, region, idle, hungry workers)
+        assert_eq!(p.choose(0, 9, r, no, none_hungry), Choice::Task);
+        assert_eq!(p.choose(1, 0, r, no, none_hungry), Choice::Task);
+        assert_eq!(p.choose(2, 0, r, no, none_hungry), Choice::Inline);
+        assert_eq!(p.choose(2, 5, r, no, none_hungry), Choice::Inline);
+        assert_eq!(p.choose(2, 5, r, yes, none_hungry), Choice::Inline);
+        assert_eq!(p.choose(9, 5, r, yes, none_hungry), Choice::Inline);
+        assert_eq!(p.choose(2, 6, r, yes, none_hungry), Choice::Serial);
+        assert_eq!(p.choose(2, 6, r, no, none_hungry), Choice::Serial);
         // A deeper region (after a serial call starved a worker) splits that level too.
-        assert_eq!(p.choose(2, 6, deepened(6), no, no), Choice::Inline);
+        assert_eq!(p.choose(2, 6, deepened(6), no, none_hungry), Choice::Inline);
         let every = Policy::new(usize::MAX, usize::MAX, 0, 2);
-        assert_eq!(every.choose(1 << 40, 0, every.initial_region(), yes, yes), Choice::Task);
+        assert_eq!(every.choose(1 << 40, 0, every.initial_region(), yes, many), Choice::Task);
         let none = Policy::new(0, 0, 0, 2);
-        assert_eq!(none.choose(0, 0, 0, yes, no), Choice::Serial);
+        assert_eq!(none.choose(0, 0, 0, yes, none_hungry), Choice::Serial);
         let alone = Policy::new(2, 2, 6, 1);
         assert_eq!(alone.initial_region(), 0);
-        assert_eq!(alone.choose(0, 0, 0, yes, no), Choice::Task);
-        assert_eq!(alone.choose(2, 0, 0, yes, no), Choice::Serial);
+        assert_eq!(alone.choose(0, 0, 0, yes, none_hungry), Choice::Task);
+        assert_eq!(alone.choose(2, 0, 0, yes, none_hungry), Choice::Serial);
         let wide = Policy::new(2, 8, 6, 4);
-        assert_eq!(wide.choose(5, 0, r, yes, no), Choice::Task);
-        assert_eq!(wide.choose(5, 0, r, no, no), Choice::Inline);
-        assert_eq!(wide.choose(8, 0, r, yes, no), Choice::Inline);
-        assert_eq!(wide.choose(8, 6, r, yes, no), Choice::Serial);
+        assert_eq!(wide.choose(5, 0, r, yes, none_hungry), Choice::Task);
+        assert_eq!(wide.choose(5, 0, r, no, none_hungry), Choice::Inline);
+        assert_eq!(wide.choose(8, 0, r, yes, none_hungry), Choice::Inline);
+        assert_eq!(wide.choose(8, 6, r, yes, none_hungry), Choice::Serial);
         // Below the splitting region only the short-deque test makes tasks...
-        assert_eq!(wide.choose(5, 6, r, yes, no), Choice::Serial);
-        assert_eq!(wide.choose(1, 6, r, yes, no), Choice::Task);
-        // ... unless a worker is starving: then nothing becomes a serial call.
-        assert_eq!(wide.choose(5, 6, r, yes, yes), Choice::Task);
-        assert_eq!(wide.choose(8, 60, r, yes, yes), Choice::Inline);
+        assert_eq!(wide.choose(5, 6, r, yes, none_hungry), Choice::Serial);
+        assert_eq!(wide.choose(1, 6, r, yes, none_hungry), Choice::Task);
+        // ... unless more workers starve than the deque can feed: then nothing becomes a serial
+        // call.
+        assert_eq!(wide.choose(5, 6, r, yes, many), Choice::Task);
+        assert_eq!(wide.choose(8, 60, r, yes, many), Choice::Inline);
+        assert_eq!(wide.choose(2, 6, r, yes, || 2), Choice::Task);
+        assert_eq!(wide.choose(2, 6, r, yes, one), Choice::Serial);
+        assert_eq!(wide.choose(9, 6, r, yes, || 8), Choice::Serial);
         let wide_alone = Policy::new(2, 8, 6, 1);
-        assert_eq!(wide_alone.choose(5, 0, 0, yes, no), Choice::Serial);
+        assert_eq!(wide_alone.choose(5, 0, 0, yes, none_hungry), Choice::Serial);
     }
 
     #[test]

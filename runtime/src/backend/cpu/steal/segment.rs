@@ -212,7 +212,7 @@ impl<T: CilkTask> Spawn<T> for Cx<'_, '_, T> {
             nest - 1,
             w.region(),
             || idle.load(std::sync::atomic::Ordering::Relaxed) > 0,
-            || w.someone_hungry(),
+            || w.hungry_workers(),
         );
         match choice {
             Choice::Serial => {
@@ -220,9 +220,10 @@ impl<T: CilkTask> Spawn<T> for Cx<'_, '_, T> {
                 let outer = std::mem::replace(&mut w.current, (C::NAME, depth));
                 let epoch = w.hunger_epoch();
                 let v = C::serial(args);
-                // A worker started starving while this call held the only work this worker had:
-                // the call was too big to be a serial call; split its level from now on.
-                if w.hunger_epoch() != epoch && w.local.is_empty() {
+                // A worker started starving while this call held the only work this worker had,
+                // and it still starves: the call was too big to be a serial call; split its
+                // level from now on (`starved` reads the clock, only in this rare case).
+                if w.hunger_epoch() != epoch && w.local.is_empty() && w.starved() {
                     w.deepen(nest - 1);
                 }
                 w.current = outer;

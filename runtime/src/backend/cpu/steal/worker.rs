@@ -48,6 +48,12 @@ const YIELD_ROUNDS: u32 = 32;
 /// transitions' atomics.)
 const STARVE_ROUNDS: u32 = SPIN_ROUNDS;
 
+/// How long a worker must have starved before a serial call that held the work it needed
+/// deepens the splitting region (`policy`): long against a steal and a task (tens of
+/// microseconds at most when work exists), short against the milliseconds a big serial call of
+/// an unbalanced tree holds its work.
+const STARVED: Duration = Duration::from_micros(50);
+
 /// How long a parked idle worker sleeps at most: a new task wakes one parked worker at once
 /// ([`Worker::push_task`]); the timeout only covers a wake-up lost to a race.
 const PARK: Duration = Duration::from_micros(100);
@@ -113,6 +119,8 @@ pub(super) struct Shared<'a> {
 struct Demand {
     hungry: AtomicUsize,
     epoch: AtomicU64,
+    /// When (nanoseconds after the run's start) the last worker to start starving did.
+    since: AtomicU64,
     region: AtomicUsize,
 }
 
@@ -187,6 +195,7 @@ impl<'a> Shared<'a> {
             demand: Padded(Demand {
                 hungry: AtomicUsize::new(0),
                 epoch: AtomicU64::new(0),
+                since: AtomicU64::new(0),
                 region: AtomicUsize::new(policy_region(config, workers)),
             }),
         }
@@ -594,10 +603,23 @@ impl<'r> Worker<'r> {
         &self.sh.idle
     }
 
-    /// Whether some worker has found nothing to steal for a while.
+    /// How many workers have found nothing to steal for a while.
     #[inline]
-    pub(super) fn someone_hungry(&self) -> bool {
-        self.sh.demand.hungry.load(Ordering::Relaxed) > 0
+    pub(super) fn hungry_workers(&self) -> usize {
+        self.sh.demand.hungry.load(Ordering::Relaxed)
+    }
+
+    /// Whether some worker still starves and the last one to start starving did so at least
+    /// [`STARVED`] ago (reads the clock).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn starved(&self) -> bool {
+        let d = &self.sh.demand;
+        if d.hungry.load(Ordering::Relaxed) == 0 {
+            return false;
+        }
+        let since = Duration::from_nanos(d.since.load(Ordering::Relaxed));
+        self.sh.start.elapsed().saturating_sub(since) >= STARVED
     }
 
     /// How many times a worker started starving in this run so far.
@@ -627,6 +649,8 @@ impl<'r> Worker<'r> {
         if !self.hungry {
             self.hungry = true;
             let d = &self.sh.demand;
+            let now = u64::try_from(self.sh.start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            d.since.store(now, Ordering::Relaxed);
             d.hungry.fetch_add(1, Ordering::Relaxed);
             d.epoch.fetch_add(1, Ordering::Relaxed);
         }
