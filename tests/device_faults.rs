@@ -232,7 +232,8 @@ fn deep_paths(base: Config, k: u32) {
     assert_eq!(out[0], 3);
 
     // The smallest frame pool (1024 frames) cannot hold a spilled path 20,000 deep.
-    let small = Runtime::with_config(base.device_lane_stack(2).device_frame_pool_bytes(1)).unwrap_or_else(|e| panic!("{e}"));
+    let small =
+        Runtime::with_config(base.device_lane_stack(2).device_frame_pool_bytes(1)).unwrap_or_else(|e| panic!("{e}"));
     match small.run(spine::task(20_000)) {
         Err(Error::DeviceFault { message, .. }) => assert!(message.contains("frame pool"), "{message}"),
         other => panic!("expected a DeviceFault naming the frame pool, got {other:?}"),

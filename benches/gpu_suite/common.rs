@@ -162,8 +162,7 @@ where
     // The last run's counts: how the scheduler ran the tree (tasks, promoted frames, warp time).
     row.note = match last.into_inner() {
         Some(st) => {
-            let mut note =
-                format!("{}; {} tasks, {} promoted", rt.device_description(), st.total_tasks(), st.promoted);
+            let mut note = format!("{}; {} tasks, {} promoted", rt.device_description(), st.total_tasks(), st.promoted);
             if st.peak_live_frames > 0 {
                 // Peak device (or heap) memory of the frames: what a deep chain costs.
                 let _ = write!(note, "; peak {} frames, {} bytes", st.peak_live_frames, st.peak_frame_bytes);

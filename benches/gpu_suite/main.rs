@@ -281,14 +281,8 @@ fn main() {
         Ok(d) => d.arch(),
         Err(_) => args.arch.parse::<Arch>().unwrap_or(Arch::new(9, 0)),
     };
-    let programs = [
-        fib::program(),
-        queens::program(),
-        channel::program(),
-        alloc::program(),
-        queue::program(),
-        heap::program(),
-    ];
+    let programs =
+        [fib::program(), queens::program(), channel::program(), alloc::program(), queue::program(), heap::program()];
     for program in programs.iter().filter(|_| !args.skip_compile_times) {
         report.compiles.push(compile_times(&cache_dir, program, arch, device.as_ref().ok()));
     }

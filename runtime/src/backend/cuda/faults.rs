@@ -71,10 +71,9 @@ pub(crate) fn fault_error(asm: &AssembledProgram, pools: &PoolSizes, f: &GcFault
         Some(FaultCode::DivOverflow) => device_fault("attempt to divide with overflow".to_string()),
         Some(FaultCode::Shift) => device_fault("shift amount out of range".to_string()),
         Some(FaultCode::Depth) => Error::DepthExceeded { task: name, limit: f.detail as usize },
-        Some(FaultCode::DevDepth) => device_fault(format!(
-            "serial recursion through task calls deeper than {} levels on the device",
-            f.detail
-        )),
+        Some(FaultCode::DevDepth) => {
+            device_fault(format!("serial recursion through task calls deeper than {} levels on the device", f.detail))
+        }
         Some(FaultCode::DevStack) => {
             // The persistent scheduler says in the detail's high word what could not hold the
             // work (`enum gc_forced`, persistent.cuh); the levels scheduler's serial recursion

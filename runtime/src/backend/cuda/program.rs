@@ -270,11 +270,7 @@ fn write_persistent_entries(src: &mut String, tasks: &[ProgramTask]) {
         "  static __device__ gc_frame_hdr* step(gc_pwarp* W, gc_lstack* L, gc_frame_hdr* e, gc_u64* stats) {\n    switch (e->task) {\n",
     );
     for (i, t) in tasks.iter().enumerate() {
-        let _ = writeln!(
-            src,
-            "      case {i}u: return gc_lstep<{}_task>(W, L, e, stats);",
-            t.fragment.name
-        );
+        let _ = writeln!(src, "      case {i}u: return gc_lstep<{}_task>(W, L, e, stats);", t.fragment.name);
     }
     src.push_str("    }\n    return nullptr;\n  }\n");
     src.push_str(
