@@ -25,14 +25,14 @@ pub fn host(base: Config) -> Vec<Runtime> {
 }
 
 /// The persistent device scheduler on the host simulation (`cuda-sim`), from `base`: as it is,
-/// and with lane stacks of 2 entries (every third spawn of a lane spills its stack into the frame
-/// pool and the global pool) and a ready heap of 3 item slots with a window of 1 (priority spawns
+/// and with lane stacks of 16 entries (a path deeper than 8 levels of two children spills its stack
+/// into the frame pool and the global pool) and a ready heap of 3 item slots with a window of 1 (priority spawns
 /// fall back to plain spawns once 3 wait). Empty, after printing why, when no C++ compiler can be
 /// run (a failure under `GPU_CILK_REQUIRE_SIM=1`).
 pub fn sim(base: Config) -> Vec<Runtime> {
     let sim = base.backend(BackendKind::CudaSim).scheduler(SchedulerKind::Persistent);
     let mut rts = Vec::new();
-    let tiny = sim.clone().device_lane_stack(2).device_priority_slots(3).device_priority_window(1);
+    let tiny = sim.clone().device_lane_stack(16).device_priority_slots(3).device_priority_window(1);
     for c in [sim, tiny] {
         match Runtime::with_config(c) {
             Ok(rt) => rts.push(rt),
@@ -53,8 +53,8 @@ pub fn cuda(config: Config) -> Runtime {
     Runtime::with_config(config.backend(BackendKind::Cuda)).unwrap_or_else(|e| gate::no_gpu("this GPU test", &e))
 }
 
-/// The cuda backends, from `base`: the persistent scheduler (the default), with lane stacks of 2
-/// entries (constant spills) and a ready heap of 3 item slots, and with lane stacks of 8 entries;
+/// The cuda backends, from `base`: the persistent scheduler (the default), with lane stacks of 16
+/// entries (deep paths spill) and a ready heap of 3 item slots;
 /// and the levelized scheduler with default device channels and 64-element ones.
 pub fn cuda_all(base: Config) -> Vec<Runtime> {
     vec![
@@ -62,11 +62,10 @@ pub fn cuda_all(base: Config) -> Vec<Runtime> {
         cuda(
             base.clone()
                 .scheduler(SchedulerKind::Persistent)
-                .device_lane_stack(2)
+                .device_lane_stack(16)
                 .device_priority_slots(3)
                 .device_priority_window(1),
         ),
-        cuda(base.clone().scheduler(SchedulerKind::Persistent).device_lane_stack(8)),
         cuda(base.clone().scheduler(SchedulerKind::Levels)),
         cuda(base.scheduler(SchedulerKind::Levels).device_level_capacity(64)),
     ]
