@@ -555,15 +555,16 @@ template <typename Item> __device__ inline void gc_entry_item(const gc_frame_hdr
 }
 
 // If `x`'s parent is a lane entry that was promoted (DEAD, forwarding to a pool frame), points
-// `x`'s parent and destination at the same place in that frame.
-__device__ inline void gc_repoint(const gc_psched* P, gc_frame_hdr* x) {
+// `x`'s parent and destination at the same place in that frame and returns true.
+__device__ inline bool gc_repoint(const gc_psched* P, gc_frame_hdr* x) {
   gc_frame_hdr* p = x->parent;
-  if (p == nullptr || gc_is_pool_frame(P, p) || gc_seg_state(p->next_segment) != GC_SEG_DEAD) return;
+  if (p == nullptr || gc_is_pool_frame(P, p) || gc_seg_state(p->next_segment) != GC_SEG_DEAD) return false;
   gc_frame_hdr* f = p->parent;
   if (x->dest != nullptr) {
     x->dest = reinterpret_cast<unsigned char*>(f) + (reinterpret_cast<unsigned char*>(x->dest) - reinterpret_cast<unsigned char*>(p));
   }
   x->parent = f;
+  return true;
 }
 
 // Moves suspended entry `e` into a pool frame (header and frame bytes) and leaves a DEAD
@@ -600,6 +601,15 @@ __device__ inline long long gc_oldest_fresh(gc_lstack* L) {
 // stack as an item: promotes the entries below it and points the entries above it that referred
 // to them at their new places. False (a fault raised) when the frame pool is used up. Owner lane,
 // between two steps.
+//
+// Which entries above `i` refer below it (CHILD BLOCKS): a segment runs only on its lane's top
+// entry and pushes all its children at once, so the children of a lane entry q form one
+// contiguous block directly above q (shortened from the top as they finish), and every entry
+// above that block descends from the block's top entry. No FRESH entry lies below `i`, so a lower
+// sibling of `i` is impossible (siblings run top down): the only entries above `i` whose parent
+// lies below it are `i`'s own younger siblings, the entries right above it up to the first one
+// whose parent does not move. The repointing stops there: a take costs the entries it promotes,
+// not the height of the stack.
 template <typename Item> __device__ bool gc_take_oldest(const gc_psched* P, gc_lstack* L, gc_u32 i, Item* out) {
   for (gc_u32 k = L->lo; k < i; ++k) {
     gc_frame_hdr* e = gc_lane_at(L, k);
@@ -611,7 +621,8 @@ template <typename Item> __device__ bool gc_take_oldest(const gc_psched* P, gc_l
   gc_entry_item(e, out);
   e->next_segment = GC_SEG_DEAD;
   e->parent = nullptr;
-  for (gc_u32 k = i + 1u; k < L->hi; ++k) gc_repoint(P, gc_lane_at(L, k));
+  for (gc_u32 k = i + 1u; k < L->hi && gc_repoint(P, gc_lane_at(L, k)); ++k) {
+  }
   L->lo = i + 1u;
   L->fresh_lo = i + 1u;
   return true;
