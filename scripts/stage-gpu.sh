@@ -25,7 +25,7 @@ f=$(ls -t target/release/deps/gpu_suite-* | grep -v '\.d$' | head -1) && cp "$f"
 # The cpu backend against serial and rayon join (benches/cpu.rs): runs on the GPU machine's host cores.
 cargo bench --no-run --bench cpu
 f=$(ls -t target/release/deps/cpu-* | grep -v '\.d$' | head -1) && cp "$f" "$out/cpu_bench"
-cp scripts/gpu-check.sh scripts/gpu-tune.sh scripts/cpu-tune.sh "$out/"
+cp scripts/gpu-check.sh scripts/gpu-tune.sh scripts/cpu-tune.sh scripts/gpu-profile.sh "$out/"
 strip --strip-debug "$out"/fib "$out"/queens "$out"/chain "$out"/sort "$out"/strassen "$out"/knapsack "$out"/tests/* 2>/dev/null || true
 [ -f "$out/cpu_bench" ] && strip --strip-debug "$out/cpu_bench"
 [ -f "$out/gpu_suite" ] && strip --strip-debug "$out/gpu_suite"
