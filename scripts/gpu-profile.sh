@@ -3,6 +3,8 @@
 # per-program register / stack / spill counts from ptxas over the PTX the runs cached, and an Nsight
 # Compute report (stall reasons, memory, occupancy, per-instruction samples) of one persistent
 # launch of fib and of queens. Usage there: bash .carry/gpu-profile.sh OUT
+# OUT ends with two files, profile.tgz (the logs, reports and ptxas output; not the PTX itself) and
+# ptxas-summary.txt: the device tool brings back only a few files per call.
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 out="${1:-${OUT:-/tmp/gpu-profile}}"
@@ -20,3 +22,5 @@ for w in "fib ${PROFILE_FIB:-28}" "queens ${PROFILE_QUEENS:-12} --variant bitmas
 done
 for p in "$out"/ptx/*.ptx; do ptxas -v -arch=sm_90 "$p" -o /dev/null > "$p.ptxas" 2>&1; done
 grep -h "gc_persistent\|Used\|stack frame" "$out"/ptx/*.ptxas | head -40 > "$out/ptxas-summary.txt"
+(cd "$out" && tar czf profile.tgz --exclude='*.ptx' --exclude='*.meta' ./*.log ./*.txt ./*.csv ptx) \
+  && find "$out" -mindepth 1 ! -name profile.tgz ! -name ptxas-summary.txt -delete
