@@ -69,8 +69,9 @@
 //   as early), and the entry handed away first is the one the serial order reaches last.
 // - LANE FRAME CACHE. Each lane keeps up to GC_FRAME_CACHE free pool-frame slots: promotions take
 //   them and returns of promoted tasks give them back with no atomic and no fence; the cache
-//   refills and flushes half of itself at a time through the free ring (one ticket RMW per
-//   batch). Statistics are counted per lane and added once, at the end.
+//   refills and flushes half of itself at a time through the free ring (one ticket RMW and one
+//   fence pair per batch: gc_tq_get_n / gc_tq_put_n). Statistics are counted per lane and added
+//   once, at the end.
 // - TERMINATION. Every spawn is joined by its parent's next sync or by the implicit sync of a
 //   return, so the root's completion implies every task's: the lane that delivers the root's
 //   result sets `done`, and every warp leaves its loop when it sees `done` (or `abort`, set with
@@ -394,10 +395,13 @@ __device__ inline unsigned gc_claim(long long* avail, unsigned want) {
   return (unsigned)got;
 }
 
-// Makes `n` elements put into the queue claimable.
+// Makes `n` elements put into the queue claimable: a RELEASE add, so the turn stores that filled
+// their slots are visible before the count that lets consumers claim them. Safety does not need it
+// (a consumer waits for its slot's turn and acquires the element there, gc_tq_get), but without
+// it a consumer can claim a slot whose turn is still in flight and sleep in gc_tq_get's back-off
+// (a relaxed add measured 7% slower on queens(15), whose frame ring turns over 13 M slots).
 __device__ inline void gc_publish(long long* avail, unsigned n) {
-  __threadfence();
-  atomicAdd(reinterpret_cast<unsigned long long*>(avail), (unsigned long long)n);
+  gc_red_release_add(reinterpret_cast<unsigned long long*>(avail), (unsigned long long)n);
 }
 
 __device__ inline bool gc_pool_has_room(const gc_psched* P, gc_u64 n) {
@@ -431,7 +435,8 @@ __device__ inline gc_frame_hdr* gc_alloc_frame(const gc_psched* P, gc_lstack* L)
     const unsigned got = gc_claim(P->free_avail, want);
     if (got > 0u) {
       const unsigned long long t = atomicAdd(&P->free_ring->head, (unsigned long long)got);
-      for (unsigned k = 0; k < got; ++k) gc_tq_get(P->free_ring, t + k, &L->fc[L->fc_n++]);
+      gc_tq_get_n(P->free_ring, t, got, &L->fc[L->fc_n]);
+      L->fc_n += got;
     } else {
       const gc_u64 f = atomicAdd(P->fresh, (gc_u64)want);
       for (unsigned k = 0; k < want && f + k < P->frame_count; ++k) L->fc[L->fc_n++] = (gc_u32)(f + k);
@@ -449,7 +454,8 @@ __device__ inline void gc_free_frame(const gc_psched* P, gc_lstack* L, gc_frame_
     const unsigned n = GC_FRAME_CACHE / 2u;
     gc_tq<gc_u32>* q = P->free_ring;
     const unsigned long long t = atomicAdd(&q->tail, (unsigned long long)n);
-    for (unsigned k = 0; k < n; ++k) gc_tq_put(q, t + k, L->fc[--L->fc_n]);
+    L->fc_n -= n;
+    gc_tq_put_n(q, t, n, &L->fc[L->fc_n]);
     gc_publish(P->free_avail, n);
   }
   L->fc[L->fc_n++] = gc_frame_index(P, f);
@@ -803,9 +809,13 @@ __device__ bool gc_prio_enqueue(gc_cx& cx, const typename Callee::Args& args, gc
 
 // Adds `v` to a join counter and returns the old value, as one acquire-release read-modify-write
 // at GPU scope: it releases this thread's earlier writes (a child's result, a parent's frame) and
-// acquires those of every earlier add on the counter (PTX `atom.acq_rel.gpu`, sm_70+). Built with
-// -DGC_JOIN_SC_FENCES it is the older `__threadfence(); atomicAdd; __threadfence()` instead (set
-// GPU_CILK_NVRTC_FLAGS to compare the two). The simulation: a sequentially consistent RMW.
+// acquires those of every earlier add on the counter (PTX `atom.acq_rel.gpu`, sm_70+). A release
+// RMW with an acquire fence only for the party that brings the count to 0 orders the same and
+// acquires once per frame instead of once per child, but measured slower on an H200 (queens(15)
+// bitmask 331 vs 311 ms, same run; fib and queens array within noise): `atom.release` is a fence
+// and an atomic, and the resumer's fence comes on top. Built with -DGC_JOIN_SC_FENCES it is the
+// older `__threadfence(); atomicAdd; __threadfence()` instead (set GPU_CILK_NVRTC_FLAGS to compare).
+// The simulation: a sequentially consistent RMW.
 __device__ __forceinline__ int gc_join_add(int* counter, int v) {
 #if defined(GC_HOST_SIM) || defined(GC_JOIN_SC_FENCES)
   __threadfence();

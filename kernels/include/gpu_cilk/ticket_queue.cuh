@@ -53,12 +53,13 @@
 //
 // MEMORY ORDERING (CUDA atomics are relaxed; fences make the acquire/release patterns of the PTX
 // memory model: "relaxed load; fence" acquires, "fence; relaxed store" releases):
-//   - producer: poll turn == 2*base(t) (volatile), __threadfence() (acquire: the previous lap's
-//     read happens-before our write), write the element, __threadfence() (release), volatile
-//     store 2*base(t) + 1.
-//   - consumer: poll turn == 2*base(t) + 1, __threadfence() (acquire: the element's bytes), read,
-//     __threadfence() (release: our read before the next lap's write), volatile store of the next
-//     lap's empty turn.
+//   - producer: poll turn == 2*base(t) (volatile), fence (acquire: the previous lap's read
+//     happens-before our write), write the element, release store (st.release) of 2*base(t) + 1.
+//   - consumer: poll turn == 2*base(t) + 1, fence (acquire: the element's bytes), read, release
+//     store of the next lap's empty turn (our read before the next lap's write).
+//   The blocking halves (gc_tq_put / gc_tq_get, and the batched gc_tq_put_n / gc_tq_get_n) use
+//   gc_fence_acq_rel and gc_st_release (portable.cuh: an acquire costs an L1 invalidation, a
+//   release store does not); the rest keeps __threadfence().
 //   - ticket counters: atomicAdd / atomicCAS / volatile loads (atomicity only); the FULL/EMPTY and
 //     status comparisons put a __threadfence() between the two counter loads.
 
@@ -154,10 +155,9 @@ __device__ int gc_tq_put(gc_tq<T>* q, unsigned long long t, const T& v) {
         if (gc_tq_is_closed(q)) return GC_TQ_CLOSED;
         gc_tq_backoff(&ns);
     }
-    __threadfence(); // acquire: the previous lap's read before our write
+    gc_fence_acq_rel(); // acquire: the previous lap's read before our write
     q->data[i] = v;
-    __threadfence(); // release: the element before the full turn
-    *(volatile unsigned long long*)&q->turns[i] = turn + 1ull;
+    gc_st_release(&q->turns[i], turn + 1ull); // release: the element before the full turn
     return GC_TQ_SUCCESS;
 }
 
@@ -171,10 +171,48 @@ __device__ int gc_tq_get(gc_tq<T>* q, unsigned long long t, T* out) {
         if (gc_tq_is_closed(q)) return GC_TQ_CLOSED;
         gc_tq_backoff(&ns);
     }
-    __threadfence(); // acquire: the producer's element
+    gc_fence_acq_rel(); // acquire: the producer's element
     *out = q->data[i];
-    __threadfence(); // release: our read before the next lap's write
-    *(volatile unsigned long long*)&q->turns[i] = turn - 1ull + 2ull * gc_tq_capacity(q);
+    gc_st_release(&q->turns[i], turn - 1ull + 2ull * gc_tq_capacity(q)); // release: our read first
+    return GC_TQ_SUCCESS;
+}
+
+// The tickets t .. t + n - 1 (taken together by one thread) at once: waits for every slot's turn,
+// then one fence orders them all (the element-wise calls above pay an acquire, and with it an L1
+// invalidation, per element). Same orderings as gc_tq_put / gc_tq_get, the fence pairs shared.
+template <typename T>
+__device__ int gc_tq_put_n(gc_tq<T>* q, unsigned long long t, unsigned n, const T* v) {
+    for (unsigned k = 0; k < n; ++k) {
+        const unsigned long long i = (t + k) & q->mask;
+        unsigned ns = 32u;
+        while (gc_tq_ld(&q->turns[i]) != gc_tq_turn(t + k, q->mask)) {
+            if (gc_tq_is_closed(q)) return GC_TQ_CLOSED;
+            gc_tq_backoff(&ns);
+        }
+    }
+    gc_fence_acq_rel(); // acquire: the previous laps' reads before our writes
+    for (unsigned k = 0; k < n; ++k) q->data[(t + k) & q->mask] = v[k];
+    gc_fence_acq_rel(); // release: the elements before the full turns
+    for (unsigned k = 0; k < n; ++k)
+        *(volatile unsigned long long*)&q->turns[(t + k) & q->mask] = gc_tq_turn(t + k, q->mask) + 1ull;
+    return GC_TQ_SUCCESS;
+}
+
+template <typename T>
+__device__ int gc_tq_get_n(gc_tq<T>* q, unsigned long long t, unsigned n, T* out) {
+    for (unsigned k = 0; k < n; ++k) {
+        const unsigned long long i = (t + k) & q->mask;
+        unsigned ns = 32u;
+        while (gc_tq_ld(&q->turns[i]) != gc_tq_turn(t + k, q->mask) + 1ull) {
+            if (gc_tq_is_closed(q)) return GC_TQ_CLOSED;
+            gc_tq_backoff(&ns);
+        }
+    }
+    gc_fence_acq_rel(); // acquire: the producers' elements
+    for (unsigned k = 0; k < n; ++k) out[k] = q->data[(t + k) & q->mask];
+    gc_fence_acq_rel(); // release: our reads before the next laps' writes
+    for (unsigned k = 0; k < n; ++k)
+        *(volatile unsigned long long*)&q->turns[(t + k) & q->mask] = gc_tq_turn(t + k, q->mask) + 2ull * gc_tq_capacity(q);
     return GC_TQ_SUCCESS;
 }
 
