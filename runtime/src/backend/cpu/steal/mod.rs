@@ -58,14 +58,11 @@ use crate::task::{Call, CilkTask, Registry};
 use crate::temp::RunHeap;
 use frame::Dest;
 use job::Job;
+use lobby::MAX_LINGER_US;
 use std::mem::MaybeUninit;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use worker::Shared;
-
-/// The longest a pool thread stays awake after a run (`Config::linger_us` is capped here): a
-/// library must not keep cores busy when nobody runs anything.
-pub(super) const MAX_LINGER_US: u64 = 10_000;
 
 /// Runs `call` to completion on every thread of `pool` (`lobby`: the pool's threads lingering
 /// after the last run).

@@ -20,6 +20,7 @@
 use super::frame::{CellCache, Header};
 use super::gate::Gate;
 use super::job::Job;
+use super::lobby::MAX_LINGER_US;
 use super::policy::Policy;
 use super::ranked::Ranked;
 use crate::config::Config;
@@ -182,7 +183,7 @@ impl<'a> Shared<'a> {
             idle: Padded(AtomicUsize::new(workers)),
             max_depth: config.max_depth,
             check_races: config.check_races,
-            awake: Duration::from_micros(config.idle_awake_us.min(super::MAX_LINGER_US)),
+            awake: Duration::from_micros(config.idle_awake_us.min(MAX_LINGER_US)),
             deadline: config.timeout.map(|t| (start + t, t)),
             start,
             counts: Padded(LiveCounts {
