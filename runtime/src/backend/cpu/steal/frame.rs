@@ -61,7 +61,7 @@ impl<K: Exec> Copy for Dest<K> {}
 /// What a resume or a delivery found ready to run next: a frame whose children are all done.
 pub(super) type Ready<K> = Option<NonNull<Header<K>>>;
 
-/// Resumes a cell of one task type (monomorphized as [`Exec::resume_cell::<T>`]).
+/// Resumes a cell of one task type (`Exec::resume_cell::<T>`, monomorphized).
 type ResumeFn<K> = for<'r> unsafe fn(NonNull<Header<K>>, &mut <K as Exec>::Worker<'r>) -> Ready<K>;
 
 /// `Header::next` of a cell that holds a deferred return value instead of a frame.
