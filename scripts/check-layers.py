@@ -435,9 +435,10 @@ def directions(edges, nodes, rules: Rules) -> list[str]:
             out.append(f"{crate}::{u}: no row of the directions table matches this unit (add one)")
     for (a, b), where in sorted(edges.items()):
         (crate, ua), (_, ub) = nodes[a], nodes[b]
-        if ua == ub or rules.row(crate, ua) is None or rules.allows(crate, ua, ub):
+        found = rules.row(crate, ua)
+        if ua == ub or found is None or rules.allows(crate, ua, ub):
             continue
-        text = rules.row(crate, ua)[1]  # type: ignore[index]
+        text = found[1]
         for file, line, path in where:
             out.append(f"{file}:{line}: {path}: {crate}::{ua} may not import {crate}::{ub} (row `{text}`)")
     return out

@@ -27,9 +27,9 @@ use std::alloc::Layout;
 use std::mem::MaybeUninit;
 use std::ptr::{self, NonNull};
 
-/// What a scheduler provides for its frames (the stealing scheduler's `worker::Stealing`, which the
-/// segment runner implements): the per-thread state its tasks run on, and how a cell of one task
-/// type resumes. The storage here is generic over it, so it needs neither.
+/// What a scheduler provides for its frames (the stealing scheduler's `worker::Stealing`, which
+/// the segment runner implements): the per-thread state its tasks run on, and how a cell of one
+/// task type resumes. The storage here is generic over it, so it needs neither.
 pub(super) trait Exec: Sized + 'static {
     /// The per-thread state a task runs on, during a run that borrows `'r`.
     type Worker<'r>;

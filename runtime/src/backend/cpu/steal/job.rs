@@ -14,8 +14,8 @@ use crate::task::CilkTask;
 use std::mem::{align_of, size_of, ManuallyDrop, MaybeUninit};
 use std::ptr::NonNull;
 
-/// How a scheduler runs the record of a job (the stealing scheduler's `worker::Stealing`, which the
-/// segment runner implements).
+/// How a scheduler runs the record of a job (the stealing scheduler's `worker::Stealing`, which
+/// the segment runner implements).
 pub(super) trait RunJob: Exec {
     /// Runs a task of `C` from its record, taken out of its job: from `args`, delivering to
     /// `dest`, at recursion `depth` and level `nest` of the splitting region (`own`: the job came
