@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Check that the modules of runtime/src and macros/src import each other one way only (no cycle).
+"""Check that the files of runtime/src and macros/src import each other one way only (no cycle),
+and only in the directions that the table below allows.
 
 What it reads: every .rs file under runtime/src and macros/src (Python 3 standard library only; a
 small tokenizer, not a Rust parser). Comments, string and char literals are blanked first.
@@ -12,30 +13,65 @@ Edges: module A -> module B when code in A names an item that B defines, through
 Paths are resolved to the module that *defines* the item: through the module tree, then through
 the `use`/`pub use` bindings of the module the path passes (so `crate::Error` counts as a use of
 `error`, not of `lib.rs`). Naming a module itself (`use crate::backend::cuda;`) is no edge; the
-items reached through it are. `mod x;` declarations are no edges. External crates are ignored.
+items reached through it are. `mod x;` declarations are no edges. External crates are ignored, and
+so are trait impls (an `impl Trait for Type` in B that A relies on is no edge A -> B: only names
+count).
 
-Granularity (the nodes of the graph):
-  - the crate root (`lib.rs`) and every top-level module (`runtime::channel`, `macros::write`,
-    with everything below it folded in), except that
-  - under runtime's `backend`, each of `backend::{serial,cpu,cuda}` and each of their direct
-    children (`backend::cuda::sim`, `backend::cpu::steal`, ...) is its own node, and
-    `backend/mod.rs` is the node `backend`.
-  So a cycle between two files of one folder module (write/expr.rs and write/infer.rs) is not
-  reported, a cycle between two top-level modules, or between `backend::cuda::device` and
-  `backend::cuda::module`, or between `backend::cuda` (its mod.rs) and one of its children, is.
-  `--fine` makes every module its own node (informational; not what CI checks).
+Nodes: every module is its own node: each file (`lib.rs`, `task.rs`, `backend/cpu/steal/job.rs`,
+`write/mod.rs`, ...) and each inline non-test module (`mod sealed { .. }`). So a cycle between two
+files of one folder (write/expr.rs and write/infer.rs), or between a folder's mod.rs and one of
+its children, is reported like one between two top-level modules.
 
 Ignored: test modules (`#[cfg(test)] mod tests { .. }`, `#[cfg(..test..)] mod x;` and the files
 below them), which may use `super::` freely.
 
+Directions. A *unit* is a top-level module (with everything below it), except that under
+runtime's `backend` each of `backend::{serial,cpu,cuda}` (its mod.rs) and each direct child of
+one (`backend::cuda::sim`, `backend::cpu::steal`, ...) is a unit, and `backend/mod.rs` is the unit
+`backend`; the crate root is `(lib.rs)`. A file may import the files of its own unit (one way
+only: the cycle check) and those of the units that its unit's row allows. The rows below are the
+rule, read by the script itself: `crate  importer patterns : allowed patterns`, tried in order,
+the first row whose importer pattern matches the unit applies; `*` matches any text, `!pat` in
+the allowed list forbids what a later pattern would allow, a capital name is a group (defined
+after the rows). Every unit must match a row.
+
+    runtime  (lib.rs)                   : *
+    runtime  runtime                    : resident backend backend::* CORE BASE
+    runtime  resident                   : backend::cuda::memory backend::cuda::resident CORE BASE
+    runtime  backend::cuda::sim_backend : backend::cuda backend::cuda::* CORE BASE
+    runtime  backend::cuda              : !backend::cuda::sim_backend backend::cuda::* CORE BASE
+    runtime  backend::cuda::*           : !backend::cuda::sim_backend backend::cuda::* CORE BASE
+    runtime  backend::cpu               : backend::cpu::* CORE BASE
+    runtime  backend::cpu::*            : backend::cpu::* CORE BASE
+    runtime  backend backend::serial    : CORE BASE
+    runtime  CORE                       : CORE BASE
+    runtime  BASE                       : BASE
+    macros   (lib.rs)                   : *
+    macros   STAGES                     : syntax BASE
+    macros   syntax                     : BASE
+    macros   BASE                       : BASE
+
+    runtime  CORE   = task stats config temp
+    runtime  BASE   = error slice alloc heap channel ticket_queue bound priority
+    macros   STAGES = check parse lower write expand
+    macros   BASE   = ir error
+
+In words: nothing imports the crate root; `Runtime` knows every backend, no backend knows
+`Runtime`, `resident` or another backend; a backend's mod.rs sits above its children (a child
+never imports it; cuda's `sim_backend` sits above cuda's mod.rs); the core (`task`, `stats`,
+`config`, `temp`) knows no backend, the base (`error` and the data structures) nothing above it.
+In the macros the stages never import each other, only `syntax`, `ir` and `error`.
+
 Exit status 1 and a listing of every cycle (strongly connected component, with the lines that
-make each edge) when there is one; 0 otherwise. `--self-test` checks the checker on a made-up crate
-with known edges and cycles (CI runs it first). `--edges` prints the whole graph, `--layers` the
-modules by layer (0: imports nothing of its crate).
+make each edge) and of every import against the table (the file, the line, the path, and the row
+it breaks), or of a unit no row matches; 0 otherwise. `--self-test` checks the checker on a
+made-up crate with known edges, cycles and direction violations (CI runs it first). `--edges`
+prints the whole graph, `--layers` the modules by layer (0: imports nothing of its crate).
 """
 
 from __future__ import annotations
 
+import fnmatch
 import re
 import sys
 from collections import defaultdict
@@ -310,23 +346,30 @@ def resolve(mods: dict, segs: tuple[str, ...], depth: int = 0) -> tuple[str, ...
     return cur
 
 
-def node(crate: str, path: tuple[str, ...], fine: bool) -> str:
-    if fine:
-        keep = path
-    elif crate == "runtime" and path[:1] == ("backend",):
-        keep = path[:3]
-    else:
-        keep = path[:1]
-    return f"{crate}::" + ("::".join(keep) if keep else "(lib.rs)")
+def name(path: tuple[str, ...]) -> str:
+    return "::".join(path) if path else "(lib.rs)"
 
 
-def graph(fine: bool, crates: dict[str, Path] | None = None) -> tuple[dict[tuple[str, str], list[str]], set[str]]:
-    edges: dict[tuple[str, str], list[str]] = defaultdict(list)
-    nodes: set[str] = set()
+def unit(crate: str, path: tuple[str, ...]) -> str:
+    """The unit of the directions table that module `path` belongs to."""
+    if crate == "runtime" and path[:1] == ("backend",):
+        return name(path[:3])
+    return name(path[:1])
+
+
+Ref = tuple[str, int, str]  # file shown, line, path as written
+
+
+def graph(crates: dict[str, Path] | None = None):
+    """The module graph: edges (node pairs, with the references that make them), the nodes, and
+    each node's crate and unit. Nodes are `crate::module::path` (every module its own node)."""
+    edges: dict[tuple[str, str], list[Ref]] = defaultdict(list)
+    nodes: dict[str, tuple[str, str]] = {}
     for crate, src in (crates or CRATES).items():
         mods = load(crate, src)
         for path, mod in mods.items():
-            nodes.add(node(crate, path, fine))
+            a = f"{crate}::{name(path)}"
+            nodes[a] = (crate, unit(crate, path))
             for segs, line, file in mod.refs:
                 target = absolute(mods, path, segs)
                 if target is None:
@@ -334,11 +377,71 @@ def graph(fine: bool, crates: dict[str, Path] | None = None) -> tuple[dict[tuple
                 owner = resolve(mods, target)
                 if owner == target:  # the path names a module, not an item in it
                     continue
-                a, b = node(crate, path, fine), node(crate, owner, fine)
+                b = f"{crate}::{name(owner)}"
                 if a != b:
+                    nodes.setdefault(b, (crate, unit(crate, owner)))
                     shown = file.relative_to(ROOT) if file.is_relative_to(ROOT) else file
-                    edges[(a, b)].append(f"{shown}:{line}: {'::'.join(segs)}")
+                    edges[(a, b)].append((str(shown), line, "::".join(segs)))
     return edges, nodes
+
+
+ROW_RE = re.compile(r"^    (\w+)\s+(\S.*?)\s+:(?:\s+(.*))?$")  # ` : ` splits: `::` does not
+GROUP_RE = re.compile(r"^    (\w+)\s+([A-Z][A-Z_]*)\s*=(.*)$")
+
+
+class Rules:
+    """The directions table (see the module docs): rows per crate, in order, and groups."""
+
+    def __init__(self, text: str):
+        self.rows: dict[str, list[tuple[list[str], list[str], str]]] = defaultdict(list)
+        self.groups: dict[tuple[str, str], list[str]] = {}
+        for line in text.splitlines():
+            if m := GROUP_RE.match(line):
+                self.groups[(m.group(1), m.group(2))] = m.group(3).split()
+            elif m := ROW_RE.match(line):
+                self.rows[m.group(1)].append((m.group(2).split(), (m.group(3) or "").split(), " ".join(line.split())))
+
+    def expand(self, crate: str, pats: list[str]) -> list[str]:
+        out = []
+        for p in pats:
+            neg, bare = (p[:1] == "!"), p.lstrip("!")
+            out += [("!" if neg else "") + g for g in self.groups.get((crate, bare), [bare])]
+        return out
+
+    def row(self, crate: str, u: str) -> tuple[list[str], str] | None:
+        """The allowed patterns of the first row for unit `u`, and the row as written."""
+        for importers, allowed, text in self.rows.get(crate, []):
+            if any(fnmatch.fnmatchcase(u, p) for p in self.expand(crate, importers)):
+                return self.expand(crate, allowed), text
+        return None
+
+    def allows(self, crate: str, a: str, b: str) -> bool:
+        found = self.row(crate, a)
+        if found is None:
+            return False
+        for p in found[0]:
+            if p[:1] == "!" and fnmatch.fnmatchcase(b, p[1:]):
+                return False
+            if p[:1] != "!" and fnmatch.fnmatchcase(b, p):
+                return True
+        return False
+
+
+def directions(edges, nodes, rules: Rules) -> list[str]:
+    """Every unit no row matches, and every reference that imports a unit its row does not allow."""
+    out = []
+    for crate, u in sorted(set(nodes.values())):
+        if rules.row(crate, u) is None:
+            out.append(f"{crate}::{u}: no row of the directions table matches this unit (add one)")
+    for (a, b), where in sorted(edges.items()):
+        (crate, ua), (_, ub) = nodes[a], nodes[b]
+        found = rules.row(crate, ua)
+        if ua == ub or found is None or rules.allows(crate, ua, ub):
+            continue
+        text = found[1]
+        for file, line, path in where:
+            out.append(f"{file}:{line}: {path}: {crate}::{ua} may not import {crate}::{ub} (row `{text}`)")
+    return out
 
 
 def cycles(edges) -> list[list[str]]:
@@ -384,55 +487,84 @@ def cycles(edges) -> list[list[str]]:
 SELF_TEST = {
     # A cycle through a re-export and a `super::` path in an inline module; a test module's
     # `use super::*` and paths in comments, strings and `quote!` bodies are no edges.
-    "lib.rs": "pub mod a;\npub mod b;\npub mod c;\npub use a::Thing;\n",
+    "lib.rs": "pub mod a;\npub mod b;\npub mod c;\npub mod d;\npub mod e;\npub use a::Thing;\n",
     "a.rs": "use crate::c::{self, Leaf as L};\npub struct Thing;\nfn f() -> L { c::leaf() }\n"
     "#[cfg(test)]\nmod tests { use super::*; use crate::b::Other; }\n",
+    # b may not import a (the table below): a direction violation, in an inline module.
     "b.rs": "pub struct Other;\nmod inner { fn g(_: &crate::Thing) {} }\n"
     "// crate::c::Leaf\nconst S: &str = \"crate::c::Leaf\";\n",
     "c.rs": "pub struct Leaf;\npub fn leaf() -> Leaf { Leaf }\nfn q() { quote! { crate::b::Other } }\n",
+    # A file-level cycle inside one unit (`d`), which folding the unit into one node would hide.
+    "d/mod.rs": "mod x;\nmod y;\n",
+    "d/x.rs": "pub struct X;\nfn f(_: super::y::Y) {}\n",
+    "d/y.rs": "use super::x::X;\npub struct Y;\nfn f(_: X) {}\n",
+    # No row of the table matches `e`.
+    "e.rs": "pub struct E;\n",
     "backend/mod.rs": "pub mod cpu;\n",
     "backend/cpu/mod.rs": "mod store;\npub(crate) trait Erased {}\nfn run() { store::go() }\n",
     "backend/cpu/store.rs": "use super::Erased;\npub fn go() {}\n",
 }
 
+SELF_TEST_RULES = """
+    runtime  (lib.rs)      : *
+    runtime  LOW           : c
+    runtime  d             : !c LOW
+    runtime  backend::cpu* : backend::cpu*
+    runtime  backend       :
+    runtime  LOW  = a b c
+"""
+
 
 def self_test() -> int:
-    """The checker on a small made-up crate whose edges and cycles are known."""
+    """The checker on a small made-up crate whose edges, cycles and violations are known."""
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "src"
-        for name, text in SELF_TEST.items():
-            (src / name).parent.mkdir(parents=True, exist_ok=True)
-            (src / name).write_text(text)
-        edges, nodes = graph(False, {"runtime": src})
+        for file, text in SELF_TEST.items():
+            (src / file).parent.mkdir(parents=True, exist_ok=True)
+            (src / file).write_text(text)
+        edges, nodes = graph({"runtime": src})
         got = sorted(f"{a.split('::', 1)[1]} -> {b.split('::', 1)[1]}" for a, b in edges)
         want = [
             "(lib.rs) -> a",
             "a -> c",
             "backend::cpu -> backend::cpu::store",
             "backend::cpu::store -> backend::cpu",
-            "b -> a",
+            "b::inner -> a",
+            "d::x -> d::y",
+            "d::y -> d::x",
         ]
         found = [sorted(n.split("::", 1)[1] for n in comp) for comp in cycles(edges)]
-        want_cycles = [["backend::cpu", "backend::cpu::store"]]
-    ok = got == sorted(want) and found == want_cycles
+        want_cycles = [["backend::cpu", "backend::cpu::store"], ["d::x", "d::y"]]
+        broken = [re.sub(r"^.*/src/", "", v) for v in directions(edges, nodes, Rules(SELF_TEST_RULES))]
+        want_broken = [
+            "runtime::e: no row of the directions table matches this unit (add one)",
+            "b.rs:2: crate::Thing: runtime::b may not import runtime::a (row `runtime LOW : c`)",
+        ]
+    ok = got == sorted(want) and found == want_cycles and broken == want_broken
+    ok = ok and len(Rules(__doc__ or "").rows) == len(CRATES)
     print(f"check-layers self-test: {'ok' if ok else 'FAILED'}")
     if not ok:
         print(f"  edges  {got}\n  wanted {sorted(want)}\n  cycles {found}\n  wanted {want_cycles}")
+        print(f"  broken {broken}\n  wanted {want_broken}")
     return 0 if ok else 1
 
 
 def main() -> int:
-    if "--self-test" in sys.argv:
+    flags = set(sys.argv[1:])
+    if flags - {"--self-test", "--edges", "--layers"}:
+        print(f"usage: {sys.argv[0]} [--self-test | --edges | --layers]", file=sys.stderr)
+        return 2
+    if "--self-test" in flags:
         return self_test()
-    fine = "--fine" in sys.argv
-    edges, nodes = graph(fine)
-    if "--edges" in sys.argv:
+    edges, nodes = graph()
+    if "--edges" in flags:
         for (a, b), where in sorted(edges.items()):
-            print(f"{a} -> {b}   ({len(where)}x, e.g. {where[0]})")
+            file, line, path = where[0]
+            print(f"{a} -> {b}   ({len(where)}x, e.g. {file}:{line}: {path})")
     found = cycles(edges)
-    if "--layers" in sys.argv and not found:
+    if "--layers" in flags and not found:
         succ = defaultdict(set)
         for a, b in edges:
             succ[a].add(b)
@@ -443,10 +575,9 @@ def main() -> int:
                 height[v] = 1 + max((h(w) for w in succ[v]), default=-1)
             return height[v]
 
-        every = nodes
         for crate in CRATES:
             print(f"{crate} (layer 0 imports nothing of its crate; each module only imports lower layers):")
-            mine = sorted((h(v), v) for v in every if v.startswith(crate + "::"))
+            mine = sorted((h(v), v) for v in nodes if v.startswith(crate + "::"))
             for level in sorted({lv for lv, _ in mine}):
                 print(f"  {level}: " + ", ".join(v.split("::", 1)[1] for lv, v in mine if lv == level))
     for comp in found:
@@ -455,14 +586,17 @@ def main() -> int:
         for (a, b), where in sorted(edges.items()):
             if a in members and b in members:
                 print(f"  {a} -> {b}")
-                for w in where[:5]:
-                    print(f"      {w}")
+                for file, line, path in where[:5]:
+                    print(f"      {file}:{line}: {path}")
                 if len(where) > 5:
                     print(f"      ... and {len(where) - 5} more")
-    if found:
-        print(f"check-layers: {len(found)} cycle(s) among {len(nodes)} modules")
+    broken = directions(edges, nodes, Rules(__doc__ or ""))
+    for v in broken:
+        print(f"direction: {v}")
+    if found or broken:
+        print(f"check-layers: {len(found)} cycle(s), {len(broken)} direction violation(s) among {len(nodes)} modules")
         return 1
-    print(f"check-layers: no cycle among {len(nodes)} modules ({len(edges)} edges)")
+    print(f"check-layers: no cycle and every direction allowed among {len(nodes)} modules ({len(edges)} edges)")
     return 0
 
 

@@ -7,6 +7,7 @@
 //! and how the device functions it calls are referenced (through `callees`). It writes no CUDA.
 
 use super::callees::{self, Callees};
+use super::stored::stored_type;
 use crate::ir::{DeviceText, Fragment, Function};
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -37,7 +38,7 @@ pub fn cuda_const(fragment: &Fragment) -> TokenStream {
 /// with the C name of each field, which the cuda backend checks against `<name>_args`.
 pub fn args_layout_const(params: &[crate::ir::Param], fragment: &Fragment) -> TokenStream {
     let fields = params.iter().zip(&fragment.arg_cnames).map(|(p, cname)| {
-        let (name, ty) = (&p.name, super::stored_type(&p.ty));
+        let (name, ty) = (&p.name, stored_type(&p.ty));
         quote! {
             ::gpu_cilk::runtime::FieldLayout {
                 name: #cname,

@@ -7,7 +7,8 @@
 //!    `#[repr(C)]`), the marker `Task`, the constructors `args(..)` and `task(..)`, `Output`, and
 //!    `impl CilkTask for Task` whose `prespawn`/`resume` are the segments and whose `CUDA` is the
 //!    fragment that `write` wrote; beside it the device form `Device` + `__DEVICE` (`cuda`) and
-//!    the names of the functions it spawns and calls, with their stand-ins (`callees`).
+//!    the names of the functions it spawns and calls, with their stand-ins (`callees`). How a
+//!    parameter is stored in `Args`/`Frame` (slices as `RawSlice`) is `stored`'s.
 //!
 //! For `#[gpu_cilk::device] fn h` it produces `h` unchanged and `mod h` with the device form
 //! ([`helper_module`]).
@@ -20,6 +21,7 @@
 mod callees;
 mod cuda;
 mod serial;
+mod stored;
 
 pub use cuda::helper_module;
 mod race_witness;
@@ -31,6 +33,7 @@ use callees::Callees;
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use serial::TempIndex;
+use stored::{bound_elem, from_stored, stored_type, to_stored};
 use syn::spanned::Spanned;
 use syn::visit_mut::VisitMut;
 use syn::{Expr, ItemFn, Path, Type};
@@ -98,59 +101,6 @@ struct Emitter<'t> {
     temp_names: Vec<String>,
     /// The temporaries allocated by this task that are in scope at the statement being emitted.
     live: std::cell::RefCell<Vec<syn::Ident>>,
-}
-
-/// The type a parameter or frame field has in `Args`/`Frame`: a slice `&[T]`/`&mut [T]` is stored
-/// as its `RawSlice<T>` (see the runtime's `slice` module for the lifetime story).
-/// A shared bound `&Max<T>` is stored as a one-element `RawSlice<Max<T>>` (so the cuda backend
-/// moves it like a slice, see `SliceField::bound`).
-pub(super) fn stored_type(ty: &Type) -> TokenStream {
-    if let Some(r) = bound_elem(ty) {
-        return quote!(::gpu_cilk::runtime::RawSlice<#r>);
-    }
-    match syntax::slice_type(ty) {
-        Some((_, elem)) => quote!(::gpu_cilk::runtime::RawSlice<#elem>),
-        None => quote!(#ty),
-    }
-}
-
-/// `Max<T>` of a bound parameter type `&Max<T>`.
-fn bound_elem(ty: &Type) -> Option<&Type> {
-    syntax::bound_type(ty)?;
-    match ty {
-        Type::Reference(r) => Some(&r.elem),
-        Type::Paren(p) => bound_elem(&p.elem),
-        Type::Group(g) => bound_elem(&g.elem),
-        _ => None,
-    }
-}
-
-/// `name` as stored in `Args`/`Frame`: `RawSlice::from_mut(name)` for a slice, else `name`.
-/// SAFETY (of the emitted block): in `args` the caller of that `unsafe fn` vouches for the slice;
-/// at a sync the slice is this task's own, valid until the task ends, and the frame goes only to
-/// this task's continuation (runtime `slice` module, rule 2).
-fn to_stored(name: &syn::Ident, ty: &Type) -> TokenStream {
-    if bound_elem(ty).is_some() {
-        return quote!(#name: unsafe { ::gpu_cilk::runtime::RawSlice::from_one(#name) });
-    }
-    match syntax::slice_type(ty) {
-        Some((true, _)) => quote!(#name: unsafe { ::gpu_cilk::runtime::RawSlice::from_mut(#name) }),
-        Some((false, _)) => quote!(#name: unsafe { ::gpu_cilk::runtime::RawSlice::from_ref(#name) }),
-        None => quote!(#name),
-    }
-}
-
-/// The reference again from a stored slice `name` (an `unsafe` expression; the caller states why
-/// it holds), or `None` when `ty` is not a slice.
-fn from_stored(name: &syn::Ident, ty: &Type) -> Option<TokenStream> {
-    if bound_elem(ty).is_some() {
-        return Some(quote!(unsafe { #name.as_one() }));
-    }
-    match syntax::slice_type(ty) {
-        Some((true, _)) => Some(quote!(unsafe { #name.as_mut() })),
-        Some((false, _)) => Some(quote!(unsafe { #name.as_ref() })),
-        None => None,
-    }
 }
 
 /// `let [mut] name: &[mut] [T] = unsafe { name.as_..() };` for a slice parameter at the start of

@@ -1,8 +1,11 @@
-//! Continuation frames on the heap: [`Cell<T>`] holds a suspended task's frame (or its deferred
+//! Continuation frames on the heap: [`Cell`] holds a suspended task's frame (or its deferred
 //! return value), its [`Join`] counter, and where its own value goes ([`Dest`]). This module owns
-//! their layout, allocation and the two things done with a finished frame: delivering a value
-//! ([`deliver`]) and resuming a frame whose children are all done ([`Header::resume`]). It does
-//! not decide when anything runs (the worker loop and the segment runner do).
+//! their layout, their allocation (with each worker's [`CellCache`]) and the type-erased entry
+//! that resumes a cell whose children are all done ([`Header::resume`]). What resuming does (run
+//! the next segment, or deliver the deferred value) is the segment runner's, reached through
+//! [`Exec`]: this module is generic over the scheduler that implements it and names neither the
+//! worker nor the segment runner. It does not decide when anything runs (the worker loop and the
+//! segment runner do).
 //!
 //! # Life of a frame
 //!
@@ -19,65 +22,86 @@
 //! such a cell delivers `v`.
 
 use super::join::Join;
-use super::segment::{run_segments, Ended, Link, Start};
-use super::worker::Worker;
 use crate::task::CilkTask;
 use std::alloc::Layout;
 use std::mem::MaybeUninit;
 use std::ptr::{self, NonNull};
 
-/// Where a task's value goes: a typed location inside the parent's frame storage (null for a
-/// discarded result) and the parent's header to signal (null for the root).
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Dest {
-    pub(super) slot: *mut u8,
-    pub(super) parent: *mut Header,
+/// What a scheduler provides for its frames (the stealing scheduler's `worker::Stealing`, which
+/// the segment runner implements): the per-thread state its tasks run on, and how a cell of one
+/// task type resumes. The storage here is generic over it, so it needs neither.
+pub(super) trait Exec: Sized + 'static {
+    /// The per-thread state a task runs on, during a run that borrows `'r`.
+    type Worker<'r>;
+
+    /// Resumes cell `h` of task `T` whose counter reached 0: delivers its deferred value, or runs
+    /// its next segment (reusing the cell). Returns the next ready frame, if delivering made one
+    /// ready.
+    ///
+    /// # Safety
+    /// As [`Header::resume`], and `h` must be a `Cell<Self, T>`.
+    unsafe fn resume_cell<T: CilkTask>(h: NonNull<Header<Self>>, w: &mut Self::Worker<'_>) -> Ready<Self>;
 }
 
-/// What a resume or a delivery found ready to run next: a frame whose children are all done.
-pub(super) type Ready = Option<NonNull<Header>>;
+/// Where a task's value goes: a typed location inside the parent's frame storage (null for a
+/// discarded result) and the parent's header to signal (null for the root).
+pub(super) struct Dest<K: Exec> {
+    pub(super) slot: *mut u8,
+    pub(super) parent: *mut Header<K>,
+}
 
-/// Resumes a cell of one task type (monomorphized as [`resume_cell::<T>`]).
-type ResumeFn = unsafe fn(NonNull<Header>, &mut Worker<'_>) -> Ready;
+impl<K: Exec> Clone for Dest<K> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<K: Exec> Copy for Dest<K> {}
+
+/// What a resume or a delivery found ready to run next: a frame whose children are all done.
+pub(super) type Ready<K> = Option<NonNull<Header<K>>>;
+
+/// Resumes a cell of one task type (`Exec::resume_cell::<T>`, monomorphized).
+type ResumeFn<K> = for<'r> unsafe fn(NonNull<Header<K>>, &mut <K as Exec>::Worker<'r>) -> Ready<K>;
 
 /// `Header::next` of a cell that holds a deferred return value instead of a frame.
 pub(super) const DEFERRED: usize = usize::MAX;
 
 /// The type-erased head of every [`Cell`]; children hold a pointer to it.
 #[repr(C)]
-pub(super) struct Header {
+pub(super) struct Header<K: Exec> {
     pub(super) join: Join,
     /// Runs the continuation; set at allocation.
-    resume: ResumeFn,
+    resume: ResumeFn<K>,
     /// The task's own destination. Written by the owner before the seal, read by the resumer.
-    pub(super) dest: Dest,
+    pub(super) dest: Dest<K>,
     /// The segment to run next, or [`DEFERRED`]. Written before the seal.
     pub(super) next: usize,
     /// The task's recursion depth. Written before the seal.
     pub(super) depth: usize,
 }
 
-impl Header {
+impl<K: Exec> Header<K> {
     /// Runs the continuation of a cell whose join counter reached 0.
     ///
     /// # Safety
     /// `h` must be a live cell whose counter this thread brought to 0 (so it owns the cell).
-    pub(super) unsafe fn resume(h: NonNull<Header>, w: &mut Worker<'_>) -> Ready {
+    pub(super) unsafe fn resume(h: NonNull<Header<K>>, w: &mut K::Worker<'_>) -> Ready<K> {
         // SAFETY: the caller owns the live cell; `resume` was set at allocation and never changes.
         unsafe { ((*h.as_ptr()).resume)(h, w) }
     }
 }
 
 /// A frame of task `T` on the heap. `#[repr(C)]` with the header first, so a `*mut Header` of a
-/// cell is a `*mut Cell<T>` for the `T` its `resume` function was made for.
+/// cell is a `*mut Cell<K, T>` for the `T` its `resume` function was made for.
 #[repr(C)]
-pub(super) struct Cell<T: CilkTask> {
-    head: Header,
+pub(super) struct Cell<K: Exec, T: CilkTask> {
+    head: Header<K>,
     frame: MaybeUninit<T::Frame>,
     ret: MaybeUninit<T::Output>,
 }
 
-impl<T: CilkTask> Cell<T> {
+impl<K: Exec, T: CilkTask> Cell<K, T> {
     /// Bytes of one cell, for the stats.
     pub(super) const BYTES: usize = std::mem::size_of::<Self>();
 
@@ -85,24 +109,24 @@ impl<T: CilkTask> Cell<T> {
     const CLASS: Option<usize> = class_of(Layout::new::<Self>());
 
     /// A new cell with a zero counter, from `cache` when it holds a freed cell of this size. The
-    /// caller accounts for it ([`Worker::frame_alloc`]).
-    pub(super) fn alloc(cache: &mut CellCache) -> *mut Header {
+    /// caller accounts for it (the worker's live-frame count).
+    pub(super) fn alloc(cache: &mut CellCache) -> *mut Header<K> {
         let head = Header {
             join: Join::new(),
-            resume: resume_cell::<T>,
+            resume: K::resume_cell::<T>,
             dest: Dest { slot: ptr::null_mut(), parent: ptr::null_mut() },
             next: 0,
             depth: 0,
         };
         let Some(class) = Self::CLASS else {
-            let cell = Box::new(Cell::<T> { head, frame: MaybeUninit::uninit(), ret: MaybeUninit::uninit() });
+            let cell = Box::new(Cell::<K, T> { head, frame: MaybeUninit::uninit(), ret: MaybeUninit::uninit() });
             return Box::into_raw(cell).cast();
         };
         let block = cache.take(class);
         // SAFETY: `block` is an allocation of `class_layout(class)`, at least as large and as
-        // aligned as a `Cell<T>` (`class_of`), that nobody else uses; the header is the cell's
+        // aligned as a `Cell<K, T>` (`class_of`), that nobody else uses; the header is the cell's
         // first field (`repr(C)`); the frame and value storage stay uninitialized.
-        unsafe { block.as_ptr().cast::<Header>().write(head) };
+        unsafe { block.as_ptr().cast::<Header<K>>().write(head) };
         block.as_ptr().cast()
     }
 
@@ -110,43 +134,43 @@ impl<T: CilkTask> Cell<T> {
     /// frame was moved out, or was never complete): into `cache` while it has room.
     ///
     /// # Safety
-    /// `h` came from `Cell::<T>::alloc`, is owned by the caller and is not used afterwards.
-    pub(super) unsafe fn free(cache: &mut CellCache, h: *mut Header) {
+    /// `h` came from `Cell::<K, T>::alloc`, is owned by the caller and is not used afterwards.
+    pub(super) unsafe fn free(cache: &mut CellCache, h: *mut Header<K>) {
         match Self::CLASS {
             // SAFETY: a cell with a class came from `CellCache::take` of that class (`alloc`),
             // and the caller gives it up.
             Some(class) => unsafe { cache.put(class, h.cast()) },
             // SAFETY: guaranteed by the caller (a boxed cell); `MaybeUninit` fields have no drop
             // glue.
-            None => drop(unsafe { Box::from_raw(h.cast::<Cell<T>>()) }),
+            None => drop(unsafe { Box::from_raw(h.cast::<Cell<K, T>>()) }),
         }
     }
 
     /// The first byte of the frame storage of cell `h`.
     ///
     /// # Safety
-    /// `h` must be a live `Cell<T>`.
-    pub(super) unsafe fn frame_ptr(h: *mut Header) -> *mut u8 {
-        // SAFETY: `h` is a live `Cell<T>` (caller); `addr_of_mut!` makes no reference.
-        unsafe { ptr::addr_of_mut!((*h.cast::<Cell<T>>()).frame).cast() }
+    /// `h` must be a live `Cell<K, T>`.
+    pub(super) unsafe fn frame_ptr(h: *mut Header<K>) -> *mut u8 {
+        // SAFETY: `h` is a live `Cell<K, T>` (caller); `addr_of_mut!` makes no reference.
+        unsafe { ptr::addr_of_mut!((*h.cast::<Cell<K, T>>()).frame).cast() }
     }
 
     /// Stores a deferred return value.
     ///
     /// # Safety
-    /// `h` must be a live `Cell<T>` owned by the caller (before its seal).
-    pub(super) unsafe fn put_deferred(h: *mut Header, v: T::Output) {
+    /// `h` must be a live `Cell<K, T>` owned by the caller (before its seal).
+    pub(super) unsafe fn put_deferred(h: *mut Header<K>, v: T::Output) {
         // SAFETY: as above; nothing else reads or writes `ret` before the seal.
-        unsafe { ptr::addr_of_mut!((*h.cast::<Cell<T>>()).ret).write(MaybeUninit::new(v)) };
+        unsafe { ptr::addr_of_mut!((*h.cast::<Cell<K, T>>()).ret).write(MaybeUninit::new(v)) };
     }
 
     /// Takes what a finished segment left in cell `h`: its deferred value, or its frame.
     ///
     /// # Safety
-    /// `h` must be a live `Cell<T>` whose counter reached 0 through this thread (or `all_done`
+    /// `h` must be a live `Cell<K, T>` whose counter reached 0 through this thread (or `all_done`
     /// held), with `next` as stored by its owner.
-    pub(super) unsafe fn take(h: *mut Header, next: usize) -> Result<T::Frame, T::Output> {
-        let cell = h.cast::<Cell<T>>();
+    pub(super) unsafe fn take(h: *mut Header<K>, next: usize) -> Result<T::Frame, T::Output> {
+        let cell = h.cast::<Cell<K, T>>();
         if next == DEFERRED {
             // SAFETY: the owner wrote `ret` before sealing; the counter's acquire orders it.
             Err(unsafe { ptr::addr_of!((*cell).ret).read().assume_init() })
@@ -238,54 +262,5 @@ impl Drop for CellCache {
                 unsafe { std::alloc::dealloc(b.as_ptr(), class_layout(class)) };
             }
         }
-    }
-}
-
-/// Resumes a cell of task `T` whose counter reached 0: delivers its deferred value, or runs its
-/// next segment (reusing the cell). Returns the next ready frame, if delivering made one ready.
-///
-/// # Safety
-/// As [`Header::resume`], and `h` must be a `Cell<T>`.
-unsafe fn resume_cell<T: CilkTask>(h: NonNull<Header>, w: &mut Worker<'_>) -> Ready {
-    let h = h.as_ptr();
-    // SAFETY: the caller owns the live cell; the owner wrote these fields before its seal, which
-    // the counter's acquire ordered before this read.
-    let (dest, next, depth) = unsafe { ((*h).dest, (*h).next, (*h).depth) };
-    // SAFETY: as above.
-    match unsafe { Cell::<T>::take(h, next) } {
-        Err(v) => {
-            // SAFETY: the cell is ours and nothing refers to it any more (all children are done).
-            unsafe { Cell::<T>::free(&mut w.cells, h) };
-            w.frame_free(Cell::<T>::BYTES);
-            // SAFETY: `dest` was made for a `T::Output` by the parent's `Place` (or the root cell).
-            unsafe { deliver::<T::Output>(w, dest, v) }
-        }
-        Ok(frame) => match run_segments::<T>(w, Start::Resume(next, frame), Link::Dest(dest), depth, h) {
-            Ended::Delivered(ready) => ready,
-            Ended::Suspended | Ended::Value(_) => None,
-        },
-    }
-}
-
-/// Writes a finished task's value to its destination and signals the parent. Returns the parent
-/// when this was its last outstanding child (the caller then resumes it).
-///
-/// # Safety
-/// `dest.slot` must be null or point to an `O` in a live frame that only this task writes, and
-/// `dest.parent` must be null (the root) or the live header of that frame.
-pub(super) unsafe fn deliver<O>(w: &mut Worker<'_>, dest: Dest, v: O) -> Ready {
-    if !dest.slot.is_null() {
-        // SAFETY: guaranteed by the caller.
-        unsafe { dest.slot.cast::<O>().write(v) };
-    }
-    if dest.parent.is_null() {
-        w.root_done();
-        return None;
-    }
-    // SAFETY: the parent is live until its counter reaches 0, which needs this call.
-    if unsafe { (*dest.parent).join.child_done() } {
-        NonNull::new(dest.parent)
-    } else {
-        None
     }
 }

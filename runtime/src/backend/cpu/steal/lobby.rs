@@ -23,6 +23,11 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
+/// The longest a pool thread stays awake after a run (`Config::linger_us` is capped here, and so
+/// is an idle worker's `Config::idle_awake_us` within one): a library must not keep cores busy
+/// when nobody runs anything.
+pub(super) const MAX_LINGER_US: u64 = 10_000;
+
 /// `spin_loop` hints between two looks at the epoch, each followed by a `yield_now`.
 const SPINS: u32 = 16;
 

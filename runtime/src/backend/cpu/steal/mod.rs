@@ -29,6 +29,13 @@
 //!   joins the backend's next run at once (through its gate), instead of sleeping in the pool
 //!   until that run's broadcast wakes it.
 //!
+//! Layers (each file imports only those before it): `join`, `gate`, `policy`, `ranked`, `lobby`;
+//! then `frame` and `job`, the task storage, generic over the scheduler (`frame::Exec`,
+//! `job::RunJob`) so that they name neither the worker nor the segment runner; then `worker`,
+//! which instantiates them for [`worker::Stealing`] and runs jobs and frames through their
+//! type-erased entries; then `segment`, which implements those entries for `Stealing`; then this
+//! module.
+//!
 //! Memory: a suspended task holds one cell; every cell belongs to a task on some worker's current
 //! path or to a task in a deque, and each worker runs depth-first, so live memory is about
 //! P × the serial recursion depth (the bound of Blumofe and Leiserson), at any depth: a million
@@ -56,16 +63,11 @@ use crate::stats::Report;
 use crate::stats::{Stats, TaskStats};
 use crate::task::{Call, CilkTask, Registry};
 use crate::temp::RunHeap;
-use frame::Dest;
-use job::Job;
+use lobby::MAX_LINGER_US;
 use std::mem::MaybeUninit;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use worker::Shared;
-
-/// The longest a pool thread stays awake after a run (`Config::linger_us` is capped here): a
-/// library must not keep cores busy when nobody runs anything.
-pub(super) const MAX_LINGER_US: u64 = 10_000;
+use worker::{Dest, Job, Shared};
 
 /// Runs `call` to completion on every thread of `pool` (`lobby`: the pool's threads lingering
 /// after the last run).

@@ -1,8 +1,11 @@
 //! The segment runner: runs one task's sub-kernels (`prespawn`, then `resume` per sync) on the
 //! current worker, carrying out the lazy-creation [`policy`](super::policy) at each spawn, and
 //! ends each segment by continuing at once, suspending on a heap frame, or finishing. It owns
-//! [`Cx`] (the `Spawn` implementation the generated code calls) and the per-segment bookkeeping;
-//! it must not touch deques other than through the worker, nor decide policy.
+//! [`Cx`] (the `Spawn` implementation the generated code calls), the per-segment bookkeeping, and
+//! what the type-erased entries of the task storage do for the stealing scheduler
+//! ([`Stealing`]): running a job's record (`job::RunJob`), resuming a heap frame
+//! (`frame::Exec`), delivering a finished task's value ([`deliver`]). It must not touch deques
+//! other than through the worker, nor decide policy.
 //!
 //! Results of children that ran at once (inline) are *stashed* on the worker while the segment
 //! runs (the segment's frame value does not exist until it returns `Step::Sync(frame)`), then
@@ -12,16 +15,16 @@
 //! synchronously: it becomes a real child of its parent after the fact ([`Link::Inline`]), with
 //! a destination in the parent's cell, before it seals its own counter.
 
-use super::frame::{deliver, Cell, CellCache, Dest, Header, Ready, DEFERRED};
-use super::job::Job;
+use super::frame::{CellCache, Exec, DEFERRED};
+use super::job::RunJob;
 use super::policy::{weight, Choice};
-use super::worker::{Marks, Worker};
+use super::worker::{Cell, Dest, Header, Job, Marks, Ready, Stealing, Worker};
 use crate::error::Error;
 use crate::task::{CilkTask, Place, Spawn, Step};
 use crate::temp::{Scalar, Temp};
 use std::marker::PhantomData;
 use std::mem::size_of;
-use std::ptr;
+use std::ptr::{self, NonNull};
 
 /// Where a task starts.
 pub(super) enum Start<T: CilkTask> {
@@ -403,6 +406,76 @@ pub(super) fn run_segments<T: CilkTask>(
                 start = Start::Resume(next, frame);
             }
         }
+    }
+}
+
+impl RunJob for Stealing {
+    fn run_job<C: CilkTask>(
+        w: &mut Worker<'_>,
+        args: C::Args,
+        dest: Dest,
+        depth: usize,
+        nest: usize,
+        own: bool,
+    ) -> Ready {
+        w.frame_free(Job::bytes::<C>());
+        w.nest = if own { nest } else { 0 };
+        match run_segments::<C>(w, Start::Pre(args), Link::Dest(dest), depth, ptr::null_mut()) {
+            Ended::Delivered(ready) => ready,
+            Ended::Suspended => None,
+            // SAFETY: a `Link::Dest` task never hands its value back; deliver it if it did.
+            Ended::Value(v) => unsafe { deliver::<C::Output>(w, dest, v) },
+        }
+    }
+}
+
+impl Exec for Stealing {
+    type Worker<'r> = Worker<'r>;
+
+    unsafe fn resume_cell<T: CilkTask>(h: NonNull<Header>, w: &mut Worker<'_>) -> Ready {
+        let h = h.as_ptr();
+        // SAFETY: the caller owns the live cell; the owner wrote these fields before its seal,
+        // which the counter's acquire ordered before this read.
+        let (dest, next, depth) = unsafe { ((*h).dest, (*h).next, (*h).depth) };
+        // SAFETY: as above, and `h` is a `Cell<T>` (caller).
+        match unsafe { Cell::<T>::take(h, next) } {
+            Err(v) => {
+                // SAFETY: the cell is ours and nothing refers to it any more (all children are
+                // done).
+                unsafe { Cell::<T>::free(&mut w.cells, h) };
+                w.frame_free(Cell::<T>::BYTES);
+                // SAFETY: `dest` was made for a `T::Output` by the parent's `Place` (or the root
+                // cell).
+                unsafe { deliver::<T::Output>(w, dest, v) }
+            }
+            Ok(frame) => match run_segments::<T>(w, Start::Resume(next, frame), Link::Dest(dest), depth, h) {
+                Ended::Delivered(ready) => ready,
+                Ended::Suspended | Ended::Value(_) => None,
+            },
+        }
+    }
+}
+
+/// Writes a finished task's value to its destination and signals the parent. Returns the parent
+/// when this was its last outstanding child (the caller then resumes it).
+///
+/// # Safety
+/// `dest.slot` must be null or point to an `O` in a live frame that only this task writes, and
+/// `dest.parent` must be null (the root) or the live header of that frame.
+unsafe fn deliver<O>(w: &mut Worker<'_>, dest: Dest, v: O) -> Ready {
+    if !dest.slot.is_null() {
+        // SAFETY: guaranteed by the caller.
+        unsafe { dest.slot.cast::<O>().write(v) };
+    }
+    if dest.parent.is_null() {
+        w.root_done();
+        return None;
+    }
+    // SAFETY: the parent is live until its counter reaches 0, which needs this call.
+    if unsafe { (*dest.parent).join.child_done() } {
+        NonNull::new(dest.parent)
+    } else {
+        None
     }
 }
 

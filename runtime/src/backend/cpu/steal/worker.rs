@@ -3,8 +3,11 @@
 //! run's best prioritized task ([`Ranked`], `spawn!(.., priority = key)`), else a task stolen
 //! from a random other worker, else backing off. It owns the run's shared state
 //! ([`Shared`]: the stealers, the done/failed flags, the first error, the live-frame counters) and
-//! each worker's private state ([`Worker`]); it does not run sub-kernels itself (jobs and frames
-//! do, through the segment runner).
+//! each worker's private state ([`Worker`]), and [`Stealing`], the scheduler that the generic
+//! task storage (`job`, `frame`) is instantiated for, with its aliases ([`Job`], [`Header`], ..).
+//! It does not run sub-kernels itself: it runs jobs and resumes frames through their type-erased
+//! entries, which lead to the segment runner (`segment` implements `frame::Exec` and
+//! `job::RunJob` for [`Stealing`]), and it must not name the segment runner.
 //!
 //! Termination: the root's delivery sets `done`; every task is a descendant of the root and is
 //! counted in its parent's join counter, so nothing is left in any deque then. Failure (a panic,
@@ -17,9 +20,10 @@
 //! next piece for its whole park interval), `done` and `failed` wake them all, and a short
 //! timeout covers a wake-up lost to a race.
 
-use super::frame::{CellCache, Header};
+use super::frame::{self, CellCache};
 use super::gate::Gate;
-use super::job::Job;
+use super::job;
+use super::lobby::MAX_LINGER_US;
 use super::policy::Policy;
 use super::ranked::Ranked;
 use crate::config::Config;
@@ -34,6 +38,21 @@ use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicU64, AtomicUsize, Orderin
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
+
+/// The stealing scheduler, as the task storage sees it: its tasks run on a [`Worker`], and the
+/// segment runner implements how a job runs and a cell resumes (`frame::Exec`, `job::RunJob`).
+pub(super) enum Stealing {}
+
+/// A stealable task of this scheduler.
+pub(super) type Job = job::Job<Stealing>;
+/// The type-erased head of a heap frame of this scheduler.
+pub(super) type Header = frame::Header<Stealing>;
+/// Where a task's value goes.
+pub(super) type Dest = frame::Dest<Stealing>;
+/// A frame made ready to resume, if any.
+pub(super) type Ready = frame::Ready<Stealing>;
+/// A heap frame of task `T`.
+pub(super) type Cell<T> = frame::Cell<Stealing, T>;
 
 /// Idle rounds of spinning, then of yielding, before an idle worker parks (a round tries every
 /// other worker's deque once).
@@ -182,7 +201,7 @@ impl<'a> Shared<'a> {
             idle: Padded(AtomicUsize::new(workers)),
             max_depth: config.max_depth,
             check_races: config.check_races,
-            awake: Duration::from_micros(config.idle_awake_us.min(super::MAX_LINGER_US)),
+            awake: Duration::from_micros(config.idle_awake_us.min(MAX_LINGER_US)),
             deadline: config.timeout.map(|t| (start + t, t)),
             start,
             counts: Padded(LiveCounts {
