@@ -4,7 +4,7 @@
 #   bash .carry/gpu-tune.sh [OUT]
 # Prints one line per run: workload, settings, median time, and the scheduler's own profile
 # (warps, rounds, busy lanes per round, share of warp time running / idle / scheduling). The
-# defaults in runtime/src/config.rs come from this sweep (docs/benchmarks.md has the last one).
+# defaults in runtime/src/config.rs come from this sweep (docs/notes/benchmark-history.md has the last one).
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 out="${1:-${OUT:-/tmp/gpu-tune}}"

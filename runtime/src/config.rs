@@ -132,7 +132,7 @@ pub struct Config {
     /// deque holds fewer than this many (at least [`Config::spawn_queue`]): wide spawners (queens' loop
     /// of up to 15 children) then leave thieves more than two pieces, and narrow ones (fib) are
     /// unaffected once every worker is busy (`GPU_CILK_SPAWN_QUEUE_IDLE`, default 4; measured with
-    /// scripts/cpu-tune.sh on 16 cores, docs/benchmarks.md).
+    /// scripts/cpu-tune.sh on 16 cores, docs/notes/benchmark-history.md).
     pub spawn_queue_idle: usize,
     /// Stealing scheduler: how many levels of spawns, below the last task a worker stole (counted
     /// on through the tasks it spawned and runs itself; the `i`-th spawn of a segment counts as
@@ -140,7 +140,7 @@ pub struct Config {
     /// at once still runs as sub-kernels (so its own spawns can still become tasks for idle
     /// workers); deeper ones call the generated serial function, which has no scheduling cost but
     /// cannot be split (`GPU_CILK_INLINE_NESTING`, default 8; none on one worker; swept on the
-    /// H100 host's 16 cores and on 2 cores, docs/benchmarks.md). This is where a run's splitting
+    /// H100 host's 16 cores and on 2 cores, docs/notes/benchmark-history.md). This is where a run's splitting
     /// region starts: it deepens during the run after a serial call that starved another worker,
     /// and no spawn becomes a serial call while a worker starves (docs/architecture.md, "The
     /// stealing scheduler").
@@ -223,7 +223,7 @@ pub struct Config {
     /// Persistent device scheduler, programs with priority spawns: a priority spawn goes into
     /// the ready heap while no warp is idle and fewer than this many prioritized items wait
     /// there; otherwise it runs depth-first on its lane like a plain spawn
-    /// (`GPU_CILK_DEVICE_PRIORITY_RESERVE`, default 0). Measured on an H100 (docs/benchmarks.md, knapsack): every node through
+    /// (`GPU_CILK_DEVICE_PRIORITY_RESERVE`, default 0). Measured on an H100 (docs/notes/benchmark-history.md, knapsack): every node through
     /// the heap made knapsack 40× slower; a reserve of 8192 made sc 800 bimodal (half the runs
     /// explored 15–50× more nodes, up to 8.4 s against 0.45 s) and was slower on every type than
     /// 0. At or above [`Config::device_priority_slots`]: every priority spawn goes through the

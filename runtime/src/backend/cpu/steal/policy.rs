@@ -22,7 +22,7 @@
 //!    and not again in every task below it. With the count restarting at every task (and one
 //!    level per spawn), a worker that always saw some idle worker (the usual case on 16 cores)
 //!    ran about one call in ten of fib(35) as an inline sub-kernel call (2.7 million, ~20 ns
-//!    each) and made 90,000 tasks; it now makes a few thousand of each (docs/benchmarks.md,
+//!    each) and made 90,000 tasks; it now makes a few thousand of each (docs/notes/benchmark-history.md,
 //!    2 cores, 2026-11-26). Since the region is paid once per steal, it no longer shrinks while
 //!    every worker is busy (it used to be a third as deep then, which left serial calls of a
 //!    quarter of a stolen fib subtree: milliseconds that no thief could split). An inline
