@@ -615,6 +615,35 @@ impl<'t> Emitter<'t> {
             (&self.frame, &self.cx, &self.spawner, &self.block, &self.label);
         let start = syn::Ident::new("__start", Span::mixed_site());
         let names: Vec<_> = t.frame.iter().map(|f| &f.name).collect();
+        // A slice parameter is its `RawSlice` in the frame and the reference in the blocks: rebound
+        // once on entry, stored again at every sync (the only slice fields: slice locals never
+        // live in the frame).
+        let slice_param = |f: &&crate::ir::FrameField| {
+            f.origin == crate::ir::FieldOrigin::Param
+                && matches!(&f.ty, FieldType::Declared(ty) if from_stored(&f.name, ty).is_some())
+        };
+        let stored: Vec<TokenStream> = t
+            .frame
+            .iter()
+            .map(|f| match &f.ty {
+                FieldType::Declared(ty) if slice_param(&f) => to_stored(&f.name, ty),
+                _ => {
+                    let n = &f.name;
+                    quote!(#n)
+                }
+            })
+            .collect();
+        // SAFETY (of the emitted blocks): as for a segment's parameters (`rebind_slice`); the
+        // frame goes only to this task's continuation (runtime `slice` module, rule 2).
+        let rebinds: Vec<TokenStream> = t
+            .frame
+            .iter()
+            .filter(slice_param)
+            .map(|f| match &f.ty {
+                FieldType::Declared(ty) => rebind_slice(&f.name, f.mutable, ty),
+                FieldType::OutputOf(_) => quote!(),
+            })
+            .collect();
         let arms = m.blocks.iter().enumerate().map(|(k, b)| {
             let lit = |j: usize| proc_macro2::Literal::u32_unsuffixed(j as u32);
             let kl = lit(k);
@@ -630,7 +659,7 @@ impl<'t> Emitter<'t> {
                 }
                 Term::Sync(j) => {
                     let j = lit(*j);
-                    quote!(return ::gpu_cilk::runtime::Step::Sync(Frame { __gc_resume: #j, #(#names),* });)
+                    quote!(return ::gpu_cilk::runtime::Step::Sync(Frame { __gc_resume: #j, #(#stored),* });)
                 }
                 Term::Tail(e) => {
                     let e = self.user_expr(e);
@@ -652,6 +681,7 @@ impl<'t> Emitter<'t> {
                 #cx_id: &mut #spawner_id,
             ) -> ::gpu_cilk::runtime::Step<Task> {
                 let Frame { __gc_resume: #start, #(#names: mut #names),* } = #frame_id;
+                #(#rebinds)*
                 let mut #block: u32 = #start;
                 #label: loop {
                     match #block {
