@@ -1,6 +1,7 @@
 //! The real `#[gpu_cilk]` macro on the shapes the subset promises (the example workloads and
 //! `tests/support/fixtures.rs`): straight-line spawns, spawns in loops into array elements,
-//! mutual recursion between three tasks, a unit task with discarded spawns, early returns with
+//! mutual recursion between three tasks, a unit task with discarded spawns, a unit task that falls
+//! off its end with children outstanding (`fill_rec`), early returns with
 //! children outstanding (implicit sync), device helpers and plain calls. Each must equal the plain
 //! serial function the macro keeps on the host backends and, in `#[ignore]`d GPU tests (run with
 //! `--include-ignored` on a GPU machine), on cuda.
@@ -97,6 +98,32 @@ fn mutual_recursion_matches_serial_on_the_host_backends() {
 #[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
 fn mutual_recursion_matches_serial_on_cuda() {
     mutual_recursion_matches_serial(&backends::cuda_all(Config::default()));
+}
+
+/// A unit task that falls off its end after spawning (no `sync!()`) completes only after its
+/// children: the parent's `sync!()` sees every element the whole subtree wrote.
+fn falling_off_after_spawns_waits_for_the_children(rts: &[Runtime]) {
+    for rt in rts {
+        for n in [1usize, 2, 7, 100, 1000] {
+            let mut want = vec![0u32; n];
+            let expect = fill_root(&mut want);
+            let mut a = vec![0u32; n];
+            let got = rt.run(fill_root::task(&mut a)).expect("runs");
+            assert_eq!((got, &a), (expect, &want), "fill_root(n = {n}) on {:?}", rt.config());
+            assert!(a.iter().all(|&x| x != 0), "every element written, n = {n}");
+        }
+    }
+}
+
+#[test]
+fn falling_off_after_spawns_waits_for_the_children_on_the_host_backends() {
+    falling_off_after_spawns_waits_for_the_children(&backends::host(Config::default()));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
+fn falling_off_after_spawns_waits_for_the_children_on_cuda() {
+    falling_off_after_spawns_waits_for_the_children(&backends::cuda_all(Config::default()));
 }
 
 fn unit_task_with_discarded_spawns_runs(rts: &[Runtime]) {

@@ -2,7 +2,8 @@
 //! tasks (serial, cpu with the stealing scheduler, the cuda persistent scheduler on the host
 //! simulation and, in `#[ignore]`d GPU tests, on a GPU) gives the serial function's results; the
 //! levels schedulers refuse them with an error that names the task. Also arrays and tuples as
-//! results of tasks and helpers (`hash5`, `range_mm`, `minmax`, `mm_rounds`).
+//! results of tasks and helpers (`hash5`, `range_mm`, `minmax`, `mm_rounds`), and slice
+//! parameters in state-machine tasks (`chunk_sums`, `slice_bsum`).
 
 use gpu_cilk::prelude::*;
 use gpu_cilk::runtime::SchedulerKind;
@@ -57,6 +58,32 @@ fn all_equal_serial(rts: &[Runtime]) {
         for (n, r) in [(3u32, 0u32), (5, 1), (16, 4), (33, 9)] {
             assert_eq!(rt.run(relax_root::task(n, r)).expect("relax"), relax_root(n, r), "relax({n}, {r}) on {c:?}");
         }
+        slices_equal_serial(rt);
+    }
+}
+
+/// Slice parameters in state-machine tasks: the result and every element the task (and its
+/// children) wrote through its `&mut` slices equal the serial function's.
+fn slices_equal_serial(rt: &Runtime) {
+    let c = rt.config();
+    for (n, chunk) in [(1usize, 1usize), (7, 3), (64, 8), (100, 7), (257, 32)] {
+        let input: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(2_654_435_761) >> 7).collect();
+        let chunks = n.div_ceil(chunk);
+        let (mut a, mut out) = (input.clone(), vec![0u64; chunks]);
+        let (mut a0, mut out0) = (input.clone(), vec![0u64; chunks]);
+        let want = chunk_sums(&mut a0, &mut out0, chunk);
+        let got = rt.run(chunk_sums::task(&mut a, &mut out, chunk)).expect("chunk_sums");
+        assert_eq!(got, want, "chunk_sums(n = {n}, chunk = {chunk}) on {c:?}");
+        assert_eq!(a, a0, "chunk_sums(n = {n}, chunk = {chunk}): the scaled input on {c:?}");
+        assert_eq!(out, out0, "chunk_sums(n = {n}, chunk = {chunk}): the chunk sums on {c:?}");
+    }
+    for n in [0usize, 1, 4, 5, 9, 33, 200] {
+        let input: Vec<u32> = (0..n as u32).map(|i| i * 3 + 1).collect();
+        let (mut out, mut out0) = (vec![0u64; n], vec![0u64; n]);
+        let want = slice_bsum(&input, &mut out0);
+        let got = rt.run(slice_bsum::task(&input, &mut out)).expect("slice_bsum");
+        assert_eq!(got, want, "slice_bsum(n = {n}) on {c:?}");
+        assert_eq!(out, out0, "slice_bsum(n = {n}): out on {c:?}");
     }
 }
 
@@ -99,4 +126,12 @@ fn the_serial_functions_compute_what_they_say() {
     assert_eq!(minmax(5, 2), (2, 5));
     let all: Vec<u64> = (3u64..20).map(|i| i.wrapping_mul(2_654_435_761) % 1009).collect();
     assert_eq!(range_mm(3, 20), (*all.iter().min().unwrap(), *all.iter().max().unwrap()));
+    // [1, 2, 3, 4, 5] in chunks of 2: halves scaled by 3 and 5, then summed per chunk.
+    let (mut a, mut out) = (vec![1u32, 2, 3, 4, 5], vec![0u64; 3]);
+    assert_eq!(chunk_sums(&mut a, &mut out, 2), 4 + 11 + 10 + 21 + 26);
+    assert_eq!((a, out), (vec![4, 11, 10, 21, 26], vec![15, 31, 26]));
+    // Five elements: halves [1, 2] and [3, 4, 5] are leaves (2 a[i]), then out[0] + 1 and a[4].
+    let mut out = vec![0u64; 5];
+    assert_eq!(slice_bsum(&[1, 2, 3, 4, 5], &mut out), 30 + 5);
+    assert_eq!(out, [3, 4, 6, 8, 10]);
 }

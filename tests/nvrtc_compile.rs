@@ -77,6 +77,8 @@ fn programs() -> Vec<(&'static str, [(DeviceScheduler, String); 2])> {
         ("hash5", assemble::<control::hash5::Task>()),
         ("range_mm", assemble::<control::range_mm::Task>()),
         ("mm_rounds", assemble::<control::mm_rounds::Task>()),
+        ("chunk_sums", assemble::<control::chunk_sums::Task>()),
+        ("slice_bsum", assemble::<control::slice_bsum::Task>()),
         ("cilksort", assemble::<sort_workload::cilksort::Task>()),
         ("cilkmerge", assemble::<sort_workload::cilkmerge::Task>()),
         ("cilksort_f32", assemble::<sort_workload::cilksort_f32::Task>()),

@@ -208,11 +208,6 @@ pub const RETURN_SLICE: Msg = Msg {
     text: "a `#[gpu_cilk]` task or helper cannot return a slice",
     hint: "take a `&mut [T]` parameter and write the result into it",
 };
-/// A slice parameter of a task whose body is a state machine.
-pub const SLICE_MACHINE: Msg = Msg {
-    text: "slice parameters are not supported yet in a task with a `sync!()` inside a branch, loop or block",
-    hint: "keep the `sync!()`s at the top level of the body, or move the loop into the caller",
-};
 /// A sub-slice or split of something that is not a slice parameter or slice local.
 pub const SLICE_BASE: Msg = Msg {
     text: "sub-slices can only be taken of a slice parameter or of a local bound to a slice of one",

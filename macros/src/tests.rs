@@ -548,6 +548,78 @@ fn nested_sync() -> TokenStream {
     }
 }
 
+/// Slice parameters in a state machine: a `while` with two syncs per iteration, the `&mut`
+/// parameter handed to children as sub-slices and written after each sync.
+fn slice_loop_sync() -> TokenStream {
+    quote! {
+        pub fn chunk_sums(a: &mut [u32], out: &mut [u64], chunk: usize) -> u64 {
+            let mut total: u64 = 0;
+            let mut k: usize = 0;
+            while k < out.len() {
+                let lo: usize = k * chunk;
+                let hi: usize = (lo + chunk).min(a.len());
+                let mid: usize = lo + (hi - lo) / 2;
+                let c = &mut a[lo..hi];
+                let (l, r) = c.split_at_mut(mid - lo);
+                spawn!(scale(l, 3));
+                spawn!(scale(r, 5));
+                sync!();
+                let x = spawn!(slice_sum(&a[lo..mid]));
+                let y = spawn!(slice_sum(&a[mid..hi]));
+                sync!();
+                out[k] = x + y;
+                total += x + y;
+                k += 1;
+            }
+            total
+        }
+    }
+}
+
+/// Slice parameters with a sync inside a branch.
+fn slice_branch_sync() -> TokenStream {
+    quote! {
+        pub fn slice_bsum(a: &[u32], out: &mut [u64]) -> u64 {
+            if a.len() > 4 {
+                let m = a.len() / 2;
+                let (al, ar) = a.split_at(m);
+                let (ol, or) = out.split_at_mut(m);
+                let x = spawn!(slice_bsum(al, ol));
+                let y = spawn!(slice_bsum(ar, or));
+                sync!();
+                out[0] += 1;
+                return x + y + a[a.len() - 1] as u64;
+            }
+            let mut s: u64 = 0;
+            for i in 0..a.len() {
+                out[i] = a[i] as u64 * 2;
+                s += out[i];
+            }
+            s
+        }
+    }
+}
+
+#[test]
+fn slice_loop_sync_expansion() {
+    insta::assert_snapshot!(expand(quote!(), slice_loop_sync()));
+}
+
+#[test]
+fn slice_loop_sync_cuda() {
+    insta::assert_snapshot!(cuda(slice_loop_sync()));
+}
+
+#[test]
+fn slice_branch_sync_expansion() {
+    insta::assert_snapshot!(expand(quote!(), slice_branch_sync()));
+}
+
+#[test]
+fn slice_branch_sync_cuda() {
+    insta::assert_snapshot!(cuda(slice_branch_sync()));
+}
+
 #[test]
 fn branch_sync_ir() {
     insta::assert_snapshot!(dump(&lowered(branch_sync())));
@@ -954,8 +1026,20 @@ fn slice_misuse_is_reported() {
             }
         }
     };
-    let e = crate::compile_task(&syn::parse2(machine).expect("parses"), false).expect_err("slices in a machine");
-    assert!(e.to_string().contains("not supported yet"), "{e}");
+    crate::compile_task(&syn::parse2(machine).expect("parses"), false).expect("slice parameters in a machine");
+    let machine_local = quote! {
+        fn f(a: &mut [u32]) {
+            for i in 0..a.len() {
+                let l: &mut [u32] = &mut a[i..];
+                spawn!(f(&mut a[1..]));
+                sync!();
+                l[0] = 1;
+            }
+        }
+    };
+    let e = crate::compile_task(&syn::parse2(machine_local).expect("parses"), false)
+        .expect_err("slice local in a machine's frame");
+    assert!(e.to_string().contains("cannot live across"), "{e}");
 }
 
 #[test]

@@ -3,7 +3,8 @@
 //! whose condition reads the children's results (`steps`), nested loops with syncs, `break` and
 //! `continue` (`grid`), a `loop` that syncs until a child's result says stop (`until`), and an
 //! iterative relaxation over two temporaries, one round of tasks and a sync per round
-//! (`relax_root`). Shared by `control_flow.rs` (every backend against the serial functions) and
+//! (`relax_root`), and slice parameters in such tasks: a loop of chunk rounds with two syncs each
+//! (`chunk_sums`) and a sync in a branch (`slice_bsum`). Shared by `control_flow.rs` (every backend against the serial functions) and
 //! `nvrtc_compile.rs` (CUDA compilation).
 
 #![allow(dead_code)]
@@ -215,4 +216,72 @@ pub fn mm_rounds(n: u32) -> (u64, u64) {
         best.1 = best.1.max(p.1);
     }
     best
+}
+
+/// Multiplies every element of `a` by `f` (wrapping) and adds 1: a `&mut` slice leaf.
+#[gpu_cilk]
+pub fn chunk_scale(a: &mut [u32], f: u32) {
+    for i in 0..a.len() {
+        a[i] = a[i].wrapping_mul(f) + 1;
+    }
+}
+
+/// The sum of `a`: a `&[T]` leaf.
+#[gpu_cilk]
+pub fn chunk_sum(a: &[u32]) -> u64 {
+    let mut s: u64 = 0;
+    for i in 0..a.len() {
+        s += a[i] as u64;
+    }
+    s
+}
+
+/// Slice parameters in a state machine: one round per chunk of `a` (`out.len()` chunks of
+/// `chunk` elements, the last one shorter), each with two syncs: scale the chunk's halves in place
+/// (children get disjoint `&mut` sub-slices), sync, sum them (children get `&` sub-slices), sync,
+/// and write the chunk's sum into `out[k]`. Returns the total.
+#[gpu_cilk]
+pub fn chunk_sums(a: &mut [u32], out: &mut [u64], chunk: usize) -> u64 {
+    let mut total: u64 = 0;
+    let mut k: usize = 0;
+    while k < out.len() {
+        let lo: usize = k * chunk;
+        let hi: usize = (lo + chunk).min(a.len());
+        let mid: usize = lo + (hi - lo) / 2;
+        let c = &mut a[lo..hi];
+        let (l, r) = c.split_at_mut(mid - lo);
+        spawn!(chunk_scale(l, 3));
+        spawn!(chunk_scale(r, 5));
+        sync!();
+        let x = spawn!(chunk_sum(&a[lo..mid]));
+        let y = spawn!(chunk_sum(&a[mid..hi]));
+        sync!();
+        out[k] = x + y;
+        total += x + y;
+        k += 1;
+    }
+    total
+}
+
+/// Slice parameters with the sync inside a branch: halves `a` and `out` (equal lengths) while
+/// longer than 4, else writes `2 a[i]` into `out[i]`; after the children's sync the parent bumps
+/// `out[0]` and adds `a`'s last element.
+#[gpu_cilk]
+pub fn slice_bsum(a: &[u32], out: &mut [u64]) -> u64 {
+    if a.len() > 4 {
+        let m = a.len() / 2;
+        let (al, ar) = a.split_at(m);
+        let (ol, or) = out.split_at_mut(m);
+        let x = spawn!(slice_bsum(al, ol));
+        let y = spawn!(slice_bsum(ar, or));
+        sync!();
+        out[0] += 1;
+        return x + y + a[a.len() - 1] as u64;
+    }
+    let mut s: u64 = 0;
+    for i in 0..a.len() {
+        out[i] = a[i] as u64 * 2;
+        s += out[i];
+    }
+    s
 }

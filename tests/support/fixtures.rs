@@ -105,6 +105,33 @@ pub fn leaf(x: u32) -> u32 {
     x.count_ones()
 }
 
+// ---- a unit task that falls off its end with children outstanding (implicit sync) ----
+
+/// Writes `v`, `2v`, `2v + 1`, .. into `a` by halving it; it never syncs: falling off the end with
+/// children outstanding is an implicit sync, so it completes only once its whole subtree has.
+#[gpu_cilk]
+pub fn fill_rec(a: &mut [u32], v: u32) {
+    if a.len() == 1 {
+        a[0] = v;
+        return;
+    }
+    let (l, r) = a.split_at_mut(a.len() / 2);
+    spawn!(fill_rec(l, v * 2));
+    spawn!(fill_rec(r, v * 2 + 1));
+}
+
+/// Spawns `fill_rec` over all of `a` (non-empty), syncs, and sums what the subtree wrote.
+#[gpu_cilk]
+pub fn fill_root(a: &mut [u32]) -> u64 {
+    spawn!(fill_rec(a, 1));
+    sync!();
+    let mut s: u64 = 0;
+    for i in 0..a.len() {
+        s += a[i] as u64;
+    }
+    s
+}
+
 // ---- early returns with children outstanding (implicit sync) ----
 
 #[gpu_cilk]

@@ -84,9 +84,18 @@ pub struct Callees {
     /// The name as first written, and the number of arguments of its first `spawn!` (`None`:
     /// only called).
     names: Vec<(Ident, Option<usize>)>,
+    /// The module's own function and the hidden name of the module (see `naming`): a function
+    /// that spawns or calls itself reaches its own module by that name, never through
+    /// `super::f`, which a user item named `f` may hide.
+    own: Option<(Ident, Ident)>,
 }
 
 impl Callees {
+    /// The callees of the module `module` generated for the function `name`.
+    pub fn of(name: &Ident, module: &Ident) -> Self {
+        Callees { names: Vec::new(), own: Some((name.clone(), module.clone())) }
+    }
+
     /// Records `p`, spawned with `args` arguments (`Some`) or called (`None`).
     pub fn add(&mut self, p: &Path, args: Option<usize>) {
         let Some(name) = single_name(p) else { return };
@@ -107,7 +116,10 @@ impl Callees {
         }
         let imports = self.names.iter().map(|(name, _)| {
             let alias = alias(name);
-            quote_spanned!(name.span()=> use super::#name as #alias;)
+            match &self.own {
+                Some((own, module)) if own == name => quote_spanned!(name.span()=> use super::#module as #alias;),
+                _ => quote_spanned!(name.span()=> use super::#name as #alias;),
+            }
         });
         let stand_ins = self.names.iter().map(|(name, spawned)| stand_in(name, *spawned));
         let markers = self.names.iter().map(|(name, _)| {
@@ -132,7 +144,7 @@ impl Callees {
 
 /// The type a stand-in's `Device` is: `g_is_not_annotated`, a unit struct of the generated module
 /// that implements nothing. rustc's E0277 names it ("the trait `TaskFunction` is not implemented
-/// for `g_is_not_annotated`", `f::g_is_not_annotated` when several tasks spawn `g`), so the
+/// for `g_is_not_annotated`", `__gpu_cilk_task_f::g_is_not_annotated` when several tasks spawn `g`), so the
 /// name says what is wrong rather than where the stand-in lives.
 fn marker(name: &Ident) -> Ident {
     format_ident!("{}_is_not_annotated", name, span = name.span())
@@ -209,5 +221,17 @@ mod tests {
         assert!(text.contains("pub fn args < A0 > (_ : A0) { }"), "{text}");
         assert!(!text.contains("other"), "{text}");
         assert!(Callees::default().items().is_empty());
+    }
+
+    #[test]
+    fn the_own_function_is_reached_by_the_hidden_module_name() {
+        let own: Ident = syn::parse_str("fib").expect("ident");
+        let module: Ident = syn::parse_str("__gpu_cilk_task_fib").expect("ident");
+        let mut names = Callees::of(&own, &module);
+        names.add(&path("fib"), Some(1));
+        names.add(&path("leaf"), Some(1));
+        let text = names.items().to_string();
+        assert!(text.contains("use super :: __gpu_cilk_task_fib as __gpu_cilk_callee_fib ;"), "{text}");
+        assert!(text.contains("use super :: leaf as __gpu_cilk_callee_leaf ;"), "{text}");
     }
 }

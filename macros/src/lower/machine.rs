@@ -116,6 +116,17 @@ impl Builder<'_> {
 
     /// Declares frame field `name` in the innermost scope.
     fn field(&mut self, name: &Ident, mutable: bool, ty: FieldType, origin: FieldOrigin) -> usize {
+        // Slice parameters live in the frame as `RawSlice`s (the expansion rebinds them); a slice
+        // local would have to be re-derived from its parameter after the sync instead.
+        if origin == FieldOrigin::Local {
+            if let FieldType::Declared(t) = &ty {
+                if crate::syntax::slice_type(t).is_some() {
+                    self.errors.push(error::SLICE_FRAME.on(name));
+                } else if crate::syntax::bound_type(t).is_some() {
+                    self.errors.push(error::BOUND_FRAME.on(name));
+                }
+            }
+        }
         if self.visible(&name.to_string()).is_some() {
             self.errors.push(error::machine_shadowed(name));
         }
@@ -157,6 +168,12 @@ impl Builder<'_> {
                 (syn::Member::Unnamed(i), Type::Tuple(t)) => t.elems.iter().nth(i.index as usize).cloned(),
                 _ => None,
             },
+            // `a.len()` of a slice or temporary field (`for i in 0..a.len()`).
+            Expr::MethodCall(m) if m.method == "len" && m.args.is_empty() => {
+                let t = self.type_of(&m.receiver)?;
+                (crate::syntax::slice_type(&t).is_some() || crate::syntax::temp_type_elem(&t).is_some())
+                    .then(|| syn::parse_quote!(usize))
+            }
             _ => None,
         }
     }

@@ -154,9 +154,6 @@ pub fn task(f: Function) -> Result<Task, syn::Error> {
 /// with the whole structured body kept as segment 0 for the serial device form.
 fn machine_task(f: Function) -> Result<Task, syn::Error> {
     let mut errors = Errors::new();
-    for p in f.params.iter().filter(|p| crate::syntax::slice_type(&p.ty).is_some()) {
-        errors.push(error::SLICE_MACHINE.on(&p.ty));
-    }
     for p in f.params.iter().filter(|p| crate::syntax::bound_type(&p.ty).is_some()) {
         errors.push(error::BOUND_MACHINE.on(&p.ty));
     }
