@@ -32,9 +32,8 @@
 //   have nothing to run, every busy lane that has a FRESH entry below its top hands its oldest one
 //   to an idle lane (through shared memory, once per round while some lane is idle); when warps
 //   are hungry (the global `hungry` count) busy lanes send their oldest FRESH entries to the
-//   global POOL (in a partly busy warp, what is left once its idle lanes were served), and a
-//   warp with nothing at all takes up to one item per lane from it (programs with priority
-//   spawns: from the ready heap first). Oldest first keeps every lane's stack a
+//   global POOL, and a warp with nothing at all takes up to one item per lane from it (programs
+//   with priority spawns: from the ready heap first). Oldest first keeps every lane's stack a
 //   depth-first path with the pending siblings of its ancestors, so live memory stays about
 //   depth x fan-out per lane. The owner does the handing over itself between two steps, so a lane
 //   stack has one writer only and needs no lock and no atomic (work pushing, not stealing).
@@ -1202,11 +1201,6 @@ template <typename Prog> __device__ void gc_persistent_loop(const gc_psched& P) 
         const unsigned still = ~__ballot_sync(0xffffffffu, L.hi != L.lo) & gc_full_mask();
         if (still != 0u) gc_take_for<Item>(&W, &L, still);
       }
-      // What sharing left (FRESH entries below a lane's top after its idle lanes were served) is
-      // surplus: hungry warps get it as a full warp's would. Without this, a warp that never
-      // fills (a narrow tree: subtrees die as fast as they are shared) keeps its work to itself
-      // while the rest of the grid sleeps.
-      if (W.h->hungry > 0) gc_feed_pool<Item>(&W, &L);
     } else if (W.h->hungry > 0) {
       gc_feed_pool<Item>(&W, &L);
     }
