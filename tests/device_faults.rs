@@ -142,6 +142,20 @@ pub fn spine(n: u32) -> u64 {
     a + b
 }
 
+/// `spine` with a continuation that does more than add its children's results (`wrapping_add`),
+/// so it is no sum group (docs/dsl.md, "Tasks that only add up their children"): a spilled path
+/// needs one pool frame per level.
+#[gpu_cilk]
+pub fn framed_spine(n: u32) -> u64 {
+    if n == 0 {
+        return 1;
+    }
+    let b = spawn!(leaf(n));
+    let a = spawn!(framed_spine(n - 1));
+    sync!();
+    a.wrapping_add(b)
+}
+
 /// `k` spines of depth `n` side by side, spawned as a balanced tree (one spine and two halves per
 /// node, depth log2 k): deep paths on many lanes at once.
 #[gpu_cilk]
@@ -231,14 +245,16 @@ fn deep_paths(base: Config, k: u32) {
     assert_eq!(rt.run(scribble::task(&mut out, 3)).unwrap(), 3, "the runtime stays usable");
     assert_eq!(out[0], 3);
 
-    // The smallest frame pool (1024 frames) cannot hold a spilled path 20,000 deep.
+    // The smallest frame pool (1024 frames) cannot hold a spilled path 20,000 deep of tasks with
+    // frames; a spine of sum tasks needs none (its members are a work list, its root one frame).
     let small =
         Runtime::with_config(base.device_lane_stack(2).device_frame_pool_bytes(1)).unwrap_or_else(|e| panic!("{e}"));
-    match small.run(spine::task(20_000)) {
+    match small.run(framed_spine::task(20_000)) {
         Err(Error::DeviceFault { message, .. }) => assert!(message.contains("frame pool"), "{message}"),
         other => panic!("expected a DeviceFault naming the frame pool, got {other:?}"),
     }
-    assert_eq!(small.run(spine::task(100)).unwrap(), 1 + 100 * 101 / 2, "the runtime stays usable");
+    assert_eq!(small.run(framed_spine::task(100)).unwrap(), 1 + 100 * 101 / 2, "the runtime stays usable");
+    assert_eq!(small.run(spine::task(20_000)).unwrap(), 1 + 20_000 * 20_001 / 2, "a sum group needs no frames");
 }
 
 #[test]

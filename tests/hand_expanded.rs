@@ -65,6 +65,7 @@ pub mod fib {
             ],
             helpers: &[],
             uses_temps: false,
+            sum_of: None,
         });
 
         fn serial(__args: Args) -> u64 {

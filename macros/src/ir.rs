@@ -77,6 +77,10 @@ pub struct Task {
     /// `#[gpu_cilk(warp)]`: a leaf task that a whole warp runs (its `for i in lanes(..)` loops
     /// are spread over the lanes on the persistent scheduler; a plain loop everywhere else).
     pub warp: bool,
+    /// `Some(c)`: the task's result is the constant `c` plus every child's result, on every path
+    /// that reaches its one sync (`x + y`, `1 + Σ sizes[j]`; `lower::sums`). The persistent device
+    /// scheduler may then run a tree of such tasks as one sum group.
+    pub sum_base: Option<u128>,
 }
 
 impl Task {
@@ -420,6 +424,9 @@ pub struct Fragment {
     pub arg_cnames: Vec<String>,
     /// Some segment allocates a temporary (`alloc!`): the program needs the device heap.
     pub uses_temps: bool,
+    /// For a task whose result is a constant plus its children's results ([`Task::sum_base`]): the
+    /// C names of the tasks it spawns.
+    pub sum_of: Option<Vec<String>>,
 }
 
 /// A device function's CUDA text, before it becomes a `DeviceFn` static.

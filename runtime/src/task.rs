@@ -143,6 +143,10 @@ pub struct CudaFragment {
     pub helpers: &'static [&'static DeviceFn],
     /// Some segment allocates a temporary (`alloc!`): the program needs the device heap.
     pub uses_temps: bool,
+    /// `Some(callees)`: the task's result is a constant plus the results of its children, which
+    /// are calls of `callees` (C names). When every task reachable this way is such a task too,
+    /// the persistent scheduler runs their trees as sum groups (`program.rs`, persistent.cuh).
+    pub sum_of: Option<&'static [&'static str]>,
 }
 
 /// A `#[gpu_cilk::device]` helper in CUDA C++.

@@ -76,6 +76,32 @@
 //   return, so the root's completion implies every task's: the lane that delivers the root's
 //   result sets `done`, and every warp leaves its loop when it sees `done` (or `abort`, set with
 //   the first fault). Warps that find no work count themselves in `hungry` and poll with back-off.
+// - SUM GROUPS. A task whose result is a constant plus its children's results (`x + y`,
+//   `1 + Σ sizes[j]`: macros/src/lower/sums.rs) and whose callees are all such tasks (the
+//   assembler defines GC_SUM_<task> for the largest such set) needs no frame and no continuation:
+//   a tree of them is ONE GROUP whose root keeps, in its entry, the sum cell (the slot's deferred
+//   return value, starting at the root's constant) and a count of the group's live tasks in
+//   `pending` (starting at 1: the root itself). The root's spawns, and every spawn of a MEMBER, push
+//   member entries (FRESH, `pending` = GC_SUM_MEMBER, parent = the group, dest = its sum cell). A
+//   lane runs a member by popping it first (its children take its place: a work list, as a hand
+//   kernel's DFS) and adds, in REGISTERS, the member's value (its return value, or its constant when
+//   it synced) to a lane sum and its effect on the count (+1 per spawn, -1 when it ends) to a lane
+//   delta for its group. The lane FLUSHES both into the group (plain adds on a lane entry; a relaxed
+//   atomic add of the sum, then one acquire-release join add of the delta on a pool frame) before
+//   it runs anything else (another group's member, any other step), before its lane-entry group
+//   is promoted, and when it has nothing left to run. Whoever brings the count to 0 resumes the
+//   root, which returns its sum cell. A member handed to another lane (share, pool) leaves counted
+//   without an atomic of its own: the lane adds GC_SUM_CREDIT to its pool-frame group's count at a
+//   time and moves the member's +1 from its delta to that credit (gc_sum_handoff); a flush gives
+//   the unused credit back. Why the count never reaches 0 early: count minus the lanes' unused
+//   credits is the count of the credit-free protocol, in which every live entry is counted once,
+//   in `pending` or in the delta of the lane that spawned it; an entry leaves its lane only
+//   counted, so an uncounted entry lies on its spawner's stack, and the spawner has then ended,
+//   unpaid, the counted ancestor it descends from, which keeps `pending` >= 1 (credits only add).
+//   Integer sums wrap, so the order of the adds does not matter. A member's entry is taken and
+//   handed like any FRESH entry (the mark travels in the item's `flags`); promoting a lane-entry
+//   group repoints every member above it (members are not contiguous children blocks).
+//   runtime/tests/sum_loom.rs model-checks a Rust twin of the protocol.
 // - PLAIN CALLS of a task from a segment (`let v = f(..)` without spawn!) and `#[gpu_cilk::device]`
 //   helpers run their serial device forms on the CUDA stack (the only recursion left); a guard
 //   bounds it in bytes (`dev_stack_budget`) and fails the run with GC_FAULT_DEV_STACK past it.
@@ -95,6 +121,10 @@
 //   taker's child sees its parent's slot and the slot's count by cumulativity.
 // - frames: a freed slot's index goes to the free ring (gc_tq_put releases); it is reused only
 //   after its task returned, when no child holds a pointer into it any more.
+// - sum groups: a flush adds the lane's sum with a relaxed atomic, then its delta with the join's
+//   acquire-release RMW (release: the sum before the count; acquire, for whoever reaches 0: every
+//   earlier flush's sum); a credit is a relaxed add, ordered before the handed entry's publication
+//   (the pool's release, or __syncwarp), so the taker's flushes come after it in the count's order.
 
 #pragma once
 #ifndef GPU_CILK_PORTABLE_CUH
@@ -150,7 +180,7 @@ struct gc_pitem_hdr {
   void* dest;              // where its result goes (null: discarded)
   gc_frame_hdr* parent;    // the pool frame waiting for it (null: the root)
   gc_u32 ret_bytes;        // the callee's result bytes
-  gc_u32 pad;
+  gc_u32 flags;            // 1: a member of its parent's sum group (SUM GROUPS)
 };
 
 template <int W> struct gc_pitem {
@@ -259,6 +289,17 @@ struct gc_lstack {
   // and no fence until the cache runs dry or over.
   gc_u32 fc_n;
   gc_u32 fc[GC_FRAME_CACHE];
+  // SUM GROUPS: the group whose members this lane ran last (null: none), its sum cell and result
+  // bytes, and what the lane owes it: the members' values and their effect on its count.
+  gc_frame_hdr* acc_group;
+  void* acc_dest;
+  gc_u64 acc_sum;
+  int acc_delta;
+  int acc_credit;  // counts the lane added to its pool-frame group ahead of hand-offs, not used yet
+  gc_u32 acc_bytes;
+  // A pool frame a flush made ready between two steps (a group whose count it brought to 0): the
+  // lane resumes it at its next step.
+  gc_frame_hdr* resume;
   // This lane's counts (added to the run's statistics once, at the end).
   gc_u64 n_promoted, n_shared, n_donated, n_spills, n_frames;
 };
@@ -294,6 +335,8 @@ struct gc_cx {
   // The priority (gc_priority image) of the spawn gc_spawn_prio hands to gc_spawn (0: a plain
   // spawn).
   gc_u64 spawn_key;
+  // The running task is a sum-group root or member: its spawns are members of the lane's group.
+  gc_u32 member;
 };
 
 __device__ __forceinline__ void gc_cx_init(gc_cx& cx, gc_pwarp* W, gc_lstack* L, gc_frame_hdr* frame, gc_u64* mask,
@@ -313,6 +356,7 @@ __device__ __forceinline__ void gc_cx_init(gc_cx& cx, gc_pwarp* W, gc_lstack* L,
   cx.unwinding = 0u;
   cx.dev_base = 0ull;
   cx.spawn_key = 0ull;
+  cx.member = 0u;
 }
 
 __device__ inline void gc_praise(const gc_psched* P, gc_u32 code, gc_u32 site, gc_u32 task, gc_u32 level,
@@ -523,6 +567,42 @@ template <> struct gc_warp_entry<true> {
 };
 
 // ---------------------------------------------------------------------------------------------
+// Sum groups (SUM GROUPS): a task type whose `SUM` is true (the assembler defined GC_SUM_<task>)
+// has `sum_base()`, its constant.
+
+// Programs with sum-group tasks: the assembler defines this to 1.
+#ifndef GC_SUMS
+#define GC_SUMS 0
+#endif
+
+template <typename T, typename = void> struct gc_is_sum {
+  static const bool value = false;
+};
+template <typename T> struct gc_is_sum<T, decltype((void)T::SUM)> {
+#if defined(GC_X_NO_SUMS)
+  static const bool value = false;
+#else
+  static const bool value = T::SUM;
+#endif
+};
+// `base`: the task's constant; `add`: adds a member's value (its return value, or its constant
+// when it synced) to the lane's sum (wrapping: integers only, which is all sum tasks return).
+template <bool Sum> struct gc_sum_of {
+  template <typename Task> static __device__ typename Task::Ret base() { return typename Task::Ret(); }
+  template <typename Task, typename L> static __device__ void add(L*, bool, const typename Task::Ret&) {}
+};
+template <> struct gc_sum_of<true> {
+  template <typename Task> static __device__ typename Task::Ret base() { return Task::sum_base(); }
+  template <typename Task, typename L> static __device__ void add(L* lane, bool sync, const typename Task::Ret& ret) {
+    lane->acc_sum += (gc_u64)(sync ? Task::sum_base() : ret);
+  }
+};
+
+// The `pending` word of a FRESH member entry (no priority key compresses to it: gc_key32 sets bit
+// 23 whenever it sets bit 31).
+#define GC_SUM_MEMBER ((int)0x80000000)
+
+// ---------------------------------------------------------------------------------------------
 // Lane stacks: entries, items, promotion.
 
 // Byte offset of the payload (arguments of a FRESH entry, the frame of a suspended one) in an
@@ -540,7 +620,7 @@ template <typename Task> __device__ inline void* gc_dest_in(gc_frame_hdr* frame,
 template <typename Item> __device__ inline void gc_push_item(gc_lstack* L, const Item& it) {
   gc_frame_hdr* e = gc_lane_at(L, L->hi);
   L->hi += 1u;
-  e->pending = 0;
+  e->pending = it.h.flags != 0u ? GC_SUM_MEMBER : 0;
   e->task = it.h.task;
   e->next_segment = gc_seg_word(GC_SEG_FRESH, it.h.ret_bytes);
   e->depth = it.h.depth;
@@ -556,7 +636,7 @@ template <typename Item> __device__ inline void gc_entry_item(const gc_frame_hdr
   it->h.dest = e->dest;
   it->h.parent = e->parent;
   it->h.ret_bytes = gc_seg_ret_bytes(e->next_segment);
-  it->h.pad = 0u;
+  it->h.flags = e->pending == GC_SUM_MEMBER ? 1u : 0u;
   gc_copy_words(it->args, reinterpret_cast<const unsigned char*>(e) + GC_PAYLOAD, sizeof(it->args));
 }
 
@@ -603,6 +683,68 @@ __device__ inline long long gc_oldest_fresh(gc_lstack* L) {
   return -1;
 }
 
+__device__ __forceinline__ int gc_join_add(int* counter, int v);
+
+// Pays what lane `L` owes its sum group (SUM GROUPS): the members' values into the group's sum
+// cell, their effect into its count. Returns the group when this brought its count to 0 (the
+// caller resumes it), else null. A lane-entry group lies on this lane's stack, below the members
+// (nobody else sees it): plain adds. A pool frame: the sum with a relaxed atomic add, then the
+// count with the join's acquire-release add (release: the sum before the count; acquire, for the
+// one that reaches 0: every lane's sum). A lane that ran members since its last flush owes at
+// least one ended counted member, so the count it adds to is >= 1 before the add.
+__device__ inline gc_frame_hdr* gc_sum_flush(const gc_psched* P, gc_lstack* L) {
+  gc_frame_hdr* g = L->acc_group;
+  if (g == nullptr) return nullptr;
+  L->acc_group = nullptr;
+  const gc_u64 sum = L->acc_sum;
+  const int delta = L->acc_delta - L->acc_credit;
+  L->acc_sum = 0ull;
+  L->acc_delta = 0;
+  L->acc_credit = 0;
+  if (!gc_is_pool_frame(P, g)) {
+    if (L->acc_bytes == 8u) *reinterpret_cast<gc_u64*>(L->acc_dest) += sum;
+    else *reinterpret_cast<gc_u32*>(L->acc_dest) += (gc_u32)sum;
+    g->pending += delta;
+    return nullptr;
+  }
+  if (sum == 0ull && delta == 0) return nullptr;
+  if (sum != 0ull) {
+    if (L->acc_bytes == 8u) atomicAdd(reinterpret_cast<unsigned long long*>(L->acc_dest), (unsigned long long)sum);
+    else atomicAdd(reinterpret_cast<unsigned*>(L->acc_dest), (unsigned)sum);
+  }
+  return gc_join_add(&g->pending, delta) + delta == 0 ? g : nullptr;
+}
+
+// Flushes lane `L`'s group; a group that became ready is resumed at the lane's next step.
+__device__ __forceinline__ void gc_sum_leave(const gc_psched* P, gc_lstack* L) {
+  if (L->acc_group == nullptr) return;
+  gc_frame_hdr* r = gc_sum_flush(P, L);
+  if (r != nullptr) L->resume = r;
+}
+
+// Member entries leave the lane counted (SUM GROUPS) without an atomic each: the lane adds
+// GC_SUM_CREDIT to its pool-frame group's count at a time (an over-count, which only delays the
+// count's 0) and moves one member's count from its delta to those credits per hand-away; the
+// flush gives back what is left. A lane-entry group is paid in full (plain adds): it is about to
+// be promoted with its count.
+#define GC_SUM_CREDIT 64
+__device__ inline void gc_sum_handoff(const gc_psched* P, gc_lstack* L, const gc_frame_hdr* e) {
+  if (L->acc_group == nullptr) return;  // every entry on the stack is counted
+  if (!gc_is_pool_frame(P, L->acc_group)) {
+    gc_sum_leave(P, L);
+    return;
+  }
+  if (e->pending != GC_SUM_MEMBER) return;
+  if (L->acc_credit == 0) {
+    // Relaxed: the entry is published after it (the pool's release, or __syncwarp), so the taker's
+    // count updates come after this add.
+    atomicAdd(&L->acc_group->pending, GC_SUM_CREDIT);
+    L->acc_credit = GC_SUM_CREDIT;
+  }
+  L->acc_credit -= 1;
+  L->acc_delta -= 1;
+}
+
 // Takes FRESH entry `i` (the oldest: only suspended and DEAD entries lie below it) off the lane's
 // stack as an item: promotes the entries below it and points the entries above it that referred
 // to them at their new places. False (a fault raised) when the frame pool is used up. Owner lane,
@@ -616,18 +758,25 @@ __device__ inline long long gc_oldest_fresh(gc_lstack* L) {
 // lies below it are `i`'s own younger siblings, the entries right above it up to the first one
 // whose parent does not move. The repointing stops there: a take costs the entries it promotes,
 // not the height of the stack.
+//
+// SUM GROUPS: the entry leaves counted (gc_sum_handoff), and when it promoted
+// anything, every entry above `i` is looked at (a lane-entry group's members lie anywhere above it).
 template <typename Item> __device__ bool gc_take_oldest(const gc_psched* P, gc_lstack* L, gc_u32 i, Item* out) {
+  gc_sum_handoff(P, L, gc_lane_at(L, i));
+  bool moved = false;
   for (gc_u32 k = L->lo; k < i; ++k) {
     gc_frame_hdr* e = gc_lane_at(L, k);
     if (gc_seg_state(e->next_segment) == GC_SEG_DEAD) continue;
     if (!gc_promote(P, L, e, P->frame_bytes, e->task)) return false;
+    moved = true;
   }
   gc_frame_hdr* e = gc_lane_at(L, i);
   gc_repoint(P, e);
   gc_entry_item(e, out);
   e->next_segment = GC_SEG_DEAD;
   e->parent = nullptr;
-  for (gc_u32 k = i + 1u; k < L->hi && gc_repoint(P, gc_lane_at(L, k)); ++k) {
+  const bool all = GC_SUMS && moved;
+  for (gc_u32 k = i + 1u; k < L->hi && (gc_repoint(P, gc_lane_at(L, k)) || all); ++k) {
   }
   L->lo = i + 1u;
   L->fresh_lo = i + 1u;
@@ -643,7 +792,7 @@ template <typename Callee> __device__ inline void gc_write_item(unsigned char* d
   h->dest = dest;
   h->parent = parent;
   h->ret_bytes = (gc_u32)sizeof(typename Callee::Ret);
-  h->pad = 0u;
+  h->flags = 0u;
   *reinterpret_cast<typename Callee::Args*>(dst + GC_PAYLOAD) = a;
 }
 
@@ -676,22 +825,30 @@ template <typename Task> __device__ bool gc_lane_spill(gc_cx& cx) {
     return false;
   }
   L->n_spills += 1u;
+  // SUM GROUPS: pay the group first; a running member or root goes on spawning into it, wherever
+  // it moves (its count cannot reach 0 while the running task is counted in it).
+  gc_frame_hdr* group = L->acc_group;
+  const gc_u64 group_off = group != nullptr ? (gc_u64)(reinterpret_cast<unsigned char*>(L->acc_dest) - reinterpret_cast<unsigned char*>(group)) : 0u;
+  const gc_u32 group_bytes = L->acc_bytes;
+  gc_sum_leave(P, L);
   for (gc_u32 k = L->lo; k < L->hi; ++k) {
     gc_frame_hdr* e = gc_lane_at(L, k);
     const gc_u32 st = gc_seg_state(e->next_segment);
     if (st == GC_SEG_DEAD) continue;
     if (e == cx.frame) {
       // The running task: its frame is still in registers; the slot gets its header, and the
-      // join protocol of a segment with remote children (gc_lfinish) counts from 0.
-      if (!gc_promote(P, L, e, GC_PAYLOAD, cx.task)) return false;
+      // join protocol of a segment with remote children (gc_lfinish) counts from 0. A sum-group
+      // root keeps its whole slot (its count and its sum cell).
+      const bool root = gc_is_sum<Task>::value && cx.member != 0u;
+      if (!gc_promote(P, L, e, root ? (gc_u64)sizeof(gc_pslot<Task>) : (gc_u64)GC_PAYLOAD, cx.task)) return false;
       cx.frame = e->parent;
-      cx.frame->pending = 0;
+      if (!root) cx.frame->pending = 0;
       data = reinterpret_cast<unsigned char*>(cx.frame) + GC_OFFSETOF(gc_pslot<Task>, frame);
     } else if (st == GC_SEG_FRESH) {
       gc_repoint(P, e);
       Item it;
       gc_entry_item(e, &it);
-      if (it.h.parent == cx.frame && data != nullptr) {
+      if (it.h.parent == cx.frame && data != nullptr && cx.member == 0u) {
         // A child of the running segment: it may finish before the segment ends.
         cx.remote += 1u;
         if (it.h.dest != nullptr) {
@@ -708,6 +865,13 @@ template <typename Task> __device__ bool gc_lane_spill(gc_cx& cx) {
   L->lo = L->hi;
   L->fresh_lo = L->hi;
   cx.spawns_from = L->hi;
+  if (cx.member != 0u && group != nullptr) {
+    // The running task's group, where it lives now (a promoted lane entry forwards to its slot).
+    if (!gc_is_pool_frame(P, group) && gc_seg_state(group->next_segment) == GC_SEG_DEAD) group = group->parent;
+    L->acc_group = group;
+    L->acc_dest = reinterpret_cast<unsigned char*>(group) + group_off;
+    L->acc_bytes = group_bytes;
+  }
   return true;
 }
 
@@ -741,6 +905,9 @@ __device__ __forceinline__ void gc_swap_entries(gc_frame_hdr* a, gc_frame_hdr* b
 __device__ inline void gc_order_children(gc_lstack* L, gc_u32 from, gc_u32 bytes) {
   const gc_u32 n = L->hi - from;
   if (n < 2u) return;
+#if !GC_PRIORITIES && defined(GC_X_CHILD_LIFO)
+  return;
+#endif
   for (gc_u32 i = 0; i < n / 2u; ++i) gc_swap_entries(gc_lane_at(L, from + i), gc_lane_at(L, L->hi - 1u - i), bytes);
 #if GC_PRIORITIES
   // Stable insertion sort, priorities ascending upwards (the best on top).
@@ -787,6 +954,18 @@ __device__ GC_SPAWN_LINKAGE typename Callee::Ret gc_spawn(gc_cx& cx, typename Ca
   if (L->hi - L->lo >= L->cap && !gc_lane_spill<Task>(cx)) return Ret();
   gc_frame_hdr* e = gc_lane_at(L, L->hi);
   L->hi += 1u;
+  if (gc_is_sum<Task>::value && cx.member != 0u) {
+    // A member of the lane's sum group (SUM GROUPS): counted in the lane's delta.
+    e->pending = GC_SUM_MEMBER;
+    e->task = Callee::ID;
+    e->next_segment = gc_seg_word(GC_SEG_FRESH, (gc_u32)sizeof(Ret));
+    e->depth = cx.depth + 1u;
+    e->dest = L->acc_dest;
+    e->parent = L->acc_group;
+    *reinterpret_cast<typename Callee::Args*>(reinterpret_cast<unsigned char*>(e) + GC_PAYLOAD) = args;
+    L->acc_delta += 1;
+    return Ret();
+  }
   e->pending = (int)gc_key32(cx.spawn_key);  // CHILD ORDER (0 for plain spawns)
   e->task = Callee::ID;
   e->next_segment = gc_seg_word(GC_SEG_FRESH, (gc_u32)sizeof(Ret));
@@ -909,17 +1088,42 @@ __device__ gc_frame_hdr* gc_lfinish(gc_cx& cx, gc_u32 seg, bool sync, typename T
 
 // One step of `Task` whose entry `e` is the top of the lane's stack and ready (FRESH, or every
 // child done): runs its next segment. Returns a pool frame to resume next, or null.
+//
+// A member of a sum group runs as one (gc_mstep); any other step pays the lane's group first. A
+// sum task that starts here is a group's root (SUM GROUPS): its entry keeps the sum cell and the
+// count, and when it syncs it waits for its members with the deferred return state.
+template <typename Task> __device__ gc_frame_hdr* gc_mstep(gc_pwarp* W, gc_lstack* L, gc_frame_hdr* e, gc_u64* stats);
 template <typename Task> __device__ gc_frame_hdr* gc_lstep(gc_pwarp* W, gc_lstack* L, gc_frame_hdr* e, gc_u64* stats) {
+  const gc_u32 seg = gc_seg_state(e->next_segment);
+  const bool sum = gc_is_sum<Task>::value;
+  if (sum && seg == GC_SEG_FRESH && e->pending == GC_SUM_MEMBER) return gc_mstep<Task>(W, L, e, stats);
+  gc_sum_leave(W->P, L);
   constexpr gc_u32 MW = (gc_u32)((sizeof(typename Task::Frame) + 63) / 64);
   gc_u64 mask[MW];
   gc_cx cx;
   gc_cx_init(cx, W, L, e, mask, MW, e->depth, Task::ID);
   gc_pslot<Task>* slot = reinterpret_cast<gc_pslot<Task>*>(e);
-  const gc_u32 seg = gc_seg_state(e->next_segment);
   typename Task::Frame out;
   typename Task::Ret ret = typename Task::Ret();
   bool sync = false;
-  if (seg == GC_SEG_FRESH) {
+  if (seg == GC_SEG_FRESH && sum) {
+    const typename Task::Args a = *reinterpret_cast<const typename Task::Args*>(reinterpret_cast<unsigned char*>(e) + GC_PAYLOAD);
+    stats[2 * Task::ID] += 1ull;
+    slot->deferred = gc_sum_of<gc_is_sum<Task>::value>::template base<Task>();
+    slot->h.pending = 1;  // the root itself, until its first segment ends
+    L->acc_group = e;
+    L->acc_dest = &slot->deferred;
+    L->acc_bytes = (gc_u32)sizeof(typename Task::Ret);
+    cx.member = 1u;
+    sync = Task::seg0(cx, a, &out, &ret);
+    if (sync) {
+      // cx.frame: where the root lives now (a spill may have moved it to a pool frame).
+      cx.frame->next_segment = gc_seg_word((gc_u32)Task::SYNCS + 1u, gc_seg_ret_bytes(cx.frame->next_segment));
+      L->acc_delta -= 1;
+      return nullptr;
+    }
+    L->acc_group = nullptr;  // it returned before any spawn (lower::sums)
+  } else if (seg == GC_SEG_FRESH) {
     const typename Task::Args a = *reinterpret_cast<const typename Task::Args*>(reinterpret_cast<unsigned char*>(e) + GC_PAYLOAD);
     stats[2 * Task::ID] += 1ull;
     sync = Task::seg0(cx, a, &out, &ret);
@@ -936,6 +1140,7 @@ template <typename Task> __device__ gc_frame_hdr* gc_lstep(gc_pwarp* W, gc_lstac
 // Resumes the task of pool frame `h` (its children are all done) on this lane. Returns the next
 // pool frame to resume, or null.
 template <typename Task> __device__ gc_frame_hdr* gc_presume(gc_pwarp* W, gc_lstack* L, gc_frame_hdr* h, gc_u64* stats) {
+  gc_sum_leave(W->P, L);
   constexpr gc_u32 MW = (gc_u32)((sizeof(typename Task::Frame) + 63) / 64);
   gc_u64 mask[MW];
   gc_cx cx;
@@ -953,6 +1158,34 @@ template <typename Task> __device__ gc_frame_hdr* gc_presume(gc_pwarp* W, gc_lst
     sync = Task::resume(cx, seg, f, &out, &ret);
   }
   return gc_lfinish<Task>(cx, seg, sync, out, ret, stats);
+}
+
+// Runs member entry `e` (the top of the lane's stack) of a sum group: pops it (its children take
+// its place), runs its first segment and adds its value (its return value, or its constant when
+// it synced: lower::sums guarantees that no return follows a spawn) and its end to what the lane
+// owes the group, paying the lane's previous group first if it was another one. Never returns a
+// frame: the group is resumed by whoever pays its count down to 0.
+template <typename Task> __device__ gc_frame_hdr* gc_mstep(gc_pwarp* W, gc_lstack* L, gc_frame_hdr* e, gc_u64* stats) {
+  gc_frame_hdr* group = e->parent;
+  if (group != L->acc_group) {
+    gc_sum_leave(W->P, L);
+    L->acc_group = group;
+    L->acc_dest = e->dest;
+    L->acc_bytes = gc_seg_ret_bytes(e->next_segment);
+  }
+  const typename Task::Args a = *reinterpret_cast<const typename Task::Args*>(reinterpret_cast<unsigned char*>(e) + GC_PAYLOAD);
+  const gc_u32 depth = e->depth;
+  gc_lane_pop(L);
+  gc_cx cx;
+  gc_cx_init(cx, W, L, nullptr, nullptr, 0u, depth, Task::ID);
+  cx.member = 1u;
+  typename Task::Frame out;
+  typename Task::Ret ret = typename Task::Ret();
+  stats[2 * Task::ID] += 1ull;
+  const bool sync = Task::seg0(cx, a, &out, &ret);
+  gc_sum_of<gc_is_sum<Task>::value>::template add<Task>(L, sync, ret);
+  L->acc_delta -= 1;
+  return nullptr;
 }
 
 // Runs item `it` of the warp task `Task` on the whole warp (every lane calls this, converged, with
@@ -1078,6 +1311,12 @@ template <typename Item> __device__ void gc_take_for(gc_pwarp* W, gc_lstack* L, 
 // warps' lanes lack (the pool's published items count against it) — splitting by supply.
 template <typename Item> __device__ void gc_feed_pool(gc_pwarp* W, gc_lstack* L) {
   const gc_psched* P = W->P;
+  // Which lanes have a FRESH entry below their top comes first: it reads only the lanes' own
+  // stacks (the hint keeps it short), and a warp without surplus must not touch the pool's hot
+  // counters, which every idle warp polls.
+  const long long oldest = gc_oldest_fresh(L);
+  const unsigned give = __ballot_sync(0xffffffffu, oldest >= 0);
+  if (give == 0u) return;
   long long want = 0;
   if (W->lane == 0) {
     const long long avail = *(volatile long long*)P->pool_avail;
@@ -1086,8 +1325,6 @@ template <typename Item> __device__ void gc_feed_pool(gc_pwarp* W, gc_lstack* L)
   }
   want = __shfl_sync(0xffffffffu, want, 0);
   if (want <= 0) return;
-  const long long oldest = gc_oldest_fresh(L);
-  const unsigned give = __ballot_sync(0xffffffffu, oldest >= 0);
   if (oldest >= 0 && (long long)__popc(give & gc_lane_mask_lt()) < want) {
     Item it;
     if (gc_take_oldest<Item>(P, L, (gc_u32)oldest, &it)) gc_pool_put(P, L, it);
@@ -1132,6 +1369,13 @@ template <typename Prog> __device__ void gc_persistent_loop(const gc_psched& P) 
     L.bytes = (gc_u32)P.entry_bytes;
     L.fresh_lo = 0u;
     L.fc_n = 0u;
+    L.acc_group = nullptr;
+    L.acc_dest = nullptr;
+    L.acc_sum = 0ull;
+    L.acc_delta = 0;
+    L.acc_credit = 0;
+    L.acc_bytes = 0u;
+    L.resume = nullptr;
     L.n_promoted = L.n_shared = L.n_donated = L.n_spills = L.n_frames = 0ull;
   }
   if (W.lane == 0) W.h->hungry = 0;
@@ -1170,7 +1414,12 @@ template <typename Prog> __device__ void gc_persistent_loop(const gc_psched& P) 
     const long long t0 = clock64();
     // Tombstones on top are skipped; an empty stack starts again at the ring's next index.
     while (L.hi != L.lo && gc_seg_state(gc_lane_at(&L, L.hi - 1u)->next_segment) == GC_SEG_DEAD) gc_lane_pop(&L);
-    unsigned busy = __ballot_sync(0xffffffffu, L.hi != L.lo);
+    unsigned busy = __ballot_sync(0xffffffffu, L.hi != L.lo || L.resume != nullptr);
+    if (busy == 0u) {
+      // A warp with nothing to run pays its lanes' sum groups (which may make one ready).
+      gc_sum_leave(&P, &L);
+      busy = __ballot_sync(0xffffffffu, L.resume != nullptr);
+    }
     if (busy == 0u) {
       Item mine;
       const int n = gc_take_items<Item>(&W, &mine);
@@ -1183,7 +1432,7 @@ template <typename Prog> __device__ void gc_persistent_loop(const gc_psched& P) 
         continue;
       }
       if ((int)W.lane < n) gc_push_item(&L, mine);
-      busy = __ballot_sync(0xffffffffu, L.hi != L.lo);
+      busy = __ballot_sync(0xffffffffu, L.hi != L.lo || L.resume != nullptr);
     }
     ns = 64u;
     if (idle && W.lane == 0) atomicSub(&P.ctl[GC_PCTL_HUNGRY], 1u);
@@ -1198,18 +1447,86 @@ template <typename Prog> __device__ void gc_persistent_loop(const gc_psched& P) 
       gc_share<Item>(&W, &L, busy);
       // Lanes still idle look at the pool every 8th round.
       if ((round & 7u) == 2u) {
-        const unsigned still = ~__ballot_sync(0xffffffffu, L.hi != L.lo) & gc_full_mask();
+        const unsigned still = ~__ballot_sync(0xffffffffu, L.hi != L.lo || L.resume != nullptr) & gc_full_mask();
         if (still != 0u) gc_take_for<Item>(&W, &L, still);
       }
+      // A lane that got nothing pays its sum group: the group's last members may have run here.
+      if (L.hi == L.lo) gc_sum_leave(&P, &L);
+#if !defined(GC_X_FEED_FULL_ONLY)
+      // What sharing left (FRESH entries below a lane's top after the warp's idle lanes were
+      // served) is surplus: hungry warps get it as a full warp's would. Without this, a warp that
+      // never fills (a narrow tree: subtrees die as fast as they are shared) keeps its work to
+      // itself while the rest of the grid sleeps.
+#if defined(GC_X_FEED_EVERY8)
+      if ((round & 7u) == 3u && W.h->hungry > 0) gc_feed_pool<Item>(&W, &L);
+#else
+      if (W.h->hungry > 0) gc_feed_pool<Item>(&W, &L);
+#endif
+#endif
     } else if (W.h->hungry > 0) {
       gc_feed_pool<Item>(&W, &L);
     }
     const long long t1 = clock64();
     // Up to GC_LANE_QUANTUM steps per lane: the top entry's next segment, again while the new top
     // is ready (a warp task waits for the warp phase below; DEAD entries end the quantum).
+#if defined(GC_X_ADAPT)
     gc_frame_hdr* top = nullptr;
     bool wmine = false;
-    for (gc_u32 q = 0u; q < (gc_u32)GC_LANE_QUANTUM && L.hi != L.lo; ++q) {
+    const unsigned active = __ballot_sync(0xffffffffu, L.hi != L.lo || L.resume != nullptr);
+    for (gc_u32 q = 0u;; ++q) {
+      gc_frame_hdr* next = nullptr;
+      if (L.resume != nullptr) {
+        next = L.resume;
+        L.resume = nullptr;
+      } else if (L.hi != L.lo && !wmine) {
+        top = gc_lane_at(&L, L.hi - 1u);
+        const gc_u32 st = gc_seg_state(top->next_segment);
+        if (st == GC_SEG_DEAD) {
+          gc_lane_pop(&L);
+          top = nullptr;
+        } else {
+          wmine = st == GC_SEG_FRESH && Prog::is_warp(top->task);
+          if (!wmine) {
+            deepest = top->depth > deepest ? top->depth : deepest;
+            next = Prog::step(&W, &L, top, stats);
+            top = nullptr;
+            if (next == nullptr) {
+              next = L.resume;
+              L.resume = nullptr;
+            }
+          }
+        }
+      }
+      for (gc_u32 k = 1u; next != nullptr; ++k) {
+        if ((k & 63u) == 0u && gc_pstopped(&P)) break;
+        next = Prog::resume(&W, &L, next, stats);
+        if (next == nullptr) {
+          next = L.resume;
+          L.resume = nullptr;
+        }
+      }
+      if (q + 1u >= (gc_u32)GC_X_ADAPT) break;
+      const unsigned more = __ballot_sync(0xffffffffu, (L.hi != L.lo || L.resume != nullptr) && !wmine);
+      if (more != active) break;
+    }
+#else
+    gc_frame_hdr* top = nullptr;
+    bool wmine = false;
+    for (gc_u32 q = 0u; q < (gc_u32)GC_LANE_QUANTUM && (L.hi != L.lo || L.resume != nullptr); ++q) {
+      if (L.resume != nullptr) {
+        // A sum group this lane's flush made ready (and the continuations its return starts).
+        gc_frame_hdr* next = L.resume;
+        L.resume = nullptr;
+        for (gc_u32 k = 1u; next != nullptr; ++k) {
+          if ((k & 63u) == 0u && gc_pstopped(&P)) break;
+          next = Prog::resume(&W, &L, next, stats);
+          if (next == nullptr) {
+            next = L.resume;
+            L.resume = nullptr;
+          }
+        }
+        continue;
+      }
       top = gc_lane_at(&L, L.hi - 1u);
       const gc_u32 st = gc_seg_state(top->next_segment);
       if (st == GC_SEG_DEAD) {
@@ -1220,13 +1537,22 @@ template <typename Prog> __device__ void gc_persistent_loop(const gc_psched& P) 
       if (wmine) break;
       deepest = top->depth > deepest ? top->depth : deepest;
       gc_frame_hdr* next = Prog::step(&W, &L, top, stats);
+      if (next == nullptr) {
+        next = L.resume;  // the step paid a sum group that became ready
+        L.resume = nullptr;
+      }
       // A continuation chain of pool frames climbs at most to the root; look for a stop every 64.
       for (gc_u32 k = 1u; next != nullptr; ++k) {
         if ((k & 63u) == 0u && gc_pstopped(&P)) break;
         next = Prog::resume(&W, &L, next, stats);
+        if (next == nullptr) {
+          next = L.resume;
+          L.resume = nullptr;
+        }
       }
       top = nullptr;
     }
+#endif
     __syncwarp();
     // Warp tasks on top of lanes' stacks: the whole warp runs each in turn; then each owner lane
     // climbs the continuation chain its completion started.

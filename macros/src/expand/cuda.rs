@@ -20,6 +20,10 @@ pub fn cuda_const(fragment: &Fragment) -> TokenStream {
     let sites = &f.sites;
     let uses_temps = f.uses_temps;
     let helpers = f.helpers.iter().map(callees::device_ref);
+    let sum_of = match &f.sum_of {
+        Some(c) => quote!(::core::option::Option::Some(&[#(#c),*])),
+        None => quote!(::core::option::Option::None),
+    };
     quote! {
         const CUDA: ::core::option::Option<&'static ::gpu_cilk::runtime::CudaFragment> =
             ::core::option::Option::Some(&::gpu_cilk::runtime::CudaFragment {
@@ -30,6 +34,7 @@ pub fn cuda_const(fragment: &Fragment) -> TokenStream {
                 sites: &[#(#sites),*],
                 helpers: &[#(#helpers),*],
                 uses_temps: #uses_temps,
+                sum_of: #sum_of,
             });
     }
 }

@@ -21,6 +21,7 @@
 
 mod machine;
 mod resolve;
+mod sums;
 mod temps;
 
 use crate::error::{self, Errors};
@@ -146,7 +147,9 @@ pub fn task(f: Function) -> Result<Task, syn::Error> {
         fanout,
         machine: None,
         warp: false,
+        sum_base: None,
     };
+    let task = Task { sum_base: sums::sum_form(&task), ..task };
     errors.finish(task)
 }
 
@@ -186,6 +189,7 @@ fn machine_task(f: Function) -> Result<Task, syn::Error> {
         fanout,
         machine: Some(m),
         warp: false,
+        sum_base: None,
     };
     errors.finish(task)
 }

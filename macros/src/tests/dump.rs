@@ -40,6 +40,9 @@ impl Dumper {
         let out = t.output.as_ref().map_or("()".to_string(), tok);
         self.line(0, format_args!("task {}({}) -> {}", t.name, params.join(", "), out));
         self.line(0, format_args!("syncs {}, fanout {:?}", t.syncs(), t.fanout));
+        if let Some(base) = t.sum_base {
+            self.line(0, format_args!("sum of children + {base}"));
+        }
         let callees: Vec<String> = t.callees.iter().map(Callee::display).collect();
         self.line(0, format_args!("callees [{}]", callees.join(", ")));
         self.line(0, format_args!("frame"));

@@ -57,6 +57,12 @@ pub fn task_fragment(task: &Task) -> Fragment {
     let arg_fields: Vec<String> =
         task.params.iter().map(|p| format!("{} {};", ty_of_type(&p.ty).cxx(), mangle(&p.name.to_string()))).collect();
     let _ = writeln!(decls, "struct {name}_args {{ {} }};", arg_fields.join(" "));
+    // A warp task runs on a whole warp, never as a sum group's member.
+    let sum_base = if task.warp { None } else { task.sum_base };
+    if sum_base.is_some() {
+        // The assembler defines it to 1 when every task this one spawns is a sum as well.
+        let _ = writeln!(decls, "#ifndef GC_SUM_{name}\n#define GC_SUM_{name} 0\n#endif");
+    }
 
     let mut types = String::new();
     let _ = writeln!(types, "// ---- types: {name}");
@@ -89,6 +95,12 @@ pub fn task_fragment(task: &Task) -> Fragment {
         // of a warp at once (persistent.cuh, gc_pwarp_start); `seg0` and `dev` are its serial form.
         let _ = writeln!(types, "  static const bool WARP = true;");
         let _ = writeln!(types, "  static __device__ bool warp(gc_cx& cx, Args a, Frame* out, Ret* ret);");
+    }
+    if let Some(base) = sum_base {
+        // Its result is `sum_base()` plus its children's (lower::sums): the persistent scheduler
+        // runs a tree of such tasks as one sum group (persistent.cuh, SUM GROUPS).
+        let _ = writeln!(types, "  static const bool SUM = GC_SUM_{name};");
+        let _ = writeln!(types, "  static __device__ __forceinline__ Ret sum_base() {{ return (Ret){base}ull; }}");
     }
     types.push_str("};\n");
 
@@ -126,6 +138,7 @@ pub fn task_fragment(task: &Task) -> Fragment {
         helpers: writer.helpers,
         arg_cnames: task.params.iter().map(|p| mangle(&p.name.to_string())).collect(),
         uses_temps: task.frame.iter().any(|f| f.temp),
+        sum_of: sum_base.map(|_| task.callees.iter().map(|c| callee_cname(&c.path)).collect()),
     }
 }
 

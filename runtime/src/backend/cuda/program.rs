@@ -88,6 +88,28 @@ fn spawn_sites(tasks: &[ProgramTask]) -> usize {
         .sum()
 }
 
+/// Which tasks the persistent scheduler runs as sum groups (persistent.cuh, SUM GROUPS): those
+/// whose result is a constant plus their children's results (`CudaFragment::sum_of`) and whose
+/// callees are all such tasks as well — the largest such set (a task with one callee of any other
+/// shape runs its continuation as usual, and so does every task that spawns it).
+fn sum_groups(tasks: &[ProgramTask]) -> Vec<bool> {
+    let mut sum: Vec<bool> = tasks.iter().map(|t| t.fragment.sum_of.is_some()).collect();
+    loop {
+        let mut changed = false;
+        for (i, t) in tasks.iter().enumerate() {
+            let Some(callees) = t.fragment.sum_of else { continue };
+            let all = callees.iter().all(|c| tasks.iter().position(|u| u.fragment.name == *c).is_some_and(|j| sum[j]));
+            if sum[i] && !all {
+                sum[i] = false;
+                changed = true;
+            }
+        }
+        if !changed {
+            return sum;
+        }
+    }
+}
+
 /// Assembles the levelized program for `reg` (root first). Every task must carry a CUDA fragment.
 pub fn assemble(reg: &Registry) -> Result<AssembledProgram> {
     assemble_for(reg, DeviceScheduler::Levels)
@@ -120,6 +142,15 @@ pub fn assemble_for(reg: &Registry, scheduler: DeviceScheduler) -> Result<Assemb
     for (i, t) in tasks.iter().enumerate() {
         let n = t.fragment.name;
         let _ = writeln!(src, "#define GC_QBASE_{n} {}u\n#define GC_ID_{n} {i}u", t.qbase);
+    }
+    if scheduler == DeviceScheduler::Persistent {
+        let sums = sum_groups(&tasks);
+        for (t, _) in tasks.iter().zip(&sums).filter(|(_, s)| **s) {
+            let _ = writeln!(src, "#define GC_SUM_{} 1", t.fragment.name);
+        }
+        if sums.iter().any(|s| *s) {
+            src.push_str("#define GC_SUMS 1\n");
+        }
     }
     src.push_str(gpu_cilk_kernels::RUNTIME_CUH);
     src.push('\n');
