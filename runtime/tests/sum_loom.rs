@@ -27,8 +27,8 @@
 //!   sets `acc_credit` to it; then `acc_credit -= 1; acc_delta -= 1`. With no group (the lane
 //!   flushed since), every entry on its stack is counted already: nothing. The entry is then
 //!   published through a queue slot (`gc_tq_put`: fence; turn store — a Release store here;
-//!   `gc_tq_get`: turn load; fence — an Acquire load), which stands for the pool and for the warp's
-//!   shared-memory hand-over alike.
+//!   `gc_tq_get`: turn load; fence — an Acquire load), which stands for the pool and for the
+//!   warp's shared-memory hand-over alike.
 //!
 //! Simplifications: GC_SUM_CREDIT is a parameter of each model (1 or 2 instead of 64, so that a
 //! second reservation, the reuse of a credit and the give-back of unused credit all happen in a
@@ -51,7 +51,57 @@
 //! which lanes were seen resuming, so a model whose interesting interleaving is never reached fails
 //! instead of passing vacuously (at bound 2 or more; below 2 that check is skipped).
 //!
-//! MUTATION CHECK. (Filled in below from the runs.)
+//! Why the count never reaches 0 early with credits (the argument the models exercise; the CUDA
+//! comment's "an entry leaves its lane only after a flush" no longer holds for pool-frame groups):
+//! per lane, let `owed` = `acc_delta - acc_credit` (what its next flush adds). A hand-off leaves
+//! `owed` alone (both -1) and a reservation moves the credit from `owed` into `pending`, so at
+//! every point of `pending`'s modification order, `pending` = (live members, the root included) -
+//! (sum of every lane's `owed`) = (live members already counted in `pending`) + (per lane: the
+//! members it ended since its last flush that it did not spawn in that window, plus the counted
+//! entries it handed away in it, plus its unused credit). A lane's own unpaid spawns descend from a
+//! member it ended in the window that it did not spawn there (or from its running member, counted),
+//! so `pending` stays >= 1 while any member lives. Once none does, every lane that ran a member
+//! since its flush owes a negative count, so `pending` reaches 0 at the last of their flushes and
+//! at no other (a lane that owes a sum with delta 0 still holds a live member). What makes the
+//! order of `pending` match this count is that a reservation, or the flush that counted an entry,
+//! happens before the entry is published, hence before its taker's RMWs.
+//!
+//! MUTATION CHECK. Each change below was made alone (in the constants `FLUSH`, `PUT`, `GET` or in
+//! the code named), run at bound 2 (each model on its own) and restored; what loom reported is
+//! given:
+//! - `FLUSH` AcqRel -> Release (the RMW that reaches 0 does not acquire), -> Acquire (a flush
+//!   does not release its lane's results and sum) or -> Relaxed: all 5 models fail, a causality
+//!   violation: the resumer's read of a member's result concurrent with its write on another lane.
+//! - `PUT` Release -> Relaxed, or `GET` Acquire -> Relaxed (the hand-off does not synchronise):
+//!   all 5 fail, a causality violation between the hand-off's write of the queue item and the
+//!   taker's read of it.
+//! - The count flushed before the sum (`flush`: the RMW, then the sum add): all 5 fail, the
+//!   resumer reads a sum cell short of another lane's values (model (a): 2^20 + 1 instead of
+//!   2^20 + 3): that lane's count let `pending` reach 0 before its sum was added.
+//! - The hand-off without taking a credit (`hand_oldest`'s reservation removed: the lane's count
+//!   of the handed member stays unpaid until its own flush, `acc_credit` goes negative): (b2) and
+//!   (b3) fail, the taker's flush brings `pending` to 0 while member 3 has not run (the resumer
+//!   reads its result as 0); (b1) fails, the resumer's read of member 3's result concurrent with
+//!   its write (the same early resume). (a) and (c) pass, rightly: their hand-offs find a
+//!   lane-entry group (paid in full by its flush) or no group (the lane flushed since: every entry
+//!   on its stack is counted), and take no credit.
+//!
+//! Further mutations, checked the same way:
+//! - The reservation made after the publication (the credit added after the turn store): (b1)-(b3)
+//!   fail, an early resume (member 3's result read as 0, or a sum short of member 0's value).
+//! - The flush not giving back unused credit (`acc_delta` added without `- acc_credit`): (b1)
+//!   fails, nobody resumes (`pending` stays at 1); (b2) and (b3) pass, rightly: lane 1 uses up
+//!   every credit it reserves.
+//! - A hand-off from a lane-entry group without paying it first: all 5 fail, a member's result
+//!   read as 0: the promotion copies the count 1 (the root alone), so another lane's flush reaches
+//!   0 with the owner's members unpaid.
+//! - The flush skipping the RMW when its delta is 0 (the relaxed sum add kept): all 5 pass, and
+//!   rightly so. A lane that owes a sum with delta 0 still holds an unpaid member it spawned (the
+//!   child that took the ended member's place: model (c)), whose end is ordered after the sum add
+//!   (program order, or the hand-off's release) and is paid by a release RMW that precedes the
+//!   last one in `pending`'s order: the RMW of 0 carries nothing the resumer needs. (So
+//!   `gc_sum_flush` could skip the join add when `delta == 0`; keeping it costs one atomic in a
+//!   rare case.)
 //!
 //! Run with `scripts/loom.sh` (`RUSTFLAGS="--cfg loom"`, release, `LOOM_MAX_PREEMPTIONS=2`).
 #![cfg(loom)]
