@@ -36,10 +36,11 @@
 # (wall time on 2 busy cores). Each asserts which parties it saw resume, which needs bound 2 or
 # more (below 2 that check is skipped).
 #
-# The sum groups' 5 models (runtime/tests/sum_loom.rs: a member handed to a thief, a handed member
+# The sum groups' 6 models (runtime/tests/sum_loom.rs: a member handed to a thief, a handed member
 # handing its children back and onward with credit 1 and 2, a flush with delta 0 racing the last
-# flush; 2-3 threads) take about 0.4 s at bound 2, 2.4 s at 3 and 11.5 s at 4 (wall time on 2
-# busy cores). Each asserts which lanes it saw resume the group's root (bound 2 or more).
+# flush, the root's own lane taking a credit; 2-3 threads) take about 0.6 s at bound 2, 3 s at 3
+# and 19 s at 4 (wall time on 2 busy cores). Each asserts which lanes it saw resume the group's
+# root (bound 2 or more).
 #
 # Runs only the loom targets, so other modules' unit tests are never built under loom.
 # Usage: scripts/loom.sh [extra cargo test args, e.g. a test name filter]

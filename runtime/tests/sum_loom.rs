@@ -69,39 +69,39 @@
 //! MUTATION CHECK. Each change below was made alone (in the constants `FLUSH`, `PUT`, `GET` or in
 //! the code named), run at bound 2 (each model on its own) and restored; what loom reported is
 //! given:
-//! - `FLUSH` AcqRel -> Release (the RMW that reaches 0 does not acquire), -> Acquire (a flush
-//!   does not release its lane's results and sum) or -> Relaxed: all 5 models fail, a causality
+//! - `FLUSH` AcqRel -> Release (the RMW that reaches 0 does not acquire), -> Acquire (a flush does
+//!   not release its lane's results and sum) or -> Relaxed: all 6 models fail, a causality
 //!   violation: the resumer's read of a member's result concurrent with its write on another lane.
-//! - `PUT` Release -> Relaxed, or `GET` Acquire -> Relaxed (the hand-off does not synchronise):
-//!   all 5 fail, a causality violation between the hand-off's write of the queue item and the
-//!   taker's read of it.
-//! - The count flushed before the sum (`flush`: the RMW, then the sum add): all 5 fail, the
-//!   resumer reads a sum cell short of another lane's values (model (a): 2^20 + 1 instead of
-//!   2^20 + 3): that lane's count let `pending` reach 0 before its sum was added.
-//! - The hand-off without taking a credit (`hand_oldest`'s reservation removed: the lane's count
-//!   of the handed member stays unpaid until its own flush, `acc_credit` goes negative): (b2) and
-//!   (b3) fail, the taker's flush brings `pending` to 0 while member 3 has not run (the resumer
-//!   reads its result as 0); (b1) fails, the resumer's read of member 3's result concurrent with
+//! - `PUT` Release -> Relaxed, or `GET` Acquire -> Relaxed (the hand-off does not synchronise): all
+//!   6 fail, a causality violation between the hand-off's write of the queue item and the taker's
+//!   read of it.
+//! - The count flushed before the sum (`flush`: the RMW, then the sum add): all 6 fail, the resumer
+//!   reads a sum cell short of another lane's values (model (a): 2^20 + 1 instead of 2^20 + 3):
+//!   that lane's count let `pending` reach 0 before its sum was added.
+//! - The hand-off without taking a credit (`hand_oldest`'s reservation removed: the lane's count of
+//!   the handed member stays unpaid until its own flush, `acc_credit` goes negative): (b2) and (b3)
+//!   fail, the taker's flush brings `pending` to 0 while member 3 has not run (the resumer reads
+//!   its result as 0); (b1) and (d) fail, the resumer's read of a member's result concurrent with
 //!   its write (the same early resume). (a) and (c) pass, rightly: their hand-offs find a
 //!   lane-entry group (paid in full by its flush) or no group (the lane flushed since: every entry
 //!   on its stack is counted), and take no credit.
 //!
 //! Further mutations, checked the same way:
 //! - The reservation made after the publication (the credit added after the turn store): (b1)-(b3)
-//!   fail, an early resume (member 3's result read as 0, or a sum short of member 0's value).
-//! - The flush not giving back unused credit (`acc_delta` added without `- acc_credit`): (b1)
-//!   fails, nobody resumes (`pending` stays at 1); (b2) and (b3) pass, rightly: lane 1 uses up
+//!   and (d) fail, an early resume (member 3's result read as 0, or a sum short of member 0's
+//!   value).
+//! - The flush not giving back unused credit (`acc_delta` added without `- acc_credit`): (b1) and
+//!   (d) fail, nobody resumes (`pending` stays at 1); (b2) and (b3) pass, rightly: lane 1 uses up
 //!   every credit it reserves.
-//! - A hand-off from a lane-entry group without paying it first: all 5 fail, a member's result
-//!   read as 0: the promotion copies the count 1 (the root alone), so another lane's flush reaches
-//!   0 with the owner's members unpaid.
-//! - The flush skipping the RMW when its delta is 0 (the relaxed sum add kept): all 5 pass, and
+//! - A hand-off from a lane-entry group without paying it first: all 6 fail, a member's result read
+//!   as 0: the promotion copies the count 1 (the root alone), so another lane's flush reaches 0
+//!   with the owner's members unpaid.
+//! - The flush skipping the RMW when its delta is 0 (the relaxed sum add kept): all 6 pass, and
 //!   rightly so. A lane that owes a sum with delta 0 still holds an unpaid member it spawned (the
 //!   child that took the ended member's place: model (c)), whose end is ordered after the sum add
-//!   (program order, or the hand-off's release) and is paid by a release RMW that precedes the
-//!   last one in `pending`'s order: the RMW of 0 carries nothing the resumer needs. (So
-//!   `gc_sum_flush` could skip the join add when `delta == 0`; keeping it costs one atomic in a
-//!   rare case.)
+//!   (program order, or the hand-off's release) and is paid by a release RMW that precedes the last
+//!   one in `pending`'s order: the RMW of 0 carries nothing the resumer needs. (So `gc_sum_flush`
+//!   could skip the join add when `delta == 0`; keeping it costs one atomic in a rare case.)
 //!
 //! Run with `scripts/loom.sh` (`RUSTFLAGS="--cfg loom"`, release, `LOOM_MAX_PREEMPTIONS=2`).
 #![cfg(loom)]
@@ -528,5 +528,32 @@ fn delta_zero_flush_races_the_last_flush() {
             l.idle();
         },
         lane(1) | lane(2),
+    );
+}
+
+/// Root + members 0 and 1; member 1 spawns members 2 and 3.
+static SECOND_NESTED: Tree = Tree { root: &[0, 1], members: &[&[], &[2, 3], &[], &[]] };
+
+/// (d) The root's own lane takes a credit: it hands member 0 to lane 1 (paying and promoting its
+/// lane-entry group), runs member 1 (now of the pool frame; children 2 and 3), hands member 2 to
+/// lane 2 (reserving credit 2), runs member 3 and gives back the unused credit at its idle flush,
+/// racing both thieves' flushes.
+#[test]
+fn root_lane_hands_with_credit() {
+    model(
+        &SECOND_NESTED,
+        2,
+        3,
+        |l| {
+            l.root();
+            l.start(1, thief);
+            l.hand_oldest(1);
+            l.run_top();
+            l.start(2, thief);
+            l.hand_oldest(2);
+            l.run_all();
+            l.idle();
+        },
+        lane(0) | lane(1) | lane(2),
     );
 }
