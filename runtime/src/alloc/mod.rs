@@ -2,7 +2,8 @@
 //! `kernels/include/gpu_cilk/xmalloc.cuh` for the cpu backend and for tests.
 //!
 //! Same structure as the device heap, over an arena of [`AtomicU64`] words with byte
-//! [`Offset`]s instead of pointers (all safe Rust):
+//! [`Offset`]s instead of pointers (safe Rust, but for `zeroed::words`, which takes the arena
+//! from the allocator's zeroed pages):
 //!
 //! - **Pages** (the paper's Memoryblocks, §2.2.2): the arena is `npages` pages of `2^page_shift`
 //!   bytes with a bitmap (bit set = taken). Runs of pages serve *large* requests (combined size
@@ -30,6 +31,7 @@
 //! Exhaustion returns `None`, never panics.
 
 mod queue;
+mod zeroed;
 
 use queue::TicketQueue;
 use std::fmt;
@@ -214,8 +216,12 @@ impl XHeap {
         for (c, l) in sb_limit.iter_mut().enumerate() {
             *l = qcap as u64 / (page >> (MIN_SHIFT + c as u32)).max(1);
         }
+        let words = usize::try_from((npages << config.page_shift) / 8).ok();
+        let arena = words
+            .and_then(zeroed::words)
+            .ok_or_else(|| AllocError::BadConfig(format!("{} bytes do not fit in memory", config.heap_bytes)))?;
         Ok(XHeap {
-            arena: (0..(npages << config.page_shift) / 8).map(|_| AtomicU64::new(0)).collect(),
+            arena,
             page_shift: config.page_shift,
             npages,
             bitmap,
