@@ -77,6 +77,9 @@ pub struct Task {
     /// `#[gpu_cilk(warp)]`: a leaf task that a whole warp runs (its `for i in lanes(..)` loops
     /// are spread over the lanes on the persistent scheduler; a plain loop everywhere else).
     pub warp: bool,
+    /// `#[gpu_cilk(.., host = path)]`: on the host backends the task (a leaf) is `path(params)`,
+    /// its serial function included; the device form is still the body (`crate::host`).
+    pub host: Option<syn::Path>,
 }
 
 impl Task {

@@ -146,6 +146,7 @@ pub fn task(f: Function) -> Result<Task, syn::Error> {
         fanout,
         machine: None,
         warp: false,
+        host: None,
     };
     errors.finish(task)
 }
@@ -186,6 +187,7 @@ fn machine_task(f: Function) -> Result<Task, syn::Error> {
         fanout,
         machine: Some(m),
         warp: false,
+        host: None,
     };
     errors.finish(task)
 }
