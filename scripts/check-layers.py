@@ -53,7 +53,7 @@ after the rows). Every unit must match a row.
 
     runtime  CORE   = task stats config temp
     runtime  BASE   = error slice alloc heap channel ticket_queue bound priority
-    macros   STAGES = check parse lower write expand
+    macros   STAGES = check parse lower write expand host
     macros   BASE   = ir error
 
 In words: nothing imports the crate root; `Runtime` knows every backend, no backend knows

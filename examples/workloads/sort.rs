@@ -111,8 +111,10 @@ pub fn merge_piece(a: &[u32], b: &[u32], out: &mut [u32], k0: usize, k1: usize) 
 }
 
 /// Merges the sorted `a` and `b` into `out` with a whole warp: the output is cut into pieces of
-/// 32 keys, one lane merges a piece ([`merge_piece`]); serially, the pieces in order.
-#[gpu_cilk(warp)]
+/// 32 keys, one lane merges a piece ([`merge_piece`]). On the host backends its host form
+/// [`merge_host`] merges the whole in one pass (the same stable merge, without the 2 binary
+/// searches per 32 keys).
+#[gpu_cilk(warp, host = merge_host)]
 #[allow(clippy::manual_div_ceil)] // `div_ceil` is not in the subset
 pub fn warp_merge(a: &[u32], b: &[u32], out: &mut [u32]) {
     let n: usize = a.len() + b.len();
@@ -126,8 +128,10 @@ pub fn warp_merge(a: &[u32], b: &[u32], out: &mut [u32]) {
 /// Sorts `a` (at most a few thousand keys) with a whole warp, `tmp` (as long) as scratch: each
 /// lane insertion-sorts a run of 32 keys, then rounds of merges double the sorted runs (32, 64,
 /// ..), from `a` into `tmp` and back, each round cut into output pieces of 32 keys, one a lane
-/// ([`merge_piece`]); the result is copied back into `a` if the last round wrote `tmp`.
-#[gpu_cilk(warp)]
+/// ([`merge_piece`]); the result is copied back into `a` if the last round wrote `tmp`. On the
+/// host backends its host form [`sort_host`] calls `sort_unstable` (the same result: equal `u32`
+/// keys are indistinguishable).
+#[gpu_cilk(warp, host = sort_host)]
 #[allow(clippy::manual_div_ceil)] // `div_ceil` is not in the subset
 pub fn warp_sort(a: &mut [u32], tmp: &mut [u32]) {
     let n: usize = a.len();
@@ -161,6 +165,30 @@ pub fn warp_sort(a: &mut [u32], tmp: &mut [u32]) {
             a[i] = tmp[i];
         }
     }
+}
+
+/// The host form of [`warp_sort`] (`#[gpu_cilk(warp, host = sort_host)]`): what a Rust
+/// programmer calls. Plain Rust, not the subset: it never runs on a GPU.
+pub fn sort_host(a: &mut [u32], _tmp: &mut [u32]) {
+    a.sort_unstable();
+}
+
+/// The host form of [`warp_merge`]: the stable merge of [`seq_merge`] (ties from `a` first)
+/// written so that the compiler selects instead of branching on the data (a mispredicted branch
+/// per key is most of a random merge's time), and the tail copied whole.
+pub fn merge_host(a: &[u32], b: &[u32], out: &mut [u32]) {
+    let (mut i, mut j, mut k) = (0, 0, 0);
+    while i < a.len() && j < b.len() && k < out.len() {
+        let (x, y) = (a[i], b[j]);
+        let first = x <= y;
+        out[k] = if first { x } else { y };
+        i += usize::from(first);
+        j += usize::from(!first);
+        k += 1;
+    }
+    let rest_a = a.len() - i;
+    out[k..k + rest_a].copy_from_slice(&a[i..]);
+    out[k + rest_a..].copy_from_slice(&b[j..]);
 }
 
 /// Merges the sorted `a` and `b` into `out` (`a.len() + b.len()` keys) in parallel.

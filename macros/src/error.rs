@@ -97,8 +97,14 @@ impl Errors {
 
 /// `#[gpu_cilk(..)]` with arguments.
 pub const ATTR_ARGS: Msg = Msg {
-    text: "`#[gpu_cilk]` takes no arguments other than `warp`",
-    hint: "write `#[gpu_cilk]`, or `#[gpu_cilk(warp)]` for a task a whole warp runs",
+    text: "`#[gpu_cilk]` takes no arguments other than `warp` and `host = path`",
+    hint:
+        "write `#[gpu_cilk]`, or `#[gpu_cilk(warp)]` for a task a whole warp runs; add `host = path` for its host form",
+};
+/// `host = path` on a task that spawns.
+pub const HOST_SPAWN: Msg = Msg {
+    text: "a host form (`host = ..`) replaces a leaf task on the host backends; this task spawns",
+    hint: "give the host form to the leaf tasks it spawns, or remove `host = ..`",
 };
 /// `spawn!` in a `#[gpu_cilk(warp)]` task.
 pub const WARP_SPAWN: Msg = Msg {

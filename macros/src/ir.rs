@@ -81,6 +81,9 @@ pub struct Task {
     /// that reaches its one sync (`x + y`, `1 + Σ sizes[j]`; `lower::sums`). The persistent device
     /// scheduler may then run a tree of such tasks as one sum group.
     pub sum_base: Option<u128>,
+    /// `#[gpu_cilk(.., host = path)]`: on the host backends the task (a leaf) is `path(params)`,
+    /// its serial function included; the device form is still the body (`crate::host`).
+    pub host: Option<syn::Path>,
 }
 
 impl Task {

@@ -5,7 +5,7 @@
 //! sentence: **check** the item against the subset (collecting every problem), **parse** it into
 //! the model of the function, **lower** that to the IR (segments, frame, callees), then **write**
 //! the IR as CUDA C++ text and **expand** the IR and that text into Rust. The pipeline lives in
-//! this file ([`compile_task`], [`device_macro`]); the stages never call each other.
+//! this file ([`compile_task_host`], [`device_macro`]); the stages never call each other.
 //!
 //! - [`check`]: the syntactic subset, on the `syn` tree (runs first);
 //! - [`parse`]: `syn::ItemFn` → [`ir::Function`] (statement tree, `spawn!`/`sync!` structured);
@@ -17,7 +17,8 @@
 //!   and the names of its callees, a helper's module);
 //! - [`ir`]: the IR types, the only input of the emitters;
 //! - [`syntax`]: recognizers of the DSL's token shapes, shared by the stages;
-//! - [`error`]: the catalogue of diagnostics and the error collector.
+//! - [`error`]: the catalogue of diagnostics and the error collector;
+//! - [`host`]: a leaf task's host form (`host = path`), recorded in the IR.
 //!
 //! Dependencies point one way: this file → `check`, `parse`, `lower`, `write`, `expand` →
 //! `syntax` → `ir`, `error` (`ir` and `error` depend on no other module of the crate).
@@ -32,6 +33,7 @@
 mod check;
 mod error;
 mod expand;
+mod host;
 mod ir;
 mod lower;
 mod parse;
@@ -62,6 +64,10 @@ pub fn device(attr: TokenStream, item: TokenStream) -> TokenStream {
 
 /// `#[gpu_cilk]` on `proc_macro2` tokens: check → parse → lower → write → expand.
 pub(crate) fn task_macro(attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
+    let (attr, host) = match host::split(&attr) {
+        Some(split) => split,
+        None => return fallback(error::ATTR_ARGS.on(&attr).to_compile_error(), item),
+    };
     let warp = match syntax::warp_attr(&attr) {
         Some(w) => w,
         None => return fallback(error::ATTR_ARGS.on(&attr).to_compile_error(), item),
@@ -71,7 +77,7 @@ pub(crate) fn task_macro(attr: TokenStream2, item: TokenStream2) -> TokenStream2
         Ok(other) => return fallback(error::NOT_A_FN.on(item_head(&other)).to_compile_error(), item),
         Err(e) => return fallback(e.to_compile_error(), item),
     };
-    match compile_task(&func, warp) {
+    match compile_task_host(&func, warp, host) {
         Ok(tokens) => tokens,
         Err(e) => {
             // The crate does not compile anyway: keep rustc's own output to the real errors.
@@ -83,10 +89,19 @@ pub(crate) fn task_macro(attr: TokenStream2, item: TokenStream2) -> TokenStream2
     }
 }
 
-/// The pipeline for one function that parsed as `syn::ItemFn`: check → parse → lower → write →
-/// expand.
-/// `warp`: written `#[gpu_cilk(warp)]`.
+/// [`compile_task_host`] without a host form (the tests' entry).
+#[cfg(test)]
 pub(crate) fn compile_task(func: &syn::ItemFn, warp: bool) -> Result<TokenStream2, syn::Error> {
+    compile_task_host(func, warp, None)
+}
+
+/// The pipeline for one function that parsed as `syn::ItemFn`: check → parse → lower → write →
+/// expand. `warp`: written `#[gpu_cilk(warp)]`; `host`: its `host = path` (see [`host`]).
+pub(crate) fn compile_task_host(
+    func: &syn::ItemFn,
+    warp: bool,
+    host: Option<syn::Path>,
+) -> Result<TokenStream2, syn::Error> {
     let mut errors = error::Errors::new();
     let mode = if warp { check::Mode::Warp } else { check::Mode::Task };
     check::function(func, mode, &mut errors);
@@ -94,6 +109,7 @@ pub(crate) fn compile_task(func: &syn::ItemFn, warp: bool) -> Result<TokenStream
     let model = parse::function(func)?;
     let mut task = lower::task(model)?;
     task.warp = warp;
+    host::attach(&mut task, host)?;
     let fragment = write::task_fragment(&task);
     let device = write::task_device_fn(&task);
     Ok(expand::expand_task(&task, func, &fragment, &device))

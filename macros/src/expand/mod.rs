@@ -43,7 +43,10 @@ use syn::{Expr, ItemFn, Path, Type};
 /// `fragment` and `device` are the task's CUDA text (written by `write`).
 pub fn expand_task(task: &Task, item: &ItemFn, fragment: &Fragment, device: &DeviceText) -> TokenStream {
     // Spawns given one slice at once must borrow-check as simultaneous borrows (race_witness).
-    let mut serial = serial_fn(&race_witness::with_witnesses(item));
+    let mut serial = match &task.host {
+        Some(host) => serial_fn(&host_form(item, host)),
+        None => serial_fn(&race_witness::with_witnesses(item)),
+    };
     // The subset has range loops but no iterators, so clippy's advice to iterate cannot be taken.
     serial.attrs.push(syn::parse_quote!(#[allow(clippy::needless_range_loop)]));
     let module = Emitter::new(task).module(fragment, device);
@@ -51,6 +54,20 @@ pub fn expand_task(task: &Task, item: &ItemFn, fragment: &Fragment, device: &Dev
         #serial
         #module
     }
+}
+
+/// `item` with the body `{ host(params..) }` (a task's host form, `crate::host`).
+fn host_form(item: &ItemFn, host: &syn::Path) -> ItemFn {
+    let params = item.sig.inputs.iter().filter_map(|arg| match arg {
+        syn::FnArg::Typed(pt) => match &*pt.pat {
+            syn::Pat::Ident(pi) => Some(pi.ident.clone()),
+            _ => None,
+        },
+        syn::FnArg::Receiver(_) => None,
+    });
+    let mut out = item.clone();
+    out.block = syn::parse_quote!({ #host(#(#params),*) });
+    out
 }
 
 /// Rewrites `return e` into `return Step::Return(e)` inside user expressions; `frees` (the
@@ -325,7 +342,13 @@ impl<'t> Emitter<'t> {
         };
         let (prespawn, resume, machine_fn, resume_field) = match &t.machine {
             None => {
-                let prespawn = t.segments.first().map(|s| self.segment_body(s)).unwrap_or_default();
+                let prespawn = match &t.host {
+                    // A leaf with a host form: the serial function is that form.
+                    Some(_) => quote!(::gpu_cilk::runtime::Step::Return(
+                        <Self as ::gpu_cilk::runtime::CilkTask>::serial(#args_id)
+                    )),
+                    None => t.segments.first().map(|s| self.segment_body(s)).unwrap_or_default(),
+                };
                 let arms: Vec<TokenStream> = t
                     .segments
                     .iter()

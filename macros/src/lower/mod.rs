@@ -148,6 +148,7 @@ pub fn task(f: Function) -> Result<Task, syn::Error> {
         machine: None,
         warp: false,
         sum_base: None,
+        host: None,
     };
     let task = Task { sum_base: sums::sum_form(&task), ..task };
     errors.finish(task)
@@ -190,6 +191,7 @@ fn machine_task(f: Function) -> Result<Task, syn::Error> {
         machine: Some(m),
         warp: false,
         sum_base: None,
+        host: None,
     };
     errors.finish(task)
 }

@@ -41,7 +41,10 @@ impl TicketQueue {
     pub(crate) fn new(capacity: usize) -> Self {
         let cap = capacity.max(1).next_power_of_two();
         TicketQueue {
-            slots: (0..cap).map(|_| AtomicU64::new(0)).collect(),
+            // Zeroed pages, touched as the ring is used (a heap's eight class rings take a
+            // sixteenth of its bytes: see `zeroed::words`); a capacity beyond any layout cannot be
+            // allocated either way, and the plain path says so.
+            slots: super::zeroed::words(cap).unwrap_or_else(|| (0..cap).map(|_| AtomicU64::new(0)).collect()),
             mask: cap as u64 - 1,
             tail: AtomicU64::new(0),
             head: AtomicU64::new(0),
