@@ -65,6 +65,7 @@ pub mod fib {
             ],
             helpers: &[],
             uses_temps: false,
+            structs: &[],
         });
 
         fn serial(__args: Args) -> u64 {

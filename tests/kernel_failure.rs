@@ -76,6 +76,7 @@ __device__ __noinline__ crash_ret crash_task::dev(const gc_cx& cx, Args a) { ret
             sites: &[],
             helpers: &[],
             uses_temps: false,
+            structs: &[],
         });
         const ARGS_LAYOUT: ArgsLayout = ArgsLayout {
             size: std::mem::size_of::<Args>(),

@@ -82,6 +82,7 @@ impl Writer<'_> {
                 (syn::Member::Unnamed(i), Some(Ty::Tuple(es))) => es.get(i.index as usize).cloned(),
                 _ => None,
             },
+            Expr::Struct(st) => st.path.get_ident().map(|n| Ty::Named(n.to_string())),
             _ => None,
         }
     }
