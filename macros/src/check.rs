@@ -40,7 +40,9 @@ enum Place {
 
 /// Checks `item` against the subset; every problem goes into `errors`.
 pub fn function(item: &ItemFn, mode: Mode, errors: &mut Errors) {
-    let mut c = Checker { errors, mode, in_lanes: false, loops_in_lanes: 0 };
+    let generic = item.sig.generics.type_params().next().is_some();
+    let own_generic = generic.then(|| item.sig.ident.clone());
+    let mut c = Checker { errors, mode, in_lanes: false, loops_in_lanes: 0, own_generic };
     c.signature(&item.sig);
     c.stmts(&item.block.stmts, Place::Top, true);
     temp_shadows(item, errors);
@@ -261,6 +263,8 @@ struct Checker<'a> {
     in_lanes: bool,
     /// Loops between the innermost `lanes` loop and here (a `break` at 0 would leave it).
     loops_in_lanes: u32,
+    /// The function's name when it has type parameters (its own spawns must name them).
+    own_generic: Option<syn::Ident>,
 }
 
 /// The methods the subset accepts (each has a direct CUDA translation).
@@ -611,6 +615,11 @@ impl Checker<'_> {
         }
         match syntax::spawn_call(mac) {
             Ok(call) => {
+                if self.own_generic.as_ref().is_some_and(|own| call.path.is_ident(own)) {
+                    // `spawn!(f(..))` of a generic `f` itself: rustc would say "missing generics for
+                    // struct `Task`" and suggest `f<_>`.
+                    self.err(error::SPAWN_OWN_GENERIC.on(&call.path));
+                }
                 for a in call.args.iter().chain(&call.priority) {
                     self.expr(a, place);
                 }
@@ -958,6 +967,22 @@ mod tests {
         assert!(m[0].ends_with("not part of an expression"), "{m:#?}");
         assert!(m[1].ends_with("not part of an expression"), "{m:#?}");
         assert_eq!(m[2], "`sync!()` takes no arguments");
+    }
+
+    #[test]
+    fn a_generic_task_spawns_itself_with_its_type_arguments() {
+        let m = messages(
+            Mode::Task,
+            quote! {
+                fn f<T: Key>(a: &[T]) {
+                    spawn!(f(a));
+                    spawn!(f::<T>(a));
+                    spawn!(g(a));
+                    sync!();
+                }
+            },
+        );
+        assert_eq!(m, ["a generic task spawns itself with its type arguments"]);
     }
 
     #[test]

@@ -355,6 +355,11 @@ pub const SPAWN_GENERIC: Msg = Msg {
     text: "the spawned function can only be given type arguments, on its name",
     hint: "write `spawn!(f(..))`, or `spawn!(f::<T>(..))` for a generic task",
 };
+/// `spawn!(f(..))` of the generic task `f` itself.
+pub const SPAWN_OWN_GENERIC: Msg = Msg {
+    text: "a generic task spawns itself with its type arguments",
+    hint: "write `spawn!(f::<T>(..))` (every spawn of a generic task names them)",
+};
 /// `spawn!` nested inside an expression.
 pub const SPAWN_IN_EXPR: Msg = Msg {
     text: "`spawn!` must be a statement of its own",
