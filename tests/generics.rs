@@ -11,7 +11,7 @@ mod backends;
 #[path = "support/generics.rs"]
 mod generics;
 
-use generics::{gmax, gmax_both, grounds, gstage};
+use generics::{gmax, gmax_both, grounds, gstage, gtwice};
 
 fn keys_i64(n: usize) -> Vec<i64> {
     (0..n as i64).map(|i| (i * 7919) % 10007 - 5003).collect()
@@ -31,6 +31,7 @@ fn generic_tasks_equal_serial(rts: &[Runtime]) {
         assert_eq!(rt.run(gmax::task(&f)).expect("runs"), gmax(&f), "f32 on {on}");
         assert_eq!(gmax(&i), *i.iter().max().expect("not empty"));
         assert_eq!(rt.run(gmax_both::task(&u, &i)).expect("runs"), gmax_both(&u, &i), "both on {on}");
+        assert_eq!(rt.run(gtwice::task(&f)).expect("runs"), gtwice(&f), "twice on {on}");
         if rt.config().scheduler != SchedulerKind::Levels {
             // A sync inside a loop: the levels schedulers refuse state machines.
             assert_eq!(rt.run(grounds::task(&f, 37, 11)).expect("runs"), grounds(&f, 37, 11), "rounds on {on}");

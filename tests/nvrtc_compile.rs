@@ -41,6 +41,7 @@ mod control;
 #[path = "support/fixtures.rs"]
 mod fixtures;
 #[path = "support/generics.rs"]
+#[allow(dead_code)] // `gtwice`: the race witness of a generic spawn, a host-side matter
 mod generics;
 #[path = "support/random_tree.rs"]
 mod random_tree;

@@ -5,7 +5,6 @@
 
 #![allow(dead_code)]
 
-#[allow(dead_code)] // the inputs of the key types this test does not sort
 #[path = "../examples/workloads/sort.rs"]
 mod sort_workload;
 

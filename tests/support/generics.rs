@@ -2,8 +2,9 @@
 //! a generic result stored in the parent's frame (`let x = spawn!(gmax::<T>(..))`, the frame
 //! field `gmax::Output<T>`), a generic helper called with and without type arguments, a
 //! non-generic task that spawns two instantiations of one generic task (both in one device
-//! program), a generic `Temp<T>` parameter, and a generic task whose `sync!()` stands in a loop
-//! (a state machine whose frame holds `T`s).
+//! program), one slice name given to two generic spawns (the serial function's race witness), a
+//! generic `Temp<T>` parameter, and a generic task whose `sync!()` stands in a loop (a state
+//! machine whose frame holds `T`s).
 
 use gpu_cilk::prelude::*;
 
@@ -32,6 +33,16 @@ pub fn gmax<T: Key>(a: &[T]) -> T {
     let y = spawn!(gmax::<T>(&a[h..]));
     sync!();
     larger::<T>(x, y)
+}
+
+/// The largest key twice over: one slice name given to two spawns (the serial function's race
+/// witness borrows it for both, `gmax::task::<T>(a)`).
+#[gpu_cilk]
+pub fn gtwice<T: Key>(a: &[T]) -> T {
+    let x = spawn!(gmax::<T>(a));
+    let y = spawn!(gmax::<T>(a));
+    sync!();
+    larger(x, y)
 }
 
 /// Copies `a` into the temporary `t` from `off` on, then writes the largest key at its end.
