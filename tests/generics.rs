@@ -11,7 +11,7 @@ mod backends;
 #[path = "support/generics.rs"]
 mod generics;
 
-use generics::{gmax, gmax_both, grounds, gstage, gtwice};
+use generics::{gfirst, gmax, gmax_both, grounds, gstage, gtwice};
 
 fn keys_i64(n: usize) -> Vec<i64> {
     (0..n as i64).map(|i| (i * 7919) % 10007 - 5003).collect()
@@ -32,6 +32,12 @@ fn generic_tasks_equal_serial(rts: &[Runtime]) {
         assert_eq!(gmax(&i), *i.iter().max().expect("not empty"));
         assert_eq!(rt.run(gmax_both::task(&u, &i)).expect("runs"), gmax_both(&u, &i), "both on {on}");
         assert_eq!(rt.run(gtwice::task(&f)).expect("runs"), gtwice(&f), "twice on {on}");
+        // The total order: NaN last, -0.0 before 0.0 (the IEEE `<` would keep either zero).
+        let z = [f32::NAN, 0.0, 3.5, -0.0, f32::INFINITY, 0.0];
+        let first = rt.run(gfirst::task(&z)).expect("runs");
+        assert_eq!(first.to_bits(), (-0.0f32).to_bits(), "total order on {on}");
+        assert_eq!(first.to_bits(), gfirst(&z).to_bits());
+        assert_eq!(rt.run(gfirst::task(&i)).expect("runs"), *i.iter().min().expect("not empty"), "i64 on {on}");
         if rt.config().scheduler != SchedulerKind::Levels {
             // A sync inside a loop: the levels schedulers refuse state machines.
             assert_eq!(rt.run(grounds::task(&f, 37, 11)).expect("runs"), grounds(&f, 37, 11), "rounds on {on}");

@@ -104,6 +104,7 @@ fn programs() -> Vec<(&'static str, [(DeviceScheduler, String); 2])> {
         ("gmax_both", assemble::<generics::gmax_both::Task>()),
         ("grounds__gc_f32", assemble::<generics::grounds::Task<f32>>()),
         ("gstage__gc_i64", assemble::<generics::gstage::Task<i64>>()),
+        ("gfirst__gc_f32", assemble::<generics::gfirst::Task<f32>>()),
         ("closest", assemble::<closest_workload::closest::Task>()),
         ("strassen_root", assemble::<strassen_workload::strassen_root::Task>()),
         ("uts", assemble::<unbalanced_workload::uts::Task>()),

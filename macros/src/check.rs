@@ -269,6 +269,8 @@ struct Checker<'a> {
 
 /// The methods the subset accepts (each has a direct CUDA translation).
 pub const METHODS: &[&str] = &[
+    "total_lt",
+    "total_le",
     "min",
     "max",
     "clamp",

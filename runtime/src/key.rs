@@ -8,6 +8,7 @@
 //! task is a task of its own (its `TypeId`, its own device instantiation named by
 //! [`crate::CilkTask::TYPE_ARGS`], which the cuda backend reads from [`Scalar::CXX`]).
 
+use crate::priority::Priority;
 use crate::temp::Scalar;
 
 /// A scalar a generic task can be instantiated with: `u8`..`u64`, `usize`, `i8`..`i64`, `isize`,
@@ -18,10 +19,24 @@ use crate::temp::Scalar;
 /// (zero), and comparing them with the comparison operators. The comparisons are Rust's
 /// `PartialOrd` on the host and the same C++ operators on the device: a total order on the
 /// integers, and on floats the IEEE order (every comparison with a NaN is false), so a program
-/// gives the same answer on every backend. Arithmetic and methods on `T` are not available
-/// (Rust's generics have none without further traits); take the values as concrete types where
-/// they are needed.
-pub trait Key: Scalar + PartialOrd + PartialEq {}
+/// gives the same answer on every backend. [`Key::total_lt`] and [`Key::total_le`] are a total
+/// order on every key type (on floats that of `f64::total_cmp`: `-NaN < -inf < .. < -0.0 < 0.0 <
+/// .. < inf < NaN`), the same on the device (`gc_priority`, the order-preserving image that
+/// priority spawns use). Arithmetic and other methods on `T` are not available (Rust's generics
+/// have none without further traits); take the values as concrete types where they are needed.
+pub trait Key: Scalar + PartialOrd + PartialEq + Priority {
+    /// `self` comes before `other` in the total order.
+    #[inline]
+    fn total_lt(self, other: Self) -> bool {
+        self.key() < other.key()
+    }
+
+    /// `self` comes before `other` in the total order, or is `other`.
+    #[inline]
+    fn total_le(self, other: Self) -> bool {
+        self.key() <= other.key()
+    }
+}
 
 macro_rules! key {
     ($($t:ty),*) => {$( impl Key for $t {} )*};
@@ -34,6 +49,14 @@ mod tests {
 
     fn cxx<T: Key>() -> &'static str {
         T::CXX
+    }
+
+    #[test]
+    fn the_total_order_places_zeros_and_nans() {
+        assert!((-0.0f32).total_lt(0.0) && !0.0f32.total_lt(-0.0));
+        assert!(f32::INFINITY.total_lt(f32::NAN) && (-f32::NAN).total_lt(f32::NEG_INFINITY));
+        assert!(f64::NAN.total_le(f64::NAN) && !f64::NAN.total_lt(f64::NAN));
+        assert!((-5i64).total_lt(3) && 3u8.total_le(3) && !4usize.total_lt(3));
     }
 
     #[test]

@@ -18,6 +18,24 @@ pub fn larger<T: Key>(x: T, y: T) -> T {
     }
 }
 
+/// The first key of `a` (not empty) in `Key`'s total order (floats: `-0.0` before `0.0`, NaN
+/// last): halves in parallel.
+#[gpu_cilk]
+pub fn gfirst<T: Key>(a: &[T]) -> T {
+    if a.len() == 1 {
+        return a[0];
+    }
+    let h: usize = a.len() / 2;
+    let x = spawn!(gfirst::<T>(&a[..h]));
+    let y = spawn!(gfirst::<T>(&a[h..]));
+    sync!();
+    if y.total_lt(x) {
+        y
+    } else {
+        x
+    }
+}
+
 /// The largest key of `a` (not empty): halves in parallel, their results in the frame.
 #[gpu_cilk]
 pub fn gmax<T: Key>(a: &[T]) -> T {

@@ -314,6 +314,13 @@ impl Writer<'_> {
                 format!("{f}({r}, {a})")
             }
             "min" | "max" => same(self, &format!("gc_{name}")),
+            // `Key`'s total order: the order-preserving image of runtime.cuh's `gc_priority`,
+            // the same map as the host's `Priority::key`.
+            "total_lt" | "total_le" => {
+                let a = arg(self, 0, t.as_ref());
+                let op = if name == "total_lt" { "<" } else { "<=" };
+                format!("(gc_priority({r}) {op} gc_priority({a}))")
+            }
             "clamp" => {
                 let a = arg(self, 0, t.as_ref());
                 let b = arg(self, 1, t.as_ref());
