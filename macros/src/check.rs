@@ -437,7 +437,9 @@ impl Checker<'_> {
                             && matches!(tb.modifier, syn::TraitBoundModifier::None)
                             && tb.path.segments.last().is_some_and(|s| s.ident == "Key" && s.arguments.is_none()))
                     };
-                    if t.bounds.len() != 1 || !t.bounds.iter().all(key) {
+                    // `fn f<T>(..) where T: Key`: the where clause's own error says where to move the bound.
+                    let bounded_in_where = t.bounds.is_empty() && sig.generics.where_clause.is_some();
+                    if (t.bounds.len() != 1 || !t.bounds.iter().all(key)) && !bounded_in_where {
                         if t.bounds.is_empty() {
                             self.err(error::TYPE_PARAM_BOUND.on(&t.ident));
                         } else {
