@@ -34,7 +34,7 @@ mod knapsack_workload;
 #[path = "../examples/workloads/queens.rs"]
 mod queens_workload;
 #[path = "../examples/workloads/sort.rs"]
-#[allow(dead_code)] // the f32 variants and input shapes other than random
+#[allow(dead_code)] // the f32 and i64 inputs and input shapes other than random
 mod sort_workload;
 #[path = "../examples/workloads/strassen.rs"]
 #[allow(dead_code)] // the accuracy helpers the example uses

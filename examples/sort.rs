@@ -1,6 +1,6 @@
-//! cilksort: sort `n` u32 or f32 keys with the annotated Rust of `workloads/sort.rs` (split in four, sort
-//! the quarters, merge pairs with a parallel binary-search merge, merge the halves). The keys
-//! travel as a `&mut [u32]` into the root task and come back sorted in the same `Vec` (on cuda the
+//! cilksort: sort `n` u32, f32 or i64 keys with the one generic cilksort of `workloads/sort.rs`
+//! (split in four, sort the quarters, merge pairs with a parallel binary-search merge, merge the
+//! halves). The keys travel as a `&mut [T]` into the root task and come back sorted in the same `Vec` (on cuda the
 //! runtime uploads them before the run and downloads them after; see "slice transfers" in the
 //! stats).
 //!
@@ -8,6 +8,7 @@
 //! cargo run --release --example sort -- 1000000 --backend cpu
 //! cargo run --release --example sort -- 1000000 --input reverse --backend cuda --reps 5
 //! cargo run --release --example sort -- 1000000 --keys f32 --backend cpu
+//! cargo run --release --example sort -- 1000000 --keys i64 --backend cpu
 //! ```
 //!
 //! Every run is verified: the result is sorted and a permutation of the input (length, sums and
@@ -23,10 +24,7 @@ use clap::{Parser, ValueEnum};
 use gpu_cilk::prelude::*;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
-use workload::{
-    cilksort, cilksort_f32, fingerprint, fingerprint_f32, input, input_f32, is_sorted, is_sorted_f32, Fingerprint,
-    Shape,
-};
+use workload::{cilksort, fingerprint, input, input_f32, input_i64, is_sorted, Fingerprint, Shape};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum Input {
@@ -60,9 +58,11 @@ enum Keys {
     U32,
     /// 32-bit floats (no NaNs).
     F32,
+    /// 64-bit signed integers.
+    I64,
 }
 
-/// Sorts n u32 or f32 keys with cilksort (split in four, sort the quarters, parallel merges),
+/// Sorts n u32, f32 or i64 keys with cilksort (split in four, sort the quarters, parallel merges),
 /// checks that the result is a sorted permutation of the input and equals the plain serial
 /// function's, and prints the time next to `sort_unstable`'s.
 ///
@@ -174,11 +174,23 @@ fn run(cli: &Cli) -> Result<bool, Error> {
             &rt,
             &Sorter {
                 input: input_f32,
-                fingerprint: fingerprint_f32,
-                is_sorted: is_sorted_f32,
-                serial: cilksort_f32,
-                run: |rt, a, t| rt.run_with_stats(cilksort_f32::task(a, t)).map(|r| r.stats),
+                fingerprint,
+                is_sorted,
+                serial: cilksort,
+                run: |rt, a, t| rt.run_with_stats(cilksort::task(a, t)).map(|r| r.stats),
                 std_sort: |v| v.sort_unstable_by(f32::total_cmp),
+            },
+        ),
+        Keys::I64 => run_keys(
+            cli,
+            &rt,
+            &Sorter {
+                input: input_i64,
+                fingerprint,
+                is_sorted,
+                serial: cilksort,
+                run: |rt, a, t| rt.run_with_stats(cilksort::task(a, t)).map(|r| r.stats),
+                std_sort: |v| v.sort_unstable(),
             },
         ),
     }

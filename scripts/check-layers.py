@@ -51,7 +51,7 @@ after the rows). Every unit must match a row.
     macros   syntax                     : BASE
     macros   BASE                       : BASE
 
-    runtime  CORE   = task stats config temp
+    runtime  CORE   = task stats config temp key device_struct
     runtime  BASE   = error slice alloc heap channel ticket_queue bound priority
     macros   STAGES = check parse lower write expand host
     macros   BASE   = ir error
@@ -59,7 +59,7 @@ after the rows). Every unit must match a row.
 In words: nothing imports the crate root; `Runtime` knows every backend, no backend knows
 `Runtime`, `resident` or another backend; a backend's mod.rs sits above its children (a child
 never imports it; cuda's `sim_backend` sits above cuda's mod.rs); the core (`task`, `stats`,
-`config`, `temp`) knows no backend, the base (`error` and the data structures) nothing above it.
+`config`, `temp`, `key`, `device_struct`) knows no backend, the base (`error` and the data structures) nothing above it.
 In the macros the stages never import each other, only `syntax`, `ir` and `error`.
 
 Exit status 1 and a listing of every cycle (strongly connected component, with the lines that

@@ -31,10 +31,11 @@
 #![deny(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
-pub use gpu_cilk_macros::{device, gpu_cilk};
+pub use gpu_cilk_macros::{device, gpu_cilk, DeviceStruct};
 pub use gpu_cilk_runtime as runtime;
+pub use gpu_cilk_runtime::DeviceStruct;
 pub use gpu_cilk_runtime::{BackendKind, Config, Error, Report, ResidentBuffer, Runtime, SchedulerKind, Stats, Temp};
-pub use gpu_cilk_runtime::{Max, Min, Sum};
+pub use gpu_cilk_runtime::{Key, Max, Min, Sum};
 
 /// Spawns a child task inside a `#[gpu_cilk]` function: `let x = spawn!(f(a, b));`.
 ///
@@ -84,9 +85,9 @@ pub fn lanes<T>(lo: T, hi: T) -> core::ops::Range<T> {
 
 /// Everything an annotated program needs: `use gpu_cilk::prelude::*;`.
 pub mod prelude {
-    pub use crate::{alloc, gpu_cilk, lanes, spawn, sync};
+    pub use crate::{alloc, gpu_cilk, lanes, spawn, sync, DeviceStruct};
     pub use gpu_cilk_runtime::{
         BackendKind, Config, Error, Report, ResidentBuffer, Runtime, SchedulerKind, Stats, Temp,
     };
-    pub use gpu_cilk_runtime::{Max, Min, Sum};
+    pub use gpu_cilk_runtime::{Key, Max, Min, Sum};
 }

@@ -15,6 +15,7 @@ mod knapsack_workload;
 mod queens_workload;
 #[path = "support/random_tree.rs"]
 mod random_tree;
+#[allow(dead_code)] // the inputs of the key types this test does not sort
 #[path = "../examples/workloads/sort.rs"]
 mod sort_workload;
 #[allow(dead_code)] // the example's host-side helpers
@@ -58,20 +59,28 @@ fn cilksort_equals_serial(rts: &[Runtime]) {
             }
         }
     }
-    // f32 keys: the same task shape with float comparisons on every backend.
-    use sort_workload::{cilksort_f32, fingerprint_f32, input_f32, is_sorted_f32};
+    // The one generic cilksort (`T: Key`) instantiated for f32 and i64 keys: float and 64-bit
+    // comparisons, each instantiation a task of its own (a template instantiation on the device);
+    // 777 keys go to the warp sort, 5000 through cilksort's quarters and cilkmerge's splits.
+    sort_keys_equal_serial::<f32>(rts, "f32");
+    sort_keys_equal_serial::<i64>(rts, "i64");
+}
+
+fn sort_keys_equal_serial<T: sort_workload::SortKey>(rts: &[Runtime], what: &str) {
+    use sort_workload::{cilksort, fingerprint, input_keys, is_sorted, SHAPES};
     for shape in SHAPES {
-        let n = 777;
-        let orig = input_f32(shape, n, 5);
-        let mut want = orig.clone();
-        cilksort_f32(&mut want, &mut vec![0.0; n]);
-        assert!(is_sorted_f32(&want) && fingerprint_f32(&want) == fingerprint_f32(&orig), "{shape:?} f32");
-        for rt in rts {
-            let mut a = orig.clone();
-            let mut tmp = vec![0.0f32; n];
-            rt.run(cilksort_f32::task(&mut a, &mut tmp))
-                .unwrap_or_else(|e| panic!("{shape:?} f32 on {:?}: {e}", rt.config()));
-            assert_eq!(a, want, "{shape:?} f32 on {:?}", rt.config());
+        for n in [777usize, 5000] {
+            let orig: Vec<T> = input_keys(shape, n, 5);
+            let mut want = orig.clone();
+            cilksort(&mut want, &mut vec![T::default(); n]);
+            assert!(is_sorted(&want) && fingerprint(&want) == fingerprint(&orig), "{shape:?} {n} {what}");
+            for rt in rts {
+                let mut a = orig.clone();
+                let mut tmp = vec![T::default(); n];
+                rt.run(cilksort::task(&mut a, &mut tmp))
+                    .unwrap_or_else(|e| panic!("{shape:?} {n} {what} on {:?}: {e}", rt.config()));
+                assert!(a == want, "{shape:?} {n} {what} on {:?}", rt.config());
+            }
         }
     }
 }

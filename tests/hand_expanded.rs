@@ -66,6 +66,7 @@ pub mod fib {
             helpers: &[],
             uses_temps: false,
             sum_of: None,
+            structs: &[],
         });
 
         fn serial(__args: Args) -> u64 {

@@ -77,6 +77,7 @@ __device__ __noinline__ crash_ret crash_task::dev(const gc_cx& cx, Args a) { ret
             helpers: &[],
             uses_temps: false,
             sum_of: None,
+            structs: &[],
         });
         const ARGS_LAYOUT: ArgsLayout = ArgsLayout {
             size: std::mem::size_of::<Args>(),

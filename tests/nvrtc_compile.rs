@@ -20,6 +20,7 @@ use gpu_cilk::runtime::{CilkTask, Registry};
 mod knapsack_workload;
 #[path = "../examples/workloads/queens.rs"]
 mod queens_workload;
+#[allow(dead_code)] // the inputs of the key types this test does not sort
 #[path = "../examples/workloads/sort.rs"]
 mod sort_workload;
 #[allow(dead_code)] // the host-side helpers are for the example and the tests
@@ -32,10 +33,16 @@ mod unbalanced_workload;
 
 #[path = "support/backends.rs"]
 mod backends;
+#[path = "../examples/workloads/closest.rs"]
+#[allow(dead_code)]
+mod closest_workload;
 #[path = "support/control.rs"]
 mod control;
 #[path = "support/fixtures.rs"]
 mod fixtures;
+#[path = "support/generics.rs"]
+#[allow(dead_code)] // `gtwice`: the race witness of a generic spawn, a host-side matter
+mod generics;
 #[path = "support/random_tree.rs"]
 mod random_tree;
 
@@ -47,6 +54,16 @@ use random_tree::rnode;
 fn assemble<T: CilkTask>() -> [(DeviceScheduler, String); 2] {
     [DeviceScheduler::Persistent, DeviceScheduler::Levels]
         .map(|s| (s, assemble_for(&Registry::of::<T>(), s).expect("every task has a CUDA fragment").source))
+}
+
+/// One program with two instantiations of the generic cilksort (i64 keys, the root, and u32):
+/// the templates' text goes in once, each instantiation gets its ids and names.
+fn two_instantiations() -> [(DeviceScheduler, String); 2] {
+    let mut reg = Registry::new();
+    <sort_workload::cilksort::Task<i64> as CilkTask>::register(&mut reg);
+    <sort_workload::cilksort::Task<u32> as CilkTask>::register(&mut reg);
+    [DeviceScheduler::Persistent, DeviceScheduler::Levels]
+        .map(|s| (s, assemble_for(&reg, s).expect("every task has a CUDA fragment").source))
 }
 
 fn programs() -> Vec<(&'static str, [(DeviceScheduler, String); 2])> {
@@ -79,9 +96,16 @@ fn programs() -> Vec<(&'static str, [(DeviceScheduler, String); 2])> {
         ("mm_rounds", assemble::<control::mm_rounds::Task>()),
         ("chunk_sums", assemble::<control::chunk_sums::Task>()),
         ("slice_bsum", assemble::<control::slice_bsum::Task>()),
-        ("cilksort", assemble::<sort_workload::cilksort::Task>()),
-        ("cilkmerge", assemble::<sort_workload::cilkmerge::Task>()),
-        ("cilksort_f32", assemble::<sort_workload::cilksort_f32::Task>()),
+        // An instantiation of a generic task is named `<task>__<device type>` in the program.
+        ("cilksort__gc_u32", assemble::<sort_workload::cilksort::Task<u32>>()),
+        ("cilkmerge__gc_i64", assemble::<sort_workload::cilkmerge::Task<i64>>()),
+        ("cilksort__gc_f32", assemble::<sort_workload::cilksort::Task<f32>>()),
+        ("cilksort__gc_i64", two_instantiations()),
+        ("gmax_both", assemble::<generics::gmax_both::Task>()),
+        ("grounds__gc_f32", assemble::<generics::grounds::Task<f32>>()),
+        ("gstage__gc_i64", assemble::<generics::gstage::Task<i64>>()),
+        ("gfirst__gc_f32", assemble::<generics::gfirst::Task<f32>>()),
+        ("closest", assemble::<closest_workload::closest::Task>()),
         ("strassen_root", assemble::<strassen_workload::strassen_root::Task>()),
         ("uts", assemble::<unbalanced_workload::uts::Task>()),
         ("knapsack", assemble::<knapsack_workload::knapsack::Task>()),

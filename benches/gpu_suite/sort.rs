@@ -65,9 +65,9 @@ pub(crate) fn bench_sort(args: &Args, device: Device) -> Vec<Row> {
         let f32_keys = Keys {
             workload: "sort f32",
             input: sort_workload::input_f32,
-            fingerprint: sort_workload::fingerprint_f32,
-            is_sorted: sort_workload::is_sorted_f32,
-            run: |rt, a, t| rt.run_with_stats(sort_workload::cilksort_f32::task(a, t)).map(|r| r.stats),
+            fingerprint: sort_workload::fingerprint,
+            is_sorted: sort_workload::is_sorted,
+            run: |rt, a, t| rt.run_with_stats(sort_workload::cilksort::task(a, t)).map(|r| r.stats),
             sort: |v| v.sort_unstable_by(f32::total_cmp),
             par_sort: |v| v.par_sort_unstable_by(f32::total_cmp),
         };

@@ -2,7 +2,7 @@
 //! the pairs with a parallel merge, merge the halves. Shared by `examples/sort.rs`, the
 //! differential tests and the benchmarks.
 //!
-//! - [`cilksort`]`(a, tmp)`: sorts `a` (u32 keys) using `tmp` (at least as long) as scratch;
+//! - [`cilksort`]`(a, tmp)`: sorts `a` using `tmp` (at least as long) as scratch;
 //!   up to 1024 keys a warp task ([`warp_sort`]: a whole warp sorts them on the GPU), up to 32
 //!   an insertion sort ([`insertion_sort`]).
 //! - [`cilkmerge`]`(a, b, out)`: merges the sorted `a` and `b` into `out` (`a.len() + b.len()`
@@ -15,7 +15,10 @@
 //! each of them together. Every variant computes the same stable merge, so the sorted output is
 //! the same bits on every backend.
 //!
-//! `*_f32` are the same functions for `f32` keys.
+//! Every task and helper is generic over the key type (`T: Key`, see "Generic tasks" in
+//! `docs/dsl.md`): one cilksort sorts u32, f32 and i64 keys (any integer or float scalar), each
+//! instantiation a task of its own on every backend (a C++ template instantiation on the device).
+//! [`SortKey`] says how the tests' inputs of each type are made.
 //!
 //! The `&mut` ranges given to the children of one segment are disjoint (quarters of `a` and of
 //! `tmp`, the two halves of `out`): the programmer's obligation (see `docs/dsl.md`).
@@ -24,13 +27,13 @@ use gpu_cilk::prelude::*;
 
 /// Sorts a short slice in place (the base case).
 #[gpu_cilk::device]
-pub fn insertion_sort(a: &mut [u32]) {
+pub fn insertion_sort<T: Key>(a: &mut [T]) {
     if a.is_empty() {
         return;
     }
     let n: usize = a.len();
     for i in 1..n {
-        let x: u32 = a[i];
+        let x: T = a[i];
         let mut j: usize = i;
         while j > 0 && a[j - 1] > x {
             a[j] = a[j - 1];
@@ -42,7 +45,7 @@ pub fn insertion_sort(a: &mut [u32]) {
 
 /// The number of keys of the sorted `b` that are less than `x`.
 #[gpu_cilk::device]
-pub fn lower_bound(b: &[u32], x: u32) -> usize {
+pub fn lower_bound<T: Key>(b: &[T], x: T) -> usize {
     let mut lo: usize = 0;
     let mut hi: usize = b.len();
     while lo < hi {
@@ -58,7 +61,7 @@ pub fn lower_bound(b: &[u32], x: u32) -> usize {
 
 /// Merges the sorted `a` and `b` into `out` serially.
 #[gpu_cilk::device]
-pub fn seq_merge(a: &[u32], b: &[u32], out: &mut [u32]) {
+pub fn seq_merge<T: Key>(a: &[T], b: &[T], out: &mut [T]) {
     let mut i: usize = 0;
     let mut j: usize = 0;
     let mut k: usize = 0;
@@ -87,7 +90,7 @@ pub fn seq_merge(a: &[u32], b: &[u32], out: &mut [u32]) {
 /// How many of the first `d` keys of the stable merge of the sorted `a` and `b` (ties taken from
 /// `a` first, as [`seq_merge`] does) come from `a`: the merge path's crossing of diagonal `d`.
 #[gpu_cilk::device]
-pub fn merge_path(a: &[u32], b: &[u32], d: usize) -> usize {
+pub fn merge_path<T: Key>(a: &[T], b: &[T], d: usize) -> usize {
     let mut lo: usize = if d > b.len() { d - b.len() } else { 0 };
     let mut hi: usize = d.min(a.len());
     while lo < hi {
@@ -104,7 +107,7 @@ pub fn merge_path(a: &[u32], b: &[u32], d: usize) -> usize {
 /// Keys `k0..k1` of the stable merge of the sorted `a` and `b` into `out` (`k1 - k0` keys):
 /// both ends found by [`merge_path`], the piece between them merged serially.
 #[gpu_cilk::device]
-pub fn merge_piece(a: &[u32], b: &[u32], out: &mut [u32], k0: usize, k1: usize) {
+pub fn merge_piece<T: Key>(a: &[T], b: &[T], out: &mut [T], k0: usize, k1: usize) {
     let i0: usize = merge_path(a, b, k0);
     let i1: usize = merge_path(a, b, k1);
     seq_merge(&a[i0..i1], &b[k0 - i0..k1 - i1], out);
@@ -116,7 +119,7 @@ pub fn merge_piece(a: &[u32], b: &[u32], out: &mut [u32], k0: usize, k1: usize) 
 /// searches per 32 keys).
 #[gpu_cilk(warp, host = merge_host)]
 #[allow(clippy::manual_div_ceil)] // `div_ceil` is not in the subset
-pub fn warp_merge(a: &[u32], b: &[u32], out: &mut [u32]) {
+pub fn warp_merge<T: Key>(a: &[T], b: &[T], out: &mut [T]) {
     let n: usize = a.len() + b.len();
     for p in lanes(0, (n + 31) / 32) {
         let k0: usize = p * 32;
@@ -133,7 +136,7 @@ pub fn warp_merge(a: &[u32], b: &[u32], out: &mut [u32]) {
 /// keys are indistinguishable).
 #[gpu_cilk(warp, host = sort_host)]
 #[allow(clippy::manual_div_ceil)] // `div_ceil` is not in the subset
-pub fn warp_sort(a: &mut [u32], tmp: &mut [u32]) {
+pub fn warp_sort<T: Key>(a: &mut [T], tmp: &mut [T]) {
     let n: usize = a.len();
     let pieces: usize = (n + 31) / 32;
     for r in lanes(0, pieces) {
@@ -193,32 +196,32 @@ pub fn merge_host(a: &[u32], b: &[u32], out: &mut [u32]) {
 
 /// Merges the sorted `a` and `b` into `out` (`a.len() + b.len()` keys) in parallel.
 #[gpu_cilk]
-pub fn cilkmerge(a: &[u32], b: &[u32], out: &mut [u32]) {
+pub fn cilkmerge<T: Key>(a: &[T], b: &[T], out: &mut [T]) {
     if a.len() + b.len() <= 64 {
         seq_merge(a, b, out);
         return;
     }
     if a.len() + b.len() <= 4096 {
         // 4096 = WARP_MERGE: a literal, see strassen's BASE
-        spawn!(warp_merge(a, b, out));
+        spawn!(warp_merge::<T>(a, b, out));
         return; // the implicit sync of a return
     }
     if a.len() < b.len() {
-        spawn!(cilkmerge(b, a, out));
+        spawn!(cilkmerge::<T>(b, a, out));
         return;
     }
     // `a` is the longer one, so `ma >= 1` and both halves are smaller than the whole.
     let ma: usize = a.len() / 2;
     let mb: usize = lower_bound(b, a[ma]);
-    spawn!(cilkmerge(&a[..ma], &b[..mb], &mut out[..ma + mb]));
-    spawn!(cilkmerge(&a[ma..], &b[mb..], &mut out[ma + mb..]));
+    spawn!(cilkmerge::<T>(&a[..ma], &b[..mb], &mut out[..ma + mb]));
+    spawn!(cilkmerge::<T>(&a[ma..], &b[mb..], &mut out[ma + mb..]));
     sync!();
 }
 
 /// Sorts `a`, with `tmp` (at least `a.len()` keys) as scratch: three phases, two task functions,
 /// three syncs.
 #[gpu_cilk]
-pub fn cilksort(a: &mut [u32], tmp: &mut [u32]) {
+pub fn cilksort<T: Key>(a: &mut [T], tmp: &mut [T]) {
     let n: usize = a.len();
     if n <= 32 {
         insertion_sort(a);
@@ -226,212 +229,19 @@ pub fn cilksort(a: &mut [u32], tmp: &mut [u32]) {
     }
     if n <= 1024 {
         // 1024 = WARP_SORT: a literal, see strassen's BASE
-        spawn!(warp_sort(a, &mut tmp[..n]));
+        spawn!(warp_sort::<T>(a, &mut tmp[..n]));
         return; // the implicit sync of a return
     }
     let q: usize = n / 4;
-    spawn!(cilksort(&mut a[..q], &mut tmp[..q]));
-    spawn!(cilksort(&mut a[q..2 * q], &mut tmp[q..2 * q]));
-    spawn!(cilksort(&mut a[2 * q..3 * q], &mut tmp[2 * q..3 * q]));
-    spawn!(cilksort(&mut a[3 * q..], &mut tmp[3 * q..n]));
+    spawn!(cilksort::<T>(&mut a[..q], &mut tmp[..q]));
+    spawn!(cilksort::<T>(&mut a[q..2 * q], &mut tmp[q..2 * q]));
+    spawn!(cilksort::<T>(&mut a[2 * q..3 * q], &mut tmp[2 * q..3 * q]));
+    spawn!(cilksort::<T>(&mut a[3 * q..], &mut tmp[3 * q..n]));
     sync!();
-    spawn!(cilkmerge(&a[..q], &a[q..2 * q], &mut tmp[..2 * q]));
-    spawn!(cilkmerge(&a[2 * q..3 * q], &a[3 * q..], &mut tmp[2 * q..n]));
+    spawn!(cilkmerge::<T>(&a[..q], &a[q..2 * q], &mut tmp[..2 * q]));
+    spawn!(cilkmerge::<T>(&a[2 * q..3 * q], &a[3 * q..], &mut tmp[2 * q..n]));
     sync!();
-    spawn!(cilkmerge(&tmp[..2 * q], &tmp[2 * q..n], a));
-    sync!();
-}
-
-// ---- The same for f32 keys (a generic task function is not in the subset).
-
-/// [`insertion_sort`] for `f32` keys.
-#[gpu_cilk::device]
-pub fn insertion_sort_f32(a: &mut [f32]) {
-    if a.is_empty() {
-        return;
-    }
-    let n: usize = a.len();
-    for i in 1..n {
-        let x: f32 = a[i];
-        let mut j: usize = i;
-        while j > 0 && a[j - 1] > x {
-            a[j] = a[j - 1];
-            j -= 1;
-        }
-        a[j] = x;
-    }
-}
-
-/// [`lower_bound`] for `f32` keys.
-#[gpu_cilk::device]
-pub fn lower_bound_f32(b: &[f32], x: f32) -> usize {
-    let mut lo: usize = 0;
-    let mut hi: usize = b.len();
-    while lo < hi {
-        let mid: usize = lo + (hi - lo) / 2;
-        if b[mid] < x {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    lo
-}
-
-/// [`seq_merge`] for `f32` keys.
-#[gpu_cilk::device]
-pub fn seq_merge_f32(a: &[f32], b: &[f32], out: &mut [f32]) {
-    let mut i: usize = 0;
-    let mut j: usize = 0;
-    let mut k: usize = 0;
-    while i < a.len() && j < b.len() {
-        if a[i] <= b[j] {
-            out[k] = a[i];
-            i += 1;
-        } else {
-            out[k] = b[j];
-            j += 1;
-        }
-        k += 1;
-    }
-    while i < a.len() {
-        out[k] = a[i];
-        i += 1;
-        k += 1;
-    }
-    while j < b.len() {
-        out[k] = b[j];
-        j += 1;
-        k += 1;
-    }
-}
-
-/// How many of the first `d` keys of the stable merge of the sorted `a` and `b` (ties taken from
-/// `a` first, as [`seq_merge_f32`] does) come from `a`: the merge path's crossing of diagonal `d`.
-#[gpu_cilk::device]
-pub fn merge_path_f32(a: &[f32], b: &[f32], d: usize) -> usize {
-    let mut lo: usize = if d > b.len() { d - b.len() } else { 0 };
-    let mut hi: usize = d.min(a.len());
-    while lo < hi {
-        let mid: usize = lo + (hi - lo) / 2;
-        if a[mid] <= b[d - 1 - mid] {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    lo
-}
-
-/// Keys `k0..k1` of the stable merge of the sorted `a` and `b` into `out` (`k1 - k0` keys):
-/// both ends found by [`merge_path_f32`], the piece between them merged serially.
-#[gpu_cilk::device]
-pub fn merge_piece_f32(a: &[f32], b: &[f32], out: &mut [f32], k0: usize, k1: usize) {
-    let i0: usize = merge_path_f32(a, b, k0);
-    let i1: usize = merge_path_f32(a, b, k1);
-    seq_merge_f32(&a[i0..i1], &b[k0 - i0..k1 - i1], out);
-}
-
-/// Merges the sorted `a` and `b` into `out` with a whole warp: the output is cut into pieces of
-/// 32 keys, one lane merges a piece ([`merge_piece_f32`]); serially, the pieces in order.
-#[gpu_cilk(warp)]
-#[allow(clippy::manual_div_ceil)] // `div_ceil` is not in the subset
-pub fn warp_merge_f32(a: &[f32], b: &[f32], out: &mut [f32]) {
-    let n: usize = a.len() + b.len();
-    for p in lanes(0, (n + 31) / 32) {
-        let k0: usize = p * 32;
-        let k1: usize = (k0 + 32).min(n);
-        merge_piece_f32(a, b, &mut out[k0..k1], k0, k1);
-    }
-}
-
-/// Sorts `a` (at most a few thousand keys) with a whole warp, `tmp` (as long) as scratch: each
-/// lane insertion-sorts a run of 32 keys, then rounds of merges double the sorted runs (32, 64,
-/// ..), from `a` into `tmp` and back, each round cut into output pieces of 32 keys, one a lane
-/// ([`merge_piece_f32`]); the result is copied back into `a` if the last round wrote `tmp`.
-#[gpu_cilk(warp)]
-#[allow(clippy::manual_div_ceil)] // `div_ceil` is not in the subset
-pub fn warp_sort_f32(a: &mut [f32], tmp: &mut [f32]) {
-    let n: usize = a.len();
-    let pieces: usize = (n + 31) / 32;
-    for r in lanes(0, pieces) {
-        let lo: usize = r * 32;
-        let hi: usize = (lo + 32).min(n);
-        insertion_sort_f32(&mut a[lo..hi]);
-    }
-    let mut w: usize = 32;
-    let mut in_a: bool = true;
-    while w < n {
-        for p in lanes(0, pieces) {
-            let k0: usize = p * 32;
-            let k1: usize = (k0 + 32).min(n);
-            // The pair of runs this piece of output belongs to (2w is a multiple of 32).
-            let lo: usize = k0 / (2 * w) * (2 * w);
-            let mid: usize = (lo + w).min(n);
-            let hi: usize = (lo + 2 * w).min(n);
-            if in_a {
-                merge_piece_f32(&a[lo..mid], &a[mid..hi], &mut tmp[k0..k1], k0 - lo, k1 - lo);
-            } else {
-                merge_piece_f32(&tmp[lo..mid], &tmp[mid..hi], &mut a[k0..k1], k0 - lo, k1 - lo);
-            }
-        }
-        in_a = !in_a;
-        w *= 2;
-    }
-    if !in_a {
-        for i in lanes(0, n) {
-            a[i] = tmp[i];
-        }
-    }
-}
-
-/// [`cilkmerge`] for `f32` keys.
-#[gpu_cilk]
-pub fn cilkmerge_f32(a: &[f32], b: &[f32], out: &mut [f32]) {
-    if a.len() + b.len() <= 64 {
-        seq_merge_f32(a, b, out);
-        return;
-    }
-    if a.len() + b.len() <= 4096 {
-        // 4096 = WARP_MERGE: a literal, see strassen's BASE
-        spawn!(warp_merge_f32(a, b, out));
-        return; // the implicit sync of a return
-    }
-    if a.len() < b.len() {
-        spawn!(cilkmerge_f32(b, a, out));
-        return;
-    }
-    // `a` is the longer one, so `ma >= 1` and both halves are smaller than the whole.
-    let ma: usize = a.len() / 2;
-    let mb: usize = lower_bound_f32(b, a[ma]);
-    spawn!(cilkmerge_f32(&a[..ma], &b[..mb], &mut out[..ma + mb]));
-    spawn!(cilkmerge_f32(&a[ma..], &b[mb..], &mut out[ma + mb..]));
-    sync!();
-}
-
-/// [`cilksort`] for `f32` keys (no NaNs: they have no place in an order).
-#[gpu_cilk]
-pub fn cilksort_f32(a: &mut [f32], tmp: &mut [f32]) {
-    let n: usize = a.len();
-    if n <= 32 {
-        insertion_sort_f32(a);
-        return;
-    }
-    if n <= 1024 {
-        // 1024 = WARP_SORT: a literal, see strassen's BASE
-        spawn!(warp_sort_f32(a, &mut tmp[..n]));
-        return; // the implicit sync of a return
-    }
-    let q: usize = n / 4;
-    spawn!(cilksort_f32(&mut a[..q], &mut tmp[..q]));
-    spawn!(cilksort_f32(&mut a[q..2 * q], &mut tmp[q..2 * q]));
-    spawn!(cilksort_f32(&mut a[2 * q..3 * q], &mut tmp[2 * q..3 * q]));
-    spawn!(cilksort_f32(&mut a[3 * q..], &mut tmp[3 * q..n]));
-    sync!();
-    spawn!(cilkmerge_f32(&a[..q], &a[q..2 * q], &mut tmp[..2 * q]));
-    spawn!(cilkmerge_f32(&a[2 * q..3 * q], &a[3 * q..], &mut tmp[2 * q..n]));
-    sync!();
-    spawn!(cilkmerge_f32(&tmp[..2 * q], &tmp[2 * q..n], a));
+    spawn!(cilkmerge::<T>(&tmp[..2 * q], &tmp[2 * q..n], a));
     sync!();
 }
 
@@ -460,8 +270,46 @@ fn splitmix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// The key types the example, the tests and the benchmarks sort: how an input of each is made
+/// from the u32 keys of a [`Shape`], and the bits a [`Fingerprint`] counts.
+pub trait SortKey: Key {
+    /// The key for the u32 key `k` (order-preserving).
+    fn from_u32(k: u32) -> Self;
+    /// The key's bits.
+    fn bits(self) -> u64;
+}
+
+impl SortKey for u32 {
+    fn from_u32(k: u32) -> Self {
+        k
+    }
+    fn bits(self) -> u64 {
+        u64::from(self)
+    }
+}
+
+/// Scaled into [-1e6, 1.1e6) (every value exact, no NaN: a NaN has no place in an order).
+impl SortKey for f32 {
+    fn from_u32(k: u32) -> Self {
+        (k >> 8) as f32 / 8.0 - 1.0e6
+    }
+    fn bits(self) -> u64 {
+        u64::from(self.to_bits())
+    }
+}
+
+/// Spread over negative and positive values beyond the range of 32 bits.
+impl SortKey for i64 {
+    fn from_u32(k: u32) -> Self {
+        (i64::from(k) - (1 << 31)) * 3
+    }
+    fn bits(self) -> u64 {
+        self as u64
+    }
+}
+
 /// `n` keys of `shape`.
-pub fn input(shape: Shape, n: usize, seed: u64) -> Vec<u32> {
+pub fn input_keys<T: SortKey>(shape: Shape, n: usize, seed: u64) -> Vec<T> {
     (0..n)
         .map(|i| match shape {
             Shape::Random => splitmix(seed ^ i as u64) as u32,
@@ -470,7 +318,23 @@ pub fn input(shape: Shape, n: usize, seed: u64) -> Vec<u32> {
             Shape::Equal => 7,
             Shape::Few => (splitmix(seed ^ i as u64) % 16) as u32,
         })
+        .map(T::from_u32)
         .collect()
+}
+
+/// `n` u32 keys of `shape`.
+pub fn input(shape: Shape, n: usize, seed: u64) -> Vec<u32> {
+    input_keys(shape, n, seed)
+}
+
+/// `n` f32 keys of `shape`.
+pub fn input_f32(shape: Shape, n: usize, seed: u64) -> Vec<f32> {
+    input_keys(shape, n, seed)
+}
+
+/// `n` i64 keys of `shape`.
+pub fn input_i64(shape: Shape, n: usize, seed: u64) -> Vec<i64> {
+    input_keys(shape, n, seed)
 }
 
 /// What a permutation keeps: the length, a wrapping sum, a wrapping sum of squares and a
@@ -486,33 +350,19 @@ pub struct Fingerprint {
 }
 
 /// The [`Fingerprint`] of `keys`.
-pub fn fingerprint(keys: &[u32]) -> Fingerprint {
+pub fn fingerprint<T: SortKey>(keys: &[T]) -> Fingerprint {
     let mut f = Fingerprint { len: keys.len(), sum: 0, squares: 0, high: vec![0; 256], low: vec![0; 256] };
     for &k in keys {
-        f.sum = f.sum.wrapping_add(u64::from(k));
-        f.squares = f.squares.wrapping_add(u64::from(k).wrapping_mul(u64::from(k)));
-        f.high[(k >> 24) as usize] += 1;
-        f.low[(k & 0xff) as usize] += 1;
+        let b = k.bits();
+        f.sum = f.sum.wrapping_add(b);
+        f.squares = f.squares.wrapping_add(b.wrapping_mul(b));
+        f.high[(b.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize] += 1;
+        f.low[(b & 0xff) as usize] += 1;
     }
     f
 }
 
 /// `keys` is in ascending order.
-pub fn is_sorted(keys: &[u32]) -> bool {
-    keys.windows(2).all(|w| w[0] <= w[1])
-}
-
-/// `n` f32 keys of `shape`: the u32 keys scaled into [-1e6, 1.1e6) (every value exact, no NaN).
-pub fn input_f32(shape: Shape, n: usize, seed: u64) -> Vec<f32> {
-    input(shape, n, seed).into_iter().map(|k| (k >> 8) as f32 / 8.0 - 1.0e6).collect()
-}
-
-/// The [`Fingerprint`] of f32 keys (of their bit patterns).
-pub fn fingerprint_f32(keys: &[f32]) -> Fingerprint {
-    fingerprint(&keys.iter().map(|k| k.to_bits()).collect::<Vec<u32>>())
-}
-
-/// f32 `keys` are in ascending order.
-pub fn is_sorted_f32(keys: &[f32]) -> bool {
+pub fn is_sorted<T: PartialOrd>(keys: &[T]) -> bool {
     keys.windows(2).all(|w| w[0] <= w[1])
 }

@@ -40,11 +40,117 @@ enum Place {
 
 /// Checks `item` against the subset; every problem goes into `errors`.
 pub fn function(item: &ItemFn, mode: Mode, errors: &mut Errors) {
-    let mut c = Checker { errors, mode, in_lanes: false, loops_in_lanes: 0 };
+    let generic = item.sig.generics.type_params().next().is_some();
+    let own_generic = generic.then(|| item.sig.ident.clone());
+    let mut c = Checker { errors, mode, in_lanes: false, loops_in_lanes: 0, own_generic };
     c.signature(&item.sig);
     c.stmts(&item.block.stmts, Place::Top, true);
     temp_shadows(item, errors);
     slice_provenance(item, errors);
+}
+
+/// The C++ keywords (and the emitter's `gc_` prefix) that a device struct or field cannot be named.
+const CXX_KEYWORDS: &[&str] = &[
+    "alignas",
+    "alignof",
+    "asm",
+    "auto",
+    "bool",
+    "case",
+    "catch",
+    "char",
+    "class",
+    "const",
+    "constexpr",
+    "default",
+    "delete",
+    "do",
+    "double",
+    "explicit",
+    "export",
+    "extern",
+    "float",
+    "friend",
+    "goto",
+    "inline",
+    "int",
+    "long",
+    "namespace",
+    "new",
+    "noexcept",
+    "nullptr",
+    "operator",
+    "private",
+    "protected",
+    "public",
+    "register",
+    "short",
+    "signed",
+    "sizeof",
+    "static",
+    "switch",
+    "template",
+    "this",
+    "throw",
+    "try",
+    "typedef",
+    "typeid",
+    "typename",
+    "union",
+    "unsigned",
+    "using",
+    "virtual",
+    "void",
+    "volatile",
+    "wchar_t",
+    "and",
+    "or",
+    "not",
+    "xor",
+    "NULL",
+];
+
+/// A `#[derive(DeviceStruct)]` struct: `#[repr(C)]`, named fields, no generics, every field a
+/// scalar, a fixed-size array of those or another device struct, no name CUDA reserves.
+pub fn device_struct(item: &syn::ItemStruct, errors: &mut Errors) {
+    let repr_c = item.attrs.iter().any(|a| {
+        a.path().is_ident("repr")
+            && a.parse_args_with(syn::punctuated::Punctuated::<syn::Ident, syn::Token![,]>::parse_terminated)
+                .is_ok_and(|ids| ids.iter().any(|i| i == "C"))
+    });
+    if !repr_c {
+        errors.push(error::STRUCT_REPR.on(&item.ident));
+    }
+    if !item.generics.params.is_empty() || !matches!(item.fields, syn::Fields::Named(_)) {
+        errors.push(error::STRUCT_SHAPE.on(&item.ident));
+    }
+    let reserved =
+        |n: &str| CXX_KEYWORDS.contains(&n) || n.starts_with("gc_") || n.starts_with("GC_") || n.contains("__");
+    if reserved(&item.ident.to_string()) {
+        errors.push(error::STRUCT_NAME.on(&item.ident));
+    }
+    fn field_ok(ty: &Type) -> bool {
+        match ty {
+            Type::Array(a) => field_ok(&a.elem),
+            Type::Paren(p) => field_ok(&p.elem),
+            Type::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => {
+                let n = p.path.segments[0].ident.to_string();
+                p.path.segments[0].arguments.is_none()
+                    && ((SCALARS.contains(&n.as_str()) && n != "i128" && n != "u128") || syntax::is_struct_type(ty))
+            }
+            _ => false,
+        }
+    }
+    for f in &item.fields {
+        if let Some(n) = &f.ident {
+            if reserved(&n.to_string()) {
+                errors.push(error::STRUCT_NAME.on(n));
+            }
+        }
+        if !field_ok(&f.ty) {
+            errors.push(error::STRUCT_FIELD.on(&f.ty));
+        }
+    }
 }
 
 /// Every slice a task sees must lie inside a slice it was given (its children's `Args` outlive
@@ -157,10 +263,14 @@ struct Checker<'a> {
     in_lanes: bool,
     /// Loops between the innermost `lanes` loop and here (a `break` at 0 would leave it).
     loops_in_lanes: u32,
+    /// The function's name when it has type parameters (its own spawns must name them).
+    own_generic: Option<syn::Ident>,
 }
 
 /// The methods the subset accepts (each has a direct CUDA translation).
 pub const METHODS: &[&str] = &[
+    "total_lt",
+    "total_le",
     "min",
     "max",
     "clamp",
@@ -229,7 +339,11 @@ pub fn check_type(ty: &Type) -> Result<(), syn::Error> {
         Type::Path(p) if p.qself.is_none() => {
             let seg = p.path.segments.last();
             let name = seg.map(|s| s.ident.to_string()).unwrap_or_default();
-            if p.path.segments.len() == 1 && SCALARS.contains(&name.as_str()) {
+            if syntax::is_struct_type(ty) {
+                // A device struct: rustc checks that it derives `DeviceStruct`.
+                return Ok(());
+            }
+            if p.path.segments.len() == 1 && (SCALARS.contains(&name.as_str()) || syntax::is_type_param(&name)) {
                 if seg.is_some_and(|s| !s.arguments.is_none()) {
                     return Err(error::TYPE_OTHER.on(ty));
                 }
@@ -309,6 +423,44 @@ impl Checker<'_> {
         }
     }
 
+    /// Lifetime parameters are fine (the subset's types have no lifetimes to use them); each type
+    /// parameter must be bounded by `Key` alone and appear in a parameter's type; const
+    /// parameters are rejected.
+    fn generics(&mut self, sig: &Signature) {
+        for p in &sig.generics.params {
+            match p {
+                syn::GenericParam::Lifetime(_) => {}
+                syn::GenericParam::Const(c) => self.err(error::CONST_GENERIC.on(c)),
+                syn::GenericParam::Type(t) => {
+                    let key = |b: &syn::TypeParamBound| {
+                        matches!(b, syn::TypeParamBound::Trait(tb) if tb.lifetimes.is_none()
+                            && matches!(tb.modifier, syn::TraitBoundModifier::None)
+                            && tb.path.segments.last().is_some_and(|s| s.ident == "Key" && s.arguments.is_none()))
+                    };
+                    // `fn f<T>(..) where T: Key`: the where clause's own error says where to move the bound.
+                    let bounded_in_where = t.bounds.is_empty() && sig.generics.where_clause.is_some();
+                    if (t.bounds.len() != 1 || !t.bounds.iter().all(key)) && !bounded_in_where {
+                        if t.bounds.is_empty() {
+                            self.err(error::TYPE_PARAM_BOUND.on(&t.ident));
+                        } else {
+                            self.err(error::TYPE_PARAM_BOUND.on(&t.bounds));
+                        }
+                    }
+                    if let Some(d) = &t.default {
+                        self.err(error::TYPE_PARAM_DEFAULT.on(d));
+                    }
+                    let used = sig.inputs.iter().any(|a| match a {
+                        FnArg::Typed(pt) => syntax::mentions(&pt.ty, &t.ident),
+                        FnArg::Receiver(_) => false,
+                    });
+                    if !used {
+                        self.err(error::type_param_unused(&t.ident));
+                    }
+                }
+            }
+        }
+    }
+
     fn signature(&mut self, sig: &Signature) {
         if let Some(t) = &sig.constness {
             self.err(error::CONST_FN.on(t));
@@ -322,9 +474,7 @@ impl Checker<'_> {
         if let Some(abi) = &sig.abi {
             self.err(error::EXTERN_FN.on(abi));
         }
-        if !sig.generics.params.is_empty() {
-            self.err(error::GENERICS.on(&sig.generics));
-        }
+        self.generics(sig);
         if let Some(w) = &sig.generics.where_clause {
             self.err(error::GENERICS.on(w));
         }
@@ -469,6 +619,11 @@ impl Checker<'_> {
         }
         match syntax::spawn_call(mac) {
             Ok(call) => {
+                if self.own_generic.as_ref().is_some_and(|own| call.path.is_ident(own)) {
+                    // `spawn!(f(..))` of a generic `f` itself: rustc would say "missing generics for
+                    // struct `Task`" and suggest `f<_>`.
+                    self.err(error::SPAWN_OWN_GENERIC.on(&call.path));
+                }
                 for a in call.args.iter().chain(&call.priority) {
                     self.expr(a, place);
                 }
@@ -640,8 +795,15 @@ impl Checker<'_> {
             Expr::Call(c) => {
                 match &*c.func {
                     Expr::Path(p) if p.qself.is_none() => {
-                        if p.path.segments.iter().any(|s| !s.arguments.is_none()) {
+                        // A generic helper or task may be called with type arguments (`h::<T>(..)`).
+                        let n = p.path.segments.len();
+                        let earlier = p.path.segments.iter().take(n.saturating_sub(1)).any(|s| !s.arguments.is_none());
+                        if earlier || !syntax::type_args_only(&p.path) {
                             self.err(error::TURBOFISH.on(p));
+                        } else {
+                            for t in syntax::split_type_args(&p.path).1 {
+                                self.ty(&t);
+                            }
                         }
                     }
                     other => self.err(error::CALL_NOT_PATH.on(other)),
@@ -728,7 +890,16 @@ impl Checker<'_> {
             }
             Expr::Reference(r) => self.err(error::REFERENCE.on(r)),
             Expr::RawAddr(r) => self.err(error::REFERENCE.on(r)),
-            Expr::Struct(s) => self.err(error::STRUCT_LIT.on(s)),
+            Expr::Struct(s) => {
+                // A literal of a device struct: `Point { x: a, y: b }`, every field written.
+                if s.rest.is_some() || s.qself.is_some() || s.path.segments.len() != 1 {
+                    self.err(error::STRUCT_LIT.on(s));
+                } else {
+                    for f in &s.fields {
+                        self.expr(&f.expr, place);
+                    }
+                }
+            }
             Expr::Tuple(t) if t.elems.is_empty() => {}
             Expr::Tuple(t) if (2..=4).contains(&t.elems.len()) => {
                 for x in &t.elems {
@@ -736,8 +907,8 @@ impl Checker<'_> {
                 }
             }
             Expr::Tuple(t) => self.err(error::TUPLE.on(t)),
-            Expr::Field(f) if matches!(f.member, syn::Member::Unnamed(_)) => self.expr(&f.base, place),
-            Expr::Field(f) => self.err(error::FIELD.on(f)),
+            // `t.0` of a tuple, `p.x` of a device struct.
+            Expr::Field(f) => self.expr(&f.base, place),
             Expr::Range(r) => self.err(error::RANGE.on(r)),
             Expr::Unsafe(u) => self.err(error::UNSAFE_BLOCK.on(u.unsafe_token)),
             Expr::Async(_) | Expr::Await(_) | Expr::Yield(_) | Expr::TryBlock(_) | Expr::Const(_) => {
@@ -803,6 +974,22 @@ mod tests {
     }
 
     #[test]
+    fn a_generic_task_spawns_itself_with_its_type_arguments() {
+        let m = messages(
+            Mode::Task,
+            quote! {
+                fn f<T: Key>(a: &[T]) {
+                    spawn!(f(a));
+                    spawn!(f::<T>(a));
+                    spawn!(g(a));
+                    sync!();
+                }
+            },
+        );
+        assert_eq!(m, ["a generic task spawns itself with its type arguments"]);
+    }
+
+    #[test]
     fn spawn_shapes_and_positions() {
         let m = messages(
             Mode::Task,
@@ -813,6 +1000,8 @@ mod tests {
                     spawn!(n.g());
                     spawn!(n + 1);
                     spawn!(g::<u32>(n));
+                    spawn!(g::<3>(n));
+                    spawn!(m::<u32>::g(n));
                     let x = 1 + spawn!(g(n));
                     s.f = spawn!(g(n));
                     let (a, b) = spawn!(g(n));
@@ -826,7 +1015,8 @@ mod tests {
                 "`spawn!` takes exactly one call",
                 "`spawn!` cannot spawn a method call",
                 "`spawn!` takes a call to a named `#[gpu_cilk]` function",
-                "the spawned function cannot have generic arguments",
+                "the spawned function can only be given type arguments, on its name",
+                "the spawned function can only be given type arguments, on its name",
                 "`spawn!` must be a statement of its own",
                 "a spawned result can only be stored in a local or in an element of a local array",
                 "a spawned result must be bound to a single name",

@@ -177,10 +177,27 @@ pub const EXTERN_FN: Msg = Msg {
     text: "a `#[gpu_cilk]` function cannot have an explicit ABI",
     hint: "remove the `extern` ABI; the generated code decides the calling convention",
 };
-/// Generic parameters or a where clause.
+/// A `where` clause.
 pub const GENERICS: Msg = Msg {
-    text: "a `#[gpu_cilk]` function cannot be generic",
-    hint: "use concrete types (write one function per type you need)",
+    text: "a `where` clause is not supported on a `#[gpu_cilk]` function",
+    hint: "write the bound in the parameter list: `fn f<T: Key>(a: &[T])`",
+};
+/// `fn f<const N: usize>`.
+pub const CONST_GENERIC: Msg = Msg {
+    text: "const generic parameters are not supported in a `#[gpu_cilk]` function",
+    hint: "pass the value as a parameter (`n: usize`), or write one function per value",
+};
+/// A type parameter bounded by something other than `Key` (or not at all).
+pub const TYPE_PARAM_BOUND: Msg = Msg {
+    text: "a type parameter of a `#[gpu_cilk]` function must be bounded by `Key` alone",
+    hint:
+        "write `T: Key` (`gpu_cilk::Key`, in the prelude: the integer and float scalars, copied, stored and compared \
+           with `<`, `==`, ..); the device knows no other trait",
+};
+/// `fn f<T: Key = u32>`.
+pub const TYPE_PARAM_DEFAULT: Msg = Msg {
+    text: "a type parameter of a `#[gpu_cilk]` function cannot have a default",
+    hint: "remove `= ..`: every call fixes the type through its arguments",
 };
 /// `self` receiver.
 pub const SELF_RECEIVER: Msg = Msg {
@@ -341,8 +358,13 @@ pub const SPAWN_NOT_CALL: Msg = Msg {
 };
 /// `spawn!(f::<T>(..))`.
 pub const SPAWN_GENERIC: Msg = Msg {
-    text: "the spawned function cannot have generic arguments",
-    hint: "`#[gpu_cilk]` functions are not generic: write `spawn!(f(..))`",
+    text: "the spawned function can only be given type arguments, on its name",
+    hint: "write `spawn!(f(..))`, or `spawn!(f::<T>(..))` for a generic task",
+};
+/// `spawn!(f(..))` of the generic task `f` itself.
+pub const SPAWN_OWN_GENERIC: Msg = Msg {
+    text: "a generic task spawns itself with its type arguments",
+    hint: "write `spawn!(f::<T>(..))` (every spawn of a generic task names them)",
 };
 /// `spawn!` nested inside an expression.
 pub const SPAWN_IN_EXPR: Msg = Msg {
@@ -415,18 +437,13 @@ pub const REFERENCE: Msg = Msg {
 };
 /// `S { a, b }`.
 pub const STRUCT_LIT: Msg = Msg {
-    text: "struct literals are not supported in the gpu-cilk subset",
-    hint: "use scalars and fixed-size arrays; pass the fields as separate values",
+    text: "only a literal of a device struct naming every field is supported (`Point { x: a, y: b }`)",
+    hint: "write every field out (no `..base`), with the struct's plain name (`#[derive(gpu_cilk::DeviceStruct)]`)",
 };
 /// `(a, b)`.
 pub const TUPLE: Msg = Msg {
     text: "tuples of more than 4 elements are not supported in the gpu-cilk subset",
     hint: "use separate locals, or a fixed-size array `[T; N]` when the elements share a type",
-};
-/// `s.field`.
-pub const FIELD: Msg = Msg {
-    text: "named field access is not supported in the gpu-cilk subset",
-    hint: "there are no structs on the device: use separate locals, an array, or a tuple (`t.0`)",
 };
 /// `"text"`, `'c'`, `b"bytes"`.
 pub const STRING_LIT: Msg = Msg {
@@ -564,6 +581,36 @@ pub fn slice_shadowed(name: &syn::Ident) -> syn::Error {
         name,
         &format!("`{name}` names a slice (a slice parameter, or a local bound to a slice of one) and cannot be declared again"),
         "rename the new binding, so that the name keeps meaning a slice the task was given",
+    )
+}
+
+/// `#[derive(DeviceStruct)]` without `#[repr(C)]`.
+pub const STRUCT_REPR: Msg = Msg {
+    text: "a device struct must be `#[repr(C)]`, so that Rust and CUDA lay it out alike",
+    hint: "add `#[repr(C)]` to the struct",
+};
+/// `#[derive(DeviceStruct)]` on an enum, a union, a tuple struct or a generic struct.
+pub const STRUCT_SHAPE: Msg = Msg {
+    text: "`DeviceStruct` can only be derived for a struct with named fields and no generic parameters",
+    hint: "write `struct Point { x: f32, y: f32 }`",
+};
+/// A field a device struct cannot hold.
+pub const STRUCT_FIELD: Msg = Msg {
+    text: "a field of a device struct must be a scalar, a fixed-size array or another device struct",
+    hint: "use `u8`..`u64`, `i8`..`i64`, `usize`, `isize`, `f32`, `f64`, `bool`, `[T; N]` or a struct that derives `DeviceStruct`",
+};
+/// A device struct or field name that CUDA reserves.
+pub const STRUCT_NAME: Msg = Msg {
+    text: "this name cannot be used in a device struct: CUDA C++ reserves it (a keyword, or the `gc_` prefix)",
+    hint: "rename it",
+};
+
+/// A type parameter that no parameter's type mentions.
+pub fn type_param_unused(name: &syn::Ident) -> syn::Error {
+    custom(
+        name,
+        &format!("the type parameter `{name}` must appear in the type of a parameter"),
+        &format!("take a value or a slice of it (`x: {name}`, `a: &[{name}]`), so that every call fixes it"),
     )
 }
 

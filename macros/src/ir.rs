@@ -30,6 +30,11 @@ pub struct Function {
     pub name: Ident,
     /// Its visibility (the generated module gets the same one).
     pub vis: Visibility,
+    /// Its type parameters (each bounded by `Key`), in order; lifetimes are not kept.
+    pub generics: Vec<Ident>,
+    /// The device struct types (`#[derive(DeviceStruct)]`) its types and struct literals name,
+    /// each once, in order of appearance.
+    pub structs: Vec<Path>,
     /// The parameters, in order.
     pub params: Vec<Param>,
     /// The return type; `None` for `()`.
@@ -38,6 +43,16 @@ pub struct Function {
     pub body: Vec<Stmt>,
     /// The tail expression of the body (its value), if any.
     pub tail: Option<Expr>,
+}
+
+/// A plain struct declared with `#[derive(DeviceStruct)]` (checked: `#[repr(C)]`, named fields
+/// of scalars, arrays and other device structs).
+#[derive(Debug, Clone)]
+pub struct StructDecl {
+    /// The struct's name (its C++ name too).
+    pub name: Ident,
+    /// The fields, in declaration order.
+    pub fields: Vec<(Ident, Type)>,
 }
 
 /// One parameter: `[mut] name: ty`.
@@ -58,6 +73,12 @@ pub struct Task {
     pub name: Ident,
     /// Visibility of the function and of its module.
     pub vis: Visibility,
+    /// The type parameters (each bounded by `Key`): a generic task is monomorphized per
+    /// instantiation (Rust generics; a C++ template on the device, instantiated by the cuda
+    /// backend with `CilkTask::TYPE_ARGS`).
+    pub generics: Vec<Ident>,
+    /// The device struct types its types and struct literals name (see [`Function::structs`]).
+    pub structs: Vec<Path>,
     /// The parameters, in order: the fields of the channel element (`Args`).
     pub params: Vec<Param>,
     /// The return type; `None` for `()`.
@@ -204,8 +225,14 @@ pub struct Callee {
 
 impl Callee {
     /// The path as text (`fib`, `other::g`), for messages and dumps.
+    /// Type arguments count: `gmax::<u32>` and `gmax::<i64>` are two callees (two tasks).
     pub fn display(&self) -> String {
-        path_text(&self.path)
+        let mut s = path_text(&self.path);
+        if let Some(syn::PathArguments::AngleBracketed(a)) = self.path.segments.last().map(|seg| &seg.arguments) {
+            let args: Vec<String> = a.args.iter().map(|g| quote::ToTokens::to_token_stream(g).to_string()).collect();
+            s.push_str(&format!("::<{}>", args.join(", ")));
+        }
+        s
     }
 }
 

@@ -62,6 +62,33 @@ pub fn device(attr: TokenStream, item: TokenStream) -> TokenStream {
     device_macro(attr.into(), item.into()).into()
 }
 
+/// Makes a `#[repr(C)]` struct of scalars, arrays and other such structs usable in tasks (as
+/// parameters, results, locals and slice elements): implements `DeviceStruct` with the struct's
+/// CUDA C++ definition and its Rust layout, which the cuda backend checks on the device.
+#[proc_macro_derive(DeviceStruct)]
+pub fn derive_device_struct(item: TokenStream) -> TokenStream {
+    device_struct_derive(item.into()).into()
+}
+
+/// `#[derive(DeviceStruct)]` on `proc_macro2` tokens: check → parse → write → expand.
+pub(crate) fn device_struct_derive(item: TokenStream2) -> TokenStream2 {
+    let item = match syn::parse2::<syn::DeriveInput>(item.clone()) {
+        Ok(d) if matches!(d.data, syn::Data::Struct(_)) => match syn::parse2::<syn::ItemStruct>(item) {
+            Ok(s) => s,
+            Err(e) => return e.to_compile_error(),
+        },
+        Ok(d) => return error::STRUCT_SHAPE.on(&d.ident).to_compile_error(),
+        Err(e) => return e.to_compile_error(),
+    };
+    let mut errors = error::Errors::new();
+    check::device_struct(&item, &mut errors);
+    if let Err(e) = errors.finish(()) {
+        return e.to_compile_error();
+    }
+    let decl = parse::device_struct(&item);
+    expand::device_struct_impl(&decl, &write::struct_def(&decl))
+}
+
 /// `#[gpu_cilk]` on `proc_macro2` tokens: check → parse → lower → write → expand.
 pub(crate) fn task_macro(attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
     let (attr, host) = match host::split(&attr) {
@@ -102,6 +129,11 @@ pub(crate) fn compile_task_host(
     warp: bool,
     host: Option<syn::Path>,
 ) -> Result<TokenStream2, syn::Error> {
+    // A type parameter (`T: Key`) is a scalar element type to every stage.
+    syntax::with_type_params(&func.sig.generics, || compile_task_in_scope(func, warp, host))
+}
+
+fn compile_task_in_scope(func: &syn::ItemFn, warp: bool, host: Option<syn::Path>) -> Result<TokenStream2, syn::Error> {
     let mut errors = error::Errors::new();
     let mode = if warp { check::Mode::Warp } else { check::Mode::Task };
     check::function(func, mode, &mut errors);
@@ -126,16 +158,18 @@ pub(crate) fn device_macro(attr: TokenStream2, item: TokenStream2) -> TokenStrea
         Ok(other) => return fallback(error::DEVICE_NOT_A_FN.on(item_head(&other)).to_compile_error(), item),
         Err(e) => return fallback(e.to_compile_error(), item),
     };
-    let mut errors = error::Errors::new();
-    check::function(&func, check::Mode::Device, &mut errors);
-    let errors = errors.to_compile_errors();
-    let serial = expand::serial_fn(&func);
-    let module = if errors.is_empty() {
-        parse::function(&func).map(|f| expand::helper_module(&f, &write::device_fn(&f))).unwrap_or_default()
-    } else {
-        TokenStream2::new()
-    };
-    quote!(#errors #serial #module)
+    syntax::with_type_params(&func.sig.generics, || {
+        let mut errors = error::Errors::new();
+        check::function(&func, check::Mode::Device, &mut errors);
+        let errors = errors.to_compile_errors();
+        let serial = expand::serial_fn(&func);
+        let module = if errors.is_empty() {
+            parse::function(&func).map(|f| expand::helper_module(&f, &write::device_fn(&f))).unwrap_or_default()
+        } else {
+            TokenStream2::new()
+        };
+        quote!(#errors #serial #module)
+    })
 }
 
 /// The errors followed by the item as the user wrote it.

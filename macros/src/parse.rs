@@ -62,7 +62,9 @@ pub fn function(item: &ItemFn) -> syn::Result<Function> {
         }
         body.extend(stmt(s)?);
     }
-    Ok(Function { name: item.sig.ident.clone(), vis: item.vis.clone(), params, output, body, tail })
+    let generics = item.sig.generics.type_params().map(|p| p.ident.clone()).collect();
+    let structs = crate::syntax::struct_types(item);
+    Ok(Function { name: item.sig.ident.clone(), vis: item.vis.clone(), generics, structs, params, output, body, tail })
 }
 
 fn stmts(block: &syn::Block) -> syn::Result<Vec<Stmt>> {
@@ -226,4 +228,10 @@ fn if_stmt(i: &syn::ExprIf) -> syn::Result<If> {
         },
     };
     Ok(If { cond: (*i.cond).clone(), then, els, else_if })
+}
+
+/// The model of a `#[derive(DeviceStruct)]` struct that `check::device_struct` accepted.
+pub fn device_struct(item: &syn::ItemStruct) -> crate::ir::StructDecl {
+    let fields = item.fields.iter().filter_map(|f| f.ident.clone().map(|n| (n, f.ty.clone()))).collect();
+    crate::ir::StructDecl { name: item.ident.clone(), fields }
 }

@@ -64,6 +64,138 @@ pub fn as_alloc(expr: &Expr) -> Option<&Macro> {
 pub const TEMP_SCALARS: &[&str] =
     &["u8", "u16", "u32", "u64", "usize", "i8", "i16", "i32", "i64", "isize", "f32", "f64"];
 
+thread_local! {
+    /// The type parameters of the function being compiled (see [`with_type_params`]).
+    static TYPE_PARAMS: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` with the type parameters of `generics` (each bounded by `Key`, which `check`
+/// enforces) recognized as scalar element types wherever the recognizers ask for one
+/// ([`temp_elem_name`], hence slices `&[T]` and temporaries `Temp<T>`), and restores the previous
+/// set afterwards. One macro invocation compiles one function, on one thread.
+pub fn with_type_params<R>(generics: &syn::Generics, f: impl FnOnce() -> R) -> R {
+    let names: Vec<String> = generics.type_params().map(|p| p.ident.to_string()).collect();
+    let saved = TYPE_PARAMS.with(|t| std::mem::replace(&mut *t.borrow_mut(), names));
+    let out = f();
+    TYPE_PARAMS.with(|t| *t.borrow_mut() = saved);
+    out
+}
+
+/// `name` is a type parameter of the function being compiled.
+pub fn is_type_param(name: &str) -> bool {
+    TYPE_PARAMS.with(|t| t.borrow().iter().any(|n| n == name))
+}
+
+/// Names of library types that are never device structs (they have their own rules or errors).
+const NOT_STRUCTS: &[&str] = &[
+    "Vec", "VecDeque", "Box", "String", "str", "HashMap", "BTreeMap", "Rc", "Arc", "Temp", "Max", "Min", "Sum",
+    "Option", "Result", "Self",
+];
+
+/// `ty` is a plain name that may be a device struct (`#[derive(DeviceStruct)]`): one path
+/// segment without arguments that is no scalar, type parameter or library type. Whether it
+/// derives `DeviceStruct` is rustc's to check (generated code names `<S as DeviceStruct>::DEF`).
+pub fn is_struct_type(ty: &Type) -> bool {
+    match ty {
+        Type::Path(p) if p.qself.is_none() && p.path.leading_colon.is_none() && p.path.segments.len() == 1 => {
+            let seg = &p.path.segments[0];
+            let n = seg.ident.to_string();
+            seg.arguments.is_none()
+                && !TEMP_SCALARS.contains(&n.as_str())
+                && !["bool", "i128", "u128"].contains(&n.as_str())
+                && !NOT_STRUCTS.contains(&n.as_str())
+                && !is_type_param(&n)
+        }
+        Type::Paren(p) => is_struct_type(&p.elem),
+        Type::Group(g) => is_struct_type(&g.elem),
+        _ => false,
+    }
+}
+
+/// The device struct types an item names, each once, in order of appearance: in its signature,
+/// its `let` annotations and casts, nested in arrays, slices and tuples, and as the path of a
+/// struct literal `S { .. }`.
+pub fn struct_types(item: &ItemFn) -> Vec<Path> {
+    use syn::visit::Visit;
+    struct Finder(Vec<Path>);
+    impl Finder {
+        fn add(&mut self, p: &Path) {
+            if !self.0.iter().any(|q| q == p) {
+                self.0.push(p.clone());
+            }
+        }
+    }
+    impl<'ast> Visit<'ast> for Finder {
+        fn visit_type(&mut self, t: &'ast Type) {
+            if is_struct_type(t) {
+                if let Type::Path(p) = t {
+                    self.add(&p.path);
+                }
+            }
+            syn::visit::visit_type(self, t);
+        }
+        fn visit_expr_struct(&mut self, e: &'ast syn::ExprStruct) {
+            self.add(&e.path);
+            syn::visit::visit_expr_struct(self, e);
+        }
+        fn visit_macro(&mut self, m: &'ast Macro) {
+            // `spawn!(f(S { .. }))`: the call inside is an expression too.
+            if macro_kind(m) == Some(MacroKind::Spawn) {
+                if let Ok(exprs) = m.parse_body_with(Punctuated::<Expr, Token![,]>::parse_terminated) {
+                    for e in &exprs {
+                        self.visit_expr(e);
+                    }
+                }
+            }
+        }
+    }
+    let mut f = Finder(Vec::new());
+    f.visit_signature(&item.sig);
+    f.visit_block(&item.block);
+    f.0
+}
+
+/// `ty` names `name` somewhere as a path (`T`, `&[T]`, `[T; 4]`, `Temp<T>`, `g::Output<T>`).
+pub fn mentions(ty: &Type, name: &syn::Ident) -> bool {
+    use syn::visit::Visit;
+    struct Finder<'n> {
+        name: &'n syn::Ident,
+        found: bool,
+    }
+    impl<'ast> Visit<'ast> for Finder<'_> {
+        fn visit_path(&mut self, p: &'ast syn::Path) {
+            if p.is_ident(self.name) {
+                self.found = true;
+            }
+            syn::visit::visit_path(self, p);
+        }
+    }
+    let mut f = Finder { name, found: false };
+    f.visit_type(ty);
+    f.found
+}
+
+/// The type arguments of a call or spawn path's last segment (`cilkmerge::<T>` → `[T]`), and the
+/// path without them (`cilkmerge`).
+pub fn split_type_args(p: &Path) -> (Path, Vec<Type>) {
+    let mut bare = p.clone();
+    let mut args = Vec::new();
+    if let Some(last) = bare.segments.last_mut() {
+        if let syn::PathArguments::AngleBracketed(a) = &last.arguments {
+            args = a
+                .args
+                .iter()
+                .filter_map(|g| match g {
+                    syn::GenericArgument::Type(t) => Some(t.clone()),
+                    _ => None,
+                })
+                .collect();
+        }
+        last.arguments = syn::PathArguments::None;
+    }
+    (bare, args)
+}
+
 /// `alloc!(T, len)` or `alloc!(T, len, uninit)`: the element type (checked against
 /// [`TEMP_SCALARS`]) and the length. See [`alloc_uninit`] for the third argument.
 pub fn alloc_args(mac: &Macro) -> syn::Result<(Type, Expr)> {
@@ -115,7 +247,7 @@ pub fn temp_elem_name(ty: &Type) -> Option<String> {
         Type::Path(p) if p.qself.is_none() && p.path.leading_colon.is_none() && p.path.segments.len() == 1 => {
             let seg = &p.path.segments[0];
             let n = seg.ident.to_string();
-            (seg.arguments.is_none() && TEMP_SCALARS.contains(&n.as_str())).then_some(n)
+            (seg.arguments.is_none() && (TEMP_SCALARS.contains(&n.as_str()) || is_type_param(&n))).then_some(n)
         }
         Type::Paren(p) => temp_elem_name(&p.elem),
         Type::Group(g) => temp_elem_name(&g.elem),
@@ -150,7 +282,9 @@ pub fn temp_type_elem(ty: &Type) -> Option<&Type> {
 pub fn slice_type(ty: &Type) -> Option<(bool, &Type)> {
     match ty {
         Type::Reference(r) if r.lifetime.is_none() => match &*r.elem {
-            Type::Slice(s) if temp_elem_name(&s.elem).is_some() => Some((r.mutability.is_some(), &*s.elem)),
+            Type::Slice(s) if temp_elem_name(&s.elem).is_some() || is_struct_type(&s.elem) => {
+                Some((r.mutability.is_some(), &*s.elem))
+            }
             _ => None,
         },
         Type::Paren(p) => slice_type(&p.elem),
@@ -273,7 +407,9 @@ pub fn spawn_call(mac: &Macro) -> syn::Result<SpawnCall> {
     match expr {
         Expr::Call(call) => match *call.func {
             Expr::Path(p) if p.qself.is_none() => {
-                if p.path.segments.iter().any(|s| !s.arguments.is_none()) {
+                let n = p.path.segments.len();
+                let earlier = p.path.segments.iter().take(n.saturating_sub(1)).any(|s| !s.arguments.is_none());
+                if earlier || !type_args_only(&p.path) {
                     return Err(error::SPAWN_GENERIC.on(&p.path));
                 }
                 Ok(SpawnCall { path: p.path, args: call.args.into_iter().collect(), priority })
@@ -282,6 +418,18 @@ pub fn spawn_call(mac: &Macro) -> syn::Result<SpawnCall> {
         },
         Expr::MethodCall(m) => Err(error::SPAWN_METHOD.on(m)),
         other => Err(error::SPAWN_NOT_CALL.on(other)),
+    }
+}
+
+/// The last segment of `p` has no generic arguments, or only types (`f::<T>`, `f::<u32, T>`):
+/// what a call or spawn of a generic function may name.
+pub fn type_args_only(p: &Path) -> bool {
+    match p.segments.last().map(|s| &s.arguments) {
+        None | Some(syn::PathArguments::None) => true,
+        Some(syn::PathArguments::AngleBracketed(a)) => {
+            a.args.iter().all(|g| matches!(g, syn::GenericArgument::Type(_)))
+        }
+        Some(syn::PathArguments::Parenthesized(_)) => false,
     }
 }
 

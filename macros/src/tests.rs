@@ -21,11 +21,13 @@ fn expand(attr: TokenStream, item: TokenStream) -> String {
 
 fn lowered(item: TokenStream) -> ir::Task {
     let func: syn::ItemFn = syn::parse2(item).expect("item parses");
-    let mut errors = crate::error::Errors::new();
-    crate::check::function(&func, crate::check::Mode::Task, &mut errors);
-    assert!(errors.is_empty(), "{errors:?}");
-    let model = crate::parse::function(&func).expect("model");
-    crate::lower::task(model).expect("lowers")
+    crate::syntax::with_type_params(&func.sig.generics, || {
+        let mut errors = crate::error::Errors::new();
+        crate::check::function(&func, crate::check::Mode::Task, &mut errors);
+        assert!(errors.is_empty(), "{errors:?}");
+        let model = crate::parse::function(&func).expect("model");
+        crate::lower::task(model).expect("lowers")
+    })
 }
 
 fn fib() -> TokenStream {
@@ -171,7 +173,7 @@ fn errors_come_with_the_serial_function() {
 #[test]
 fn every_problem_is_reported_at_once() {
     let func: syn::ItemFn = syn::parse2(quote! {
-        async fn f<T>(x: &[String]) -> String {
+        async fn f<const N: usize>(x: &[String]) -> String {
             let c = |a: u32| a + 1;
             let v = { sync!(); 1 };
             println!("hi");
@@ -183,7 +185,7 @@ fn every_problem_is_reported_at_once() {
     .expect("parses");
     let mut errors = crate::error::Errors::new();
     crate::check::function(&func, crate::check::Mode::Task, &mut errors);
-    // async, generics, slice of a non-scalar, String return, closure, sync in a value, println!, let
+    // async, a const generic, slice of a non-scalar, String return, closure, sync in a value, println!, let
     // pattern, 5-tuple, spawn of a method call.
     assert_eq!(errors.len(), 10, "{errors:#?}");
 }
@@ -241,9 +243,11 @@ fn device_helpers_pass_through_or_report() {
 // ---- CUDA fragments (write/): review each snapshot by reading it (compare kernels/tests/fib_hand.cu).
 
 fn cuda(item: TokenStream) -> String {
+    let func: syn::ItemFn = syn::parse2(item.clone()).expect("item parses");
     let task = lowered(item);
-    let f = crate::write::task_fragment(&task);
-    let dev = crate::write::task_device_fn(&task);
+    let (f, dev) = crate::syntax::with_type_params(&func.sig.generics, || {
+        (crate::write::task_fragment(&task), crate::write::task_device_fn(&task))
+    });
     let helpers: Vec<String> = f.helpers.iter().map(ir::path_text).collect();
     let decls = f.decls.strip_prefix(crate::write::PRELUDE).unwrap_or(&f.decls);
     format!(
@@ -926,6 +930,172 @@ fn cilksort_expansion() {
 #[test]
 fn cilksort_cuda() {
     insta::assert_snapshot!(cuda(cilksort()));
+}
+
+/// A generic task (`T: Key`): generic spawns (`gsort::<T>`), a child's generic result in the
+/// frame (`gmax::<T>`), a generic helper called by name.
+fn generic_sort() -> TokenStream {
+    quote! {
+        pub fn gsort<T: Key>(a: &mut [T], tmp: &mut [T]) -> T {
+            let n: usize = a.len();
+            if n <= 32 {
+                insertion_sort(a);
+                return a[n - 1];
+            }
+            let h: usize = n / 2;
+            spawn!(gsort::<T>(&mut a[..h], &mut tmp[..h]));
+            spawn!(gsort::<T>(&mut a[h..], &mut tmp[h..n]));
+            sync!();
+            spawn!(gmerge::<T>(&a[..h], &a[h..], &mut tmp[..n]));
+            let top = spawn!(gmax::<T>(&a[h..]));
+            sync!();
+            larger::<T>(top, tmp[n - 1])
+        }
+    }
+}
+
+#[test]
+fn generic_sort_ir() {
+    insta::assert_snapshot!(dump(&lowered(generic_sort())));
+}
+
+#[test]
+fn generic_sort_expansion() {
+    insta::assert_snapshot!(expand(quote!(), generic_sort()));
+}
+
+#[test]
+fn generic_sort_cuda() {
+    insta::assert_snapshot!(cuda(generic_sort()));
+}
+
+/// A generic helper: its device form is a function template.
+#[test]
+fn generic_helper_expansion() {
+    let out = crate::device_macro(
+        quote!(),
+        quote! {
+            pub fn lower_bound<T: Key>(b: &[T], x: T) -> usize {
+                let mut lo: usize = 0;
+                let mut hi: usize = b.len();
+                while lo < hi {
+                    let mid: usize = lo + (hi - lo) / 2;
+                    if b[mid] < x {
+                        lo = mid + 1;
+                    } else {
+                        hi = mid;
+                    }
+                }
+                lo
+            }
+        },
+    );
+    let file: syn::File = match syn::parse2(out.clone()) {
+        Ok(f) => f,
+        Err(e) => panic!("expansion is not valid Rust: {e}\n{out}"),
+    };
+    insta::assert_snapshot!(prettyplease::unparse(&file));
+}
+
+/// Plain structs: a slice of them, a struct result stored in the frame, a struct literal, field
+/// access and a struct parameter of a helper.
+fn closest() -> TokenStream {
+    quote! {
+        pub fn closest(p: &[Point]) -> Pair {
+            if p.len() <= 8 {
+                return brute(p);
+            }
+            let mid: usize = p.len() / 2;
+            let l = spawn!(closest(&p[..mid]));
+            let r = spawn!(closest(&p[mid..]));
+            sync!();
+            let c: Pair = Pair { d2: dist2(p[0], p[mid]), a: p[0], b: p[mid] };
+            if c.d2 * 0.5 < l.d2.min(r.d2) {
+                return c;
+            }
+            cross(p, mid, closer(l, r))
+        }
+    }
+}
+
+#[test]
+fn closest_expansion() {
+    insta::assert_snapshot!(expand(quote!(), closest()));
+}
+
+#[test]
+fn closest_cuda() {
+    insta::assert_snapshot!(cuda(closest()));
+}
+
+/// `#[derive(DeviceStruct)]`: the C++ definition (arrays and nested structs included) and the
+/// Rust layout.
+#[test]
+fn device_struct_expansion() {
+    let out = crate::device_struct_derive(quote! {
+        #[repr(C)]
+        pub struct Cell {
+            pub w: f32,
+            pub corners: [Point; 2],
+            pub tag: u8,
+        }
+    });
+    let file: syn::File = match syn::parse2(out.clone()) {
+        Ok(f) => f,
+        Err(e) => panic!("expansion is not valid Rust: {e}\n{out}"),
+    };
+    insta::assert_snapshot!(prettyplease::unparse(&file));
+}
+
+#[test]
+fn device_struct_misuse_is_reported() {
+    let text = |item: TokenStream| crate::device_struct_derive(item).to_string();
+    assert!(text(quote!(
+        pub struct P {
+            x: f32,
+        }
+    ))
+    .contains("must be `#[repr(C)]`"));
+    assert!(text(quote!(
+        #[repr(C)]
+        pub struct P(f32);
+    ))
+    .contains("named fields"));
+    assert!(text(quote!(
+        #[repr(C)]
+        pub enum P {
+            A,
+        }
+    ))
+    .contains("named fields"));
+    assert!(text(quote!(
+        #[repr(C)]
+        pub struct P {
+            x: Vec<f32>,
+        }
+    ))
+    .contains("a scalar, a fixed-size array"));
+    assert!(text(quote!(
+        #[repr(C)]
+        pub struct P {
+            x: (f32, f32),
+        }
+    ))
+    .contains("a scalar, a fixed-size array"));
+    assert!(text(quote!(
+        #[repr(C)]
+        pub struct P {
+            new: f32,
+        }
+    ))
+    .contains("CUDA C++ reserves it"));
+    assert!(text(quote!(
+        #[repr(C)]
+        pub struct P<T> {
+            x: T,
+        }
+    ))
+    .contains("named fields and no generic parameters"));
 }
 
 #[test]

@@ -86,6 +86,12 @@ pub trait CilkTask: Sized + Send + Sync + 'static {
     /// The slice parameters (`&[T]`, `&mut [T]`) in [`CilkTask::Args`]: the cuda backend uploads
     /// a root's slices before the run and downloads the mutable ones after it.
     const SLICES: &'static [crate::slice::SliceField] = &[];
+
+    /// The device types of a generic task's type arguments (`["gc_u32"]` for `cilksort::<u32>`,
+    /// from [`crate::Scalar::CXX`]), empty for a task that is not generic. A generic task's CUDA
+    /// fragment is a C++ template; the cuda backend instantiates it with these, one task of the
+    /// program per instantiation.
+    const TYPE_ARGS: &'static [&'static str] = &[];
 }
 
 /// The segment to run after `segment` of `T` ended at a sync: `segment + 1`, or, after the last
@@ -147,6 +153,8 @@ pub struct CudaFragment {
     /// are calls of `callees` (C names). When every task reachable this way is such a task too,
     /// the persistent scheduler runs their trees as sum groups (`program.rs`, persistent.cuh).
     pub sum_of: Option<&'static [&'static str]>,
+    /// The device structs (`#[derive(DeviceStruct)]`) the task's types name.
+    pub structs: &'static [&'static crate::device_struct::StructDef],
 }
 
 /// A `#[gpu_cilk::device]` helper in CUDA C++.
@@ -165,6 +173,8 @@ pub struct DeviceFn {
     pub site_base: &'static str,
     /// Helpers it calls.
     pub helpers: &'static [&'static DeviceFn],
+    /// The device structs (`#[derive(DeviceStruct)]`) its types name.
+    pub structs: &'static [&'static crate::device_struct::StructDef],
 }
 
 /// The marker of a function that has a device form: `f::Device` of every `#[gpu_cilk]` task and
@@ -419,6 +429,8 @@ pub struct TaskEntry {
     pub machine: bool,
     /// `CilkTask::OUTPUT_LAYOUT`.
     pub output_layout: ArgsLayout,
+    /// `CilkTask::TYPE_ARGS`.
+    pub type_args: &'static [&'static str],
 }
 
 impl fmt::Debug for TaskEntry {
@@ -493,6 +505,7 @@ impl Registrar for Registry {
             args_layout: T::ARGS_LAYOUT,
             machine: T::MACHINE,
             output_layout: T::OUTPUT_LAYOUT,
+            type_args: T::TYPE_ARGS,
         });
         true
     }

@@ -50,6 +50,9 @@ fn alias(name: &Ident) -> Ident {
 /// Every token carries `p`'s span, so errors about the callee point at the call.
 pub fn module_path(p: &Path) -> TokenStream {
     let span = p.span();
+    // A generic callee's type arguments (`g::<T>`) belong to its items, not to its module.
+    let bare = crate::syntax::split_type_args(p).0;
+    let p = &bare;
     if let Some(name) = single_name(p) {
         let alias = alias(name);
         return quote_spanned!(span=> #alias);
@@ -98,7 +101,8 @@ impl Callees {
 
     /// Records `p`, spawned with `args` arguments (`Some`) or called (`None`).
     pub fn add(&mut self, p: &Path, args: Option<usize>) {
-        let Some(name) = single_name(p) else { return };
+        let bare = crate::syntax::split_type_args(p).0;
+        let Some(name) = single_name(&bare) else { return };
         match self.names.iter_mut().find(|(n, _)| n == name) {
             Some((_, spawned)) => {
                 if spawned.is_none() {
@@ -172,6 +176,7 @@ fn stand_in(name: &Ident, spawned: Option<usize>) -> TokenStream {
                 sites: &[],
                 site_base: "",
                 helpers: &[],
+                structs: &[],
             };
         }
     }

@@ -8,13 +8,15 @@
 
 use super::callees::{self, Callees};
 use super::stored::stored_type;
-use crate::ir::{DeviceText, Fragment, Function};
+use crate::ir::{DeviceText, Fragment, Function, StructDecl};
 use proc_macro2::TokenStream;
 use quote::quote;
 
 /// `const CUDA: Option<&'static CudaFragment> = Some(&CudaFragment { .. });` for the task's
 /// `impl CilkTask` (inside the generated module).
-pub fn cuda_const(fragment: &Fragment) -> TokenStream {
+/// `structs`: the device struct types the task names (their `DEF`s, each a check that the type
+/// derives `DeviceStruct`).
+pub fn cuda_const(fragment: &Fragment, structs: &[syn::Path]) -> TokenStream {
     let f = fragment;
     let (name, decls, types, defs) = (&f.name, &f.decls, &f.types, &f.defs);
     let sites = &f.sites;
@@ -24,6 +26,7 @@ pub fn cuda_const(fragment: &Fragment) -> TokenStream {
         Some(c) => quote!(::core::option::Option::Some(&[#(#c),*])),
         None => quote!(::core::option::Option::None),
     };
+    let structs = struct_defs(structs);
     quote! {
         const CUDA: ::core::option::Option<&'static ::gpu_cilk::runtime::CudaFragment> =
             ::core::option::Option::Some(&::gpu_cilk::runtime::CudaFragment {
@@ -35,34 +38,45 @@ pub fn cuda_const(fragment: &Fragment) -> TokenStream {
                 helpers: &[#(#helpers),*],
                 uses_temps: #uses_temps,
                 sum_of: #sum_of,
+                structs: &[#(#structs),*],
             });
     }
 }
 
+/// `<S as DeviceStruct>::DEF` of every struct type, spanned at the type (an error names it).
+fn struct_defs(structs: &[syn::Path]) -> Vec<TokenStream> {
+    structs
+        .iter()
+        .map(|p| quote::quote_spanned!(syn::spanned::Spanned::span(p)=> <#p as ::gpu_cilk::runtime::DeviceStruct>::DEF))
+        .collect()
+}
+
 /// `const ARGS_LAYOUT: ArgsLayout = ..;`: the Rust layout of `Args` (offsets from `offset_of!`)
 /// with the C name of each field, which the cuda backend checks against `<name>_args`.
-pub fn args_layout_const(params: &[crate::ir::Param], fragment: &Fragment) -> TokenStream {
+/// `args` is the type `Args` (or `Args<T, ..>` of a generic task).
+pub fn args_layout_const(params: &[crate::ir::Param], fragment: &Fragment, args: &TokenStream) -> TokenStream {
     let fields = params.iter().zip(&fragment.arg_cnames).map(|(p, cname)| {
         let (name, ty) = (&p.name, stored_type(&p.ty));
         quote! {
             ::gpu_cilk::runtime::FieldLayout {
                 name: #cname,
-                offset: ::core::mem::offset_of!(Args, #name),
+                offset: ::core::mem::offset_of!(#args, #name),
                 size: ::core::mem::size_of::<#ty>(),
             }
         }
     });
     quote! {
         const ARGS_LAYOUT: ::gpu_cilk::runtime::ArgsLayout = ::gpu_cilk::runtime::ArgsLayout {
-            size: ::core::mem::size_of::<Args>(),
+            size: ::core::mem::size_of::<#args>(),
             fields: &[#(#fields),*],
         };
     }
 }
 
 /// `OUTPUT_LAYOUT`: the size of `Output` and, for a tuple, each element's offset and size (the C
-/// struct `<name>_ret` names them `f0`, `f1`, ..).
-pub fn output_layout_const(output: &Option<syn::Type>) -> TokenStream {
+/// struct `<name>_ret` names them `f0`, `f1`, ..). `out` is the type to measure (`Output`, or a
+/// generic task's written result type).
+pub fn output_layout_const(output: &Option<syn::Type>, out: &TokenStream) -> TokenStream {
     let fields: Vec<TokenStream> = match output {
         Some(syn::Type::Tuple(t)) => t
             .elems
@@ -74,7 +88,7 @@ pub fn output_layout_const(output: &Option<syn::Type>) -> TokenStream {
                 quote! {
                     ::gpu_cilk::runtime::FieldLayout {
                         name: #name,
-                        offset: ::core::mem::offset_of!(Output, #idx),
+                        offset: ::core::mem::offset_of!(#out, #idx),
                         size: ::core::mem::size_of::<#ty>(),
                     }
                 }
@@ -84,7 +98,7 @@ pub fn output_layout_const(output: &Option<syn::Type>) -> TokenStream {
     };
     quote! {
         const OUTPUT_LAYOUT: ::gpu_cilk::runtime::ArgsLayout = ::gpu_cilk::runtime::ArgsLayout {
-            size: ::core::mem::size_of::<Output>(),
+            size: ::core::mem::size_of::<#out>(),
             fields: &[#(#fields),*],
         };
     }
@@ -93,9 +107,10 @@ pub fn output_layout_const(output: &Option<syn::Type>) -> TokenStream {
 /// The device form of the module's function: `Device` (implementing `DeviceFunction`, and
 /// `TaskFunction` for a task), `__DEVICE` (its `DeviceFn`: the serial device function) and one
 /// `DeviceFunction` check per call it makes.
-pub fn device_items(device: &DeviceText, task: bool) -> TokenStream {
+pub fn device_items(device: &DeviceText, task: bool, structs: &[syn::Path]) -> TokenStream {
     let (name, decl, def, sites, site_base) =
         (&device.name, &device.decl, &device.def, &device.sites, &device.site_base);
+    let structs = struct_defs(structs);
     let helpers = device.helpers.iter().map(callees::device_ref);
     let checks = device.calls.iter().map(callees::call_check);
     let task_function = task.then(|| {
@@ -125,6 +140,7 @@ pub fn device_items(device: &DeviceText, task: bool) -> TokenStream {
             sites: &[#(#sites),*],
             site_base: #site_base,
             helpers: &[#(#helpers),*],
+            structs: &[#(#structs),*],
         };
 
         #(#checks)*
@@ -140,11 +156,12 @@ pub fn helper_module(f: &Function, device: &DeviceText) -> TokenStream {
         names.add(h, None);
     }
     let callee_items = names.items();
-    let items = device_items(device, false);
+    let items = device_items(device, false, &f.structs);
     let not_a_task = callees::spawn_target_items(name.span(), f.params.len());
+    // A generic helper's result may name its type parameters, which the module does not have.
     let output = match &f.output {
-        Some(t) => quote!(#t),
-        None => quote!(()),
+        Some(t) if !f.generics.iter().any(|g| crate::syntax::mentions(t, g)) => quote!(#t),
+        _ => quote!(()),
     };
     let doc = format!(" The device form of the helper `{name}`, generated by `#[gpu_cilk::device]`.");
     let marker = super::naming::marker_item();
@@ -168,4 +185,40 @@ pub fn helper_module(f: &Function, device: &DeviceText) -> TokenStream {
             pub type Output = #output;
     };
     super::naming::hidden_module(name, vis, &super::naming::helper_module(name), &doc, "helper", body)
+}
+
+/// `impl DeviceStruct for S`: the struct's C++ definition `def` (written by `write`) and its Rust
+/// layout (`size_of`, `offset_of!` of each field), with the `DEF`s of the device structs its
+/// fields use (each a check that they derive `DeviceStruct` too).
+pub fn device_struct_impl(s: &StructDecl, def: &str) -> TokenStream {
+    let name = &s.name;
+    let name_str = name.to_string();
+    let fields = s.fields.iter().map(|(f, _)| {
+        let fs = f.to_string();
+        quote! { ::gpu_cilk::runtime::StructField { name: #fs, offset: ::core::mem::offset_of!(#name, #f) } }
+    });
+    let mut deps: Vec<syn::Path> = Vec::new();
+    for (_, t) in &s.fields {
+        let mut t = t;
+        while let syn::Type::Array(a) = t {
+            t = &a.elem;
+        }
+        if let syn::Type::Path(p) = t {
+            if crate::syntax::is_struct_type(t) && !deps.contains(&p.path) {
+                deps.push(p.path.clone());
+            }
+        }
+    }
+    let deps = struct_defs(&deps);
+    quote! {
+        impl ::gpu_cilk::runtime::DeviceStruct for #name {
+            const DEF: &'static ::gpu_cilk::runtime::StructDef = &::gpu_cilk::runtime::StructDef {
+                name: #name_str,
+                def: #def,
+                size: ::core::mem::size_of::<#name>(),
+                fields: &[#(#fields),*],
+                deps: &[#(#deps),*],
+            };
+        }
+    }
 }

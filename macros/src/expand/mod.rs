@@ -24,7 +24,7 @@ mod naming;
 mod serial;
 mod stored;
 
-pub use cuda::helper_module;
+pub use cuda::{device_struct_impl, helper_module};
 mod race_witness;
 pub use serial::serial_fn;
 
@@ -177,6 +177,58 @@ impl<'t> Emitter<'t> {
         }
     }
 
+    /// `<T: Key, ..>` for a generic task's items, empty otherwise.
+    fn gen_decl(&self) -> TokenStream {
+        let g = &self.task.generics;
+        if g.is_empty() {
+            return quote!();
+        }
+        quote!(<#(#g: ::gpu_cilk::runtime::Key),*>)
+    }
+
+    /// `<T, ..>` after a generic task's item names, empty otherwise.
+    fn gen_use(&self) -> TokenStream {
+        let g = &self.task.generics;
+        if g.is_empty() {
+            return quote!();
+        }
+        quote!(<#(#g),*>)
+    }
+
+    /// The type parameters that `Frame`'s fields mention (a frame without them is not generic).
+    fn frame_generics(&self) -> Vec<&syn::Ident> {
+        let t = self.task;
+        t.generics
+            .iter()
+            .filter(|g| {
+                t.frame.iter().any(|f| match &f.ty {
+                    FieldType::Declared(ty) => syntax::mentions(ty, g),
+                    FieldType::OutputOf(c) => self
+                        .callee_path(*c)
+                        .is_some_and(|p| syntax::split_type_args(p).1.iter().any(|a| syntax::mentions(a, g))),
+                })
+            })
+            .collect()
+    }
+
+    /// `Frame`, or `Frame<T: Key, ..>` with the type parameters it mentions (its declaration).
+    fn frame_decl(&self) -> TokenStream {
+        let g = self.frame_generics();
+        if g.is_empty() {
+            return quote!(Frame);
+        }
+        quote!(Frame<#(#g: ::gpu_cilk::runtime::Key),*>)
+    }
+
+    /// `Frame`, or `Frame<T, ..>` with the type parameters it mentions.
+    fn frame_ty(&self) -> TokenStream {
+        let g = self.frame_generics();
+        if g.is_empty() {
+            return quote!(Frame);
+        }
+        quote!(Frame<#(#g),*>)
+    }
+
     fn output(&self) -> TokenStream {
         match &self.task.output {
             Some(t) => quote!(#t),
@@ -245,19 +297,23 @@ impl<'t> Emitter<'t> {
             .collect();
         // `args`/`task`: a task with slice parameters makes `Args` only under the borrow of a
         // `Call<'a, _>` (runtime `slice` module, rule 1); any other task's `Args` borrow nothing.
+        let (gdecl, guse) = (self.gen_decl(), self.gen_use());
+        let frame_ty = self.frame_ty();
+        let frame_decl = self.frame_decl();
+        let generic_params = &t.generics;
         let constructors = if slices.is_empty() && bounds.is_empty() {
             quote! {
                 /// The channel element for a call with these arguments.
-                pub fn args(#(#param_names: #param_types),*) -> Args {
+                pub fn args #gdecl (#(#param_names: #param_types),*) -> Args #guse {
                     Args { #(#param_names),* }
                 }
 
                 /// A root invocation: `runtime.run(task(..))`.
-                pub fn task(#(#param_names: #param_types),*) -> ::gpu_cilk::runtime::Call<'static, Task> {
+                pub fn task #gdecl (#(#param_names: #param_types),*) -> ::gpu_cilk::runtime::Call<'static, Task #guse> {
                     ::gpu_cilk::runtime::Call::new(args(#(#param_names),*))
                 }
 
-                impl ::gpu_cilk::runtime::OwnedArgs for Args {}
+                impl #gdecl ::gpu_cilk::runtime::OwnedArgs for Args #guse {}
             }
         } else {
             let lt = syn::Lifetime::new("'__gc_borrow", Span::mixed_site());
@@ -279,13 +335,13 @@ impl<'t> Emitter<'t> {
                 /// # Safety
                 /// The slices must stay valid, and the `&mut` ones unaliased, for as long as any
                 /// task may run with these `Args` (use `task(..)`, which ties them to its borrow).
-                pub unsafe fn args(#(#param_names: #param_types),*) -> Args {
+                pub unsafe fn args #gdecl (#(#param_names: #param_types),*) -> Args #guse {
                     Args { #(#stored_inits),* }
                 }
 
                 /// A root invocation: `runtime.run(task(..))`. The call borrows the slices until
                 /// the run that consumes it has ended.
-                pub fn task<#lt>(#(#param_names: #borrowed),*) -> ::gpu_cilk::runtime::Call<#lt, Task> {
+                pub fn task<#lt #(, #generic_params: ::gpu_cilk::runtime::Key)*>(#(#param_names: #borrowed),*) -> ::gpu_cilk::runtime::Call<#lt, Task #guse> {
                     // SAFETY: the returned `Call` borrows every slice for `'__gc_borrow`, and a
                     // run consumes the call and ends before that borrow does.
                     ::gpu_cilk::runtime::Call::new(unsafe { args(#(#param_names),*) })
@@ -300,7 +356,7 @@ impl<'t> Emitter<'t> {
                 quote! {
                     ::gpu_cilk::runtime::SliceField {
                         name: #ns,
-                        offset: ::core::mem::offset_of!(Args, #n),
+                        offset: ::core::mem::offset_of!(Args #guse, #n),
                         elem_size: ::core::mem::size_of::<#e>(),
                         mutable: #m,
                         bound: false,
@@ -312,7 +368,7 @@ impl<'t> Emitter<'t> {
                 quote! {
                     ::gpu_cilk::runtime::SliceField {
                         name: #ns,
-                        offset: ::core::mem::offset_of!(Args, #n),
+                        offset: ::core::mem::offset_of!(Args #guse, #n),
                         elem_size: ::core::mem::size_of::<#b>(),
                         mutable: false,
                         bound: true,
@@ -390,10 +446,28 @@ impl<'t> Emitter<'t> {
             let ct = task_of(&c.path);
             quote_spanned!(c.path.span()=> <#ct as ::gpu_cilk::runtime::CilkTask>::register(#registry_id);)
         });
-        let cuda = cuda::cuda_const(fragment);
-        let args_layout = cuda::args_layout_const(&t.params, fragment);
-        let output_layout = cuda::output_layout_const(&t.output);
-        let device_items = cuda::device_items(device, true);
+        let cuda = cuda::cuda_const(fragment, &t.structs);
+        let args_layout = cuda::args_layout_const(&t.params, fragment, &quote!(Args #guse));
+        // A generic task's `Output` is an alias of its instantiation's (`Output<T>`).
+        let output_ty = if t.generics.is_empty() { quote!(Output) } else { output.clone() };
+        let output_layout = cuda::output_layout_const(&t.output, &output_ty);
+        // A generic task's `Device` has no one `Task` to name: it is a device form only.
+        let device_items = cuda::device_items(device, t.generics.is_empty(), &t.structs);
+        let (task_item, output_item, type_args) = if t.generics.is_empty() {
+            (
+                quote!(
+                    pub struct Task;
+                ),
+                quote!(pub type Output = #output;),
+                quote!(),
+            )
+        } else {
+            (
+                quote!(pub struct Task #guse(::core::marker::PhantomData<fn() -> (#(#generic_params,)*)>);),
+                quote!(pub type Output #guse = <Task #guse as ::gpu_cilk::runtime::CilkTask>::Output;),
+                quote!(const TYPE_ARGS: &'static [&'static str] = &[#(<#generic_params as ::gpu_cilk::runtime::Scalar>::CXX),*];),
+            )
+        };
         // The functions this task spawns (with the arity of their first spawn) or calls.
         let mut names = Callees::of(name, &naming::task_module(name));
         for site in t.segments.iter().flat_map(|s| spawn_sites(&s.body)) {
@@ -427,31 +501,31 @@ impl<'t> Emitter<'t> {
                 /// The parameters: one channel element of this task.
                 #[repr(C)]
                 #[derive(Clone, Copy, Debug)]
-                pub struct Args {
+                pub struct Args #gdecl {
                     #(pub #param_names: #stored_types,)*
                 }
 
                 /// The continuation frame: locals that live across a `sync!()` and spawn destinations.
                 #[repr(C)]
-                pub struct Frame {
+                pub struct #frame_decl {
                     #resume_field
                     #(pub #field_names: #field_types,)*
                 }
 
                 /// The marker type that implements `CilkTask`.
-                pub struct Task;
+                #task_item
 
                 #constructors
 
                 /// The function's return type: how a spawning parent's frame stores the result.
-                pub type Output = #output;
+                #output_item
 
                 #device_items
                 #machine_fn
 
-                impl ::gpu_cilk::runtime::CilkTask for Task {
-                    type Args = Args;
-                    type Frame = Frame;
+                impl #gdecl ::gpu_cilk::runtime::CilkTask for Task #guse {
+                    type Args = Args #guse;
+                    type Frame = #frame_ty;
                     type Output = #output;
                     const NAME: &'static str = #name_str;
                     const SYNCS: usize = #syncs_lit;
@@ -461,15 +535,16 @@ impl<'t> Emitter<'t> {
                     #args_layout
                     #output_layout
                     #slices_const
+                    #type_args
 
-                    fn serial(#args_id: Args) -> #output {
+                    fn serial(#args_id: Args #guse) -> #output {
                         let Args { #(#param_names),* } = #args_id;
                         // SAFETY (slices): as for a segment's parameters (`rebind_slice`).
                         super::#name(#(#serial_args),*)
                     }
 
                     fn prespawn<#spawner_id: ::gpu_cilk::runtime::Spawn<Self>>(
-                        #args_id: Args,
+                        #args_id: Args #guse,
                         #cx_id: &mut #spawner_id,
                     ) -> ::gpu_cilk::runtime::Step<Self> {
                         #prespawn
@@ -477,7 +552,7 @@ impl<'t> Emitter<'t> {
 
                     fn resume<#spawner_id: ::gpu_cilk::runtime::Spawn<Self>>(
                         #segment_id: usize,
-                        #frame_id: Frame,
+                        #frame_id: #frame_ty,
                         #cx_id: &mut #spawner_id,
                     ) -> ::gpu_cilk::runtime::Step<Self> {
                         #resume
@@ -526,6 +601,10 @@ impl<'t> Emitter<'t> {
                     let span = p.span();
                     let (n, value) = (&f.name, syn::Ident::new(&f.name.to_string(), span));
                     let module = callees::module_path(p);
+                    if !syntax::split_type_args(p).1.is_empty() {
+                        // A generic task's `Device` names no one `Task` (its type arguments do).
+                        return quote_spanned!(span=> let #m #n = #value;);
+                    }
                     quote_spanned! {span=>
                         let #m #n = <#module::Device as ::gpu_cilk::runtime::TaskFunction>::output(#value);
                     }
@@ -647,12 +726,13 @@ impl<'t> Emitter<'t> {
             };
             quote!(#kl => { #body #term })
         });
+        let (g, guse, frame_ty) = (&t.generics, self.gen_use(), self.frame_ty());
         quote! {
             /// The task's blocks (a `sync!()` inside control flow makes the body a state machine).
-            fn __machine<#spawner_id: ::gpu_cilk::runtime::Spawn<Task>>(
-                #frame_id: Frame,
+            fn __machine<#(#g: ::gpu_cilk::runtime::Key,)* #spawner_id: ::gpu_cilk::runtime::Spawn<Task #guse>>(
+                #frame_id: #frame_ty,
                 #cx_id: &mut #spawner_id,
-            ) -> ::gpu_cilk::runtime::Step<Task> {
+            ) -> ::gpu_cilk::runtime::Step<Task #guse> {
                 let Frame { __gc_resume: #start, #(#names: mut #names),* } = #frame_id;
                 #(#rebinds)*
                 let mut #block: u32 = #start;
@@ -773,8 +853,9 @@ impl<'t> Emitter<'t> {
         let cx = &self.cx;
         let f = &self.place_frame;
         // This site's own path: an error about the callee points at this spawn.
-        let callee = callees::module_path(&site.path);
         let callee_task = task_of(&site.path);
+        let callee_args = args_of(&site.path);
+        let frame_ty = self.frame_ty();
         let args = site.args.iter().map(|a| self.user_expr(a));
         let (decl, place) = match &site.dest {
             Dest::Discard => (quote!(), quote!(::gpu_cilk::runtime::Place::discard())),
@@ -797,8 +878,8 @@ impl<'t> Emitter<'t> {
                 (
                     decl,
                     quote!(::gpu_cilk::runtime::Place::field(
-                        ::core::mem::offset_of!(Frame, #name),
-                        |#f: &Frame| &#f.#name
+                        ::core::mem::offset_of!(#frame_ty, #name),
+                        |#f: &#frame_ty| &#f.#name
                     )),
                 )
             }
@@ -807,9 +888,9 @@ impl<'t> Emitter<'t> {
                 (
                     quote!(),
                     quote!(::gpu_cilk::runtime::Place::element(
-                        ::core::mem::offset_of!(Frame, #array),
+                        ::core::mem::offset_of!(#frame_ty, #array),
                         #index,
-                        |#f: &Frame| &#f.#array
+                        |#f: &#frame_ty| &#f.#array
                     )),
                 )
             }
@@ -829,7 +910,7 @@ impl<'t> Emitter<'t> {
                 #decl
                 // SAFETY: as for the plain spawn below.
                 #cx.#spawn::<#callee_task>(
-                    unsafe { #callee::args(#(#args),*) },
+                    unsafe { #callee_args(#(#args),*) },
                     #place,
                     ::gpu_cilk::runtime::Priority::key(#p),
                     #loc,
@@ -850,21 +931,44 @@ impl<'t> Emitter<'t> {
             // the arguments are the user's expressions, which also compile outside any `unsafe`
             // in the serial function; the child's slices are sub-slices of this task's, valid
             // until it ends, and it ends after its children (runtime `slice` module, rule 2).
-            #cx.#spawn::<#callee_task>(unsafe { #callee::args(#(#args),*) }, #place #at);
+            #cx.#spawn::<#callee_task>(unsafe { #callee_args(#(#args),*) }, #place #at);
         }
     }
 }
 
-/// `<callee>::Task` as seen from inside the generated module, spanned at the callee.
-fn task_of(p: &Path) -> TokenStream {
-    let module = callees::module_path(p);
-    quote_spanned!(p.span()=> #module::Task)
+/// `<T, ..>` of a callee written with type arguments (`g::<T>`), empty otherwise.
+fn type_args_of(p: &Path) -> TokenStream {
+    let args = syntax::split_type_args(p).1;
+    if args.is_empty() {
+        return quote!();
+    }
+    quote_spanned!(p.span()=> <#(#args),*>)
 }
 
-/// `<callee>::Output`: the type of a spawned child's result, spanned at the callee.
+/// `<callee>::Task` (`<callee>::Task<T>` for `g::<T>`) as seen from inside the generated module,
+/// spanned at the callee.
+fn task_of(p: &Path) -> TokenStream {
+    let module = callees::module_path(p);
+    let targs = type_args_of(p);
+    quote_spanned!(p.span()=> #module::Task #targs)
+}
+
+/// `<callee>::args` (`<callee>::args::<T>` for `g::<T>`).
+fn args_of(p: &Path) -> TokenStream {
+    let module = callees::module_path(p);
+    let targs = type_args_of(p);
+    if targs.is_empty() {
+        return quote_spanned!(p.span()=> #module::args);
+    }
+    quote_spanned!(p.span()=> #module::args::#targs)
+}
+
+/// `<callee>::Output` (`<callee>::Output<T>` for `g::<T>`): the type of a spawned child's result,
+/// spanned at the callee.
 fn output_of(p: &Path) -> TokenStream {
     let module = callees::module_path(p);
-    quote_spanned!(p.span()=> #module::Output)
+    let targs = type_args_of(p);
+    quote_spanned!(p.span()=> #module::Output #targs)
 }
 
 /// The spawn sites of a statement list, in textual order.

@@ -136,14 +136,19 @@ fn flush(out: &mut Vec<Stmt>, at: usize, run: &mut Vec<(Path, Vec<Expr>)>, twice
     out.insert(at, witness);
 }
 
-/// `path::task(args)` with every argument that is not a slice name replaced by a value of any type
+/// `path::task(args)` (`path::task::<T>(args)` for `g::<T>`) with every argument that is not a slice name replaced by a value of any type
 /// (`race_witness_value()`: its value does not matter, and it is not evaluated at another place).
 fn root_call(path: &Path, args: &[Expr], names: &HashSet<String>) -> TokenStream {
     let args = args.iter().map(|a| match syntax::slice_name(a, names) {
         Some(_) => quote!(#a),
         None => quote_spanned!(a.span()=> ::gpu_cilk::runtime::slice::race_witness_value()),
     });
-    quote_spanned!(path.span()=> #path::task(#(#args),*))
+    // A generic task's type arguments go to its `task` (`g::<T>` → `g::task::<T>(..)`).
+    let (bare, targs) = syntax::split_type_args(path);
+    if targs.is_empty() {
+        return quote_spanned!(path.span()=> #path::task(#(#args),*));
+    }
+    quote_spanned!(path.span()=> #bare::task::<#(#targs),*>(#(#args),*))
 }
 
 /// Recurses into the blocks of a statement that is not a spawn.

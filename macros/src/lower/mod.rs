@@ -139,6 +139,8 @@ pub fn task(f: Function) -> Result<Task, syn::Error> {
     let task = Task {
         name: f.name,
         vis: f.vis,
+        generics: f.generics,
+        structs: f.structs,
         params: f.params,
         output: f.output,
         frame,
@@ -182,6 +184,8 @@ fn machine_task(f: Function) -> Result<Task, syn::Error> {
     let task = Task {
         name: f.name,
         vis: f.vis,
+        generics: f.generics,
+        structs: f.structs,
         params: f.params,
         output: f.output,
         frame,
@@ -204,7 +208,7 @@ fn number_spawns(stmts: &mut [Stmt], callees: &mut Vec<Callee>, next: &mut usize
                 site.index = *next;
                 *next += 1;
                 site.in_loop = in_loop;
-                let text = crate::ir::path_text(&site.path);
+                let text = Callee { path: site.path.clone() }.display();
                 site.callee = match callees.iter().position(|c| c.display() == text) {
                     Some(i) => i,
                     None => {

@@ -6,7 +6,7 @@
 //! `static_assert` through [`Writer::unsupported`]. Statements are `stmt`'s.
 
 use super::infer::{block_tail, block_tail_only, is_float_lit, is_poly_literal};
-use super::ty::{arith_fn, callee_cname, prim, prim_assoc, tok, ty_of_type, Ty};
+use super::ty::{arith_fn, callee_cname, callee_targs, prim, prim_assoc, tok, ty_of_type, Ty};
 use super::writer::Writer;
 use proc_macro2::Span;
 use syn::spanned::Spanned;
@@ -158,8 +158,13 @@ impl Writer<'_> {
                     let base = self.expr(&f.base, None);
                     format!("({base}).f{}", i.index)
                 }
-                syn::Member::Named(n) => self.unsupported("a named field", n.span()),
+                // A field of a device struct: the C++ struct has the Rust field names.
+                syn::Member::Named(n) => {
+                    let base = self.expr(&f.base, None);
+                    format!("({base}).{n}")
+                }
             },
+            Expr::Struct(st) => self.struct_literal(st),
             Expr::Reference(r) => match crate::syntax::sub_slice(e) {
                 Some((_, base, range)) => self.sub_slice(base, range),
                 None => self.unsupported("a reference", r.span()),
@@ -309,6 +314,13 @@ impl Writer<'_> {
                 format!("{f}({r}, {a})")
             }
             "min" | "max" => same(self, &format!("gc_{name}")),
+            // `Key`'s total order: the order-preserving image of runtime.cuh's `gc_priority`,
+            // the same map as the host's `Priority::key`.
+            "total_lt" | "total_le" => {
+                let a = arg(self, 0, t.as_ref());
+                let op = if name == "total_lt" { "<" } else { "<=" };
+                format!("(gc_priority({r}) {op} gc_priority({a}))")
+            }
             "clamp" => {
                 let a = arg(self, 0, t.as_ref());
                 let b = arg(self, 1, t.as_ref());
@@ -365,7 +377,25 @@ impl Writer<'_> {
         let args: Vec<String> = c.args.iter().map(|a| self.expr(a, None)).collect();
         let mut all = vec!["cx".to_string()];
         all.extend(args);
-        format!("{}_dev({})", callee_cname(&p.path), all.join(", "))
+        format!("{}_dev{}({})", callee_cname(&p.path), callee_targs(&p.path), all.join(", "))
+    }
+
+    /// `S { x: a, y: b }`: a lambda that starts from a value-initialized `S` and assigns the
+    /// fields in the written order (Rust's order of evaluation; C++ aggregate initialization
+    /// would need the declaration order, which only the struct's own declaration knows).
+    fn struct_literal(&mut self, st: &syn::ExprStruct) -> String {
+        let name = st.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
+        let v = self.fresh("s");
+        let mut body = format!("{name} {v}{{}}; ");
+        for f in &st.fields {
+            let syn::Member::Named(n) = &f.member else {
+                return self.unsupported("a struct literal with unnamed fields", st.span());
+            };
+            let want = Ty::Named(format!("decltype({v}.{n})"));
+            let val = self.expr(&f.expr, Some(&want));
+            body.push_str(&format!("{v}.{n} = {val}; "));
+        }
+        format!("([&]() {{ {body}return {v}; }}())")
     }
 
     fn if_expr(&mut self, i: &syn::ExprIf, want: Option<&Ty>) -> String {

@@ -51,7 +51,7 @@ impl Writer<'_> {
                 let name = m.method.to_string();
                 match name.as_str() {
                     "count_ones" | "count_zeros" | "leading_zeros" | "trailing_zeros" => Some(prim("u32")),
-                    "is_power_of_two" | "is_nan" | "is_empty" => Some(prim("bool")),
+                    "is_power_of_two" | "is_nan" | "is_empty" | "total_lt" | "total_le" => Some(prim("bool")),
                     "len" => Some(prim("usize")),
                     "load" | "fetch_max" | "fetch_min" | "fetch_add" => match self.ty_of(&m.receiver) {
                         Some(Ty::Bound(_, e)) => Some(*e),
@@ -82,6 +82,7 @@ impl Writer<'_> {
                 (syn::Member::Unnamed(i), Some(Ty::Tuple(es))) => es.get(i.index as usize).cloned(),
                 _ => None,
             },
+            Expr::Struct(st) => st.path.get_ident().map(|n| Ty::Named(n.to_string())),
             _ => None,
         }
     }

@@ -41,7 +41,7 @@ mod task;
 mod ty;
 mod writer;
 
-pub use task::{device_fn, task_device_fn, task_fragment};
+pub use task::{device_fn, struct_def, task_device_fn, task_fragment};
 
 #[cfg(test)]
 pub use task::PRELUDE;

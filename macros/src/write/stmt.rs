@@ -7,7 +7,7 @@
 
 use super::expr::strip_usize_cast;
 use super::infer::{is_float_lit, is_poly_literal};
-use super::ty::{callee_cname, compound_fn, mangle, prim, ty_of_type, Ty};
+use super::ty::{callee_cname, callee_targs, compound_fn, mangle, prim, ty_of_type, Ty};
 use super::writer::{Mode, Writer};
 use crate::ir::{Dest, For, If, SpawnSite, Stmt};
 use syn::spanned::Spanned;
@@ -329,6 +329,7 @@ impl Writer<'_> {
 
     fn spawn(&mut self, site: &SpawnSite) {
         let callee = callee_cname(&site.path);
+        let ctargs = callee_targs(&site.path);
         let self_call = self.task.is_some_and(|t| t.name == callee.as_str());
         let params: Vec<Option<Ty>> = match self.task {
             Some(t) if self_call => t.params.iter().map(|p| Some(ty_of_type(&p.ty))).collect(),
@@ -359,7 +360,7 @@ impl Writer<'_> {
             self.helper(&site.path);
             let mut all = vec!["cx".to_string()];
             all.extend(args);
-            let call = format!("{callee}_dev({})", all.join(", "));
+            let call = format!("{callee}_dev{ctargs}({})", all.join(", "));
             match &site.dest {
                 Dest::Discard => self.line(&format!("{call};")),
                 Dest::Local { name, decl: Some(d) } => {
@@ -381,7 +382,10 @@ impl Writer<'_> {
             return;
         }
         let task_cname = self.task_cname.clone();
-        let frame = format!("{task_cname}_frame");
+        // A generic task's frame is named by its typedef (a template-id with several arguments
+        // would split the macro's arguments).
+        let frame = if self.targs.is_empty() { format!("{task_cname}_frame") } else { "Frame".to_string() };
+        let own = format!("{task_cname}_task{}", self.targs);
         // `gc_spawn` returns the child's value when the scheduler ran it at once (inline), else a
         // placeholder the child's result replaces in the frame: either way the destination local
         // takes it, so the frame this segment stores is right.
@@ -393,7 +397,7 @@ impl Writer<'_> {
                         d.ty.as_ref()
                             .map(ty_of_type)
                             .or_else(|| self.self_output(self_call))
-                            .unwrap_or_else(|| Ty::Named(format!("{callee}_ret")));
+                            .unwrap_or_else(|| Ty::Named(format!("{callee}_ret{ctargs}")));
                     let n = self.declare(name, Some(ty.clone()));
                     self.line(&format!("{} {n} = {}();", ty.cxx(), ty.cxx()));
                 }
@@ -417,15 +421,14 @@ impl Writer<'_> {
             }
         };
         let s = self.site(site.span);
+        // The Args of a template instantiation is a dependent name: `typename`.
+        let child = format!("{callee}_task{ctargs}");
+        let child_args = if ctargs.is_empty() { format!("{child}::Args") } else { format!("typename {child}::Args") };
         let call = match priority {
-            Some(k) => format!(
-                "gc_spawn_prio<{task_cname}_task, {callee}_task>(cx, {callee}_task::Args{{{}}}, {offset}, {s}, {k})",
-                args.join(", ")
-            ),
-            None => format!(
-                "gc_spawn<{task_cname}_task, {callee}_task>(cx, {callee}_task::Args{{{}}}, {offset}, {s})",
-                args.join(", ")
-            ),
+            Some(k) => {
+                format!("gc_spawn_prio<{own}, {child}>(cx, {child_args}{{{}}}, {offset}, {s}, {k})", args.join(", "))
+            }
+            None => format!("gc_spawn<{own}, {child}>(cx, {child_args}{{{}}}, {offset}, {s})", args.join(", ")),
         };
         match target {
             Some(t) => self.line(&format!("{t} = {call};")),

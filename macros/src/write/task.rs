@@ -6,9 +6,9 @@
 //! This module owns the assembly of those pieces around the statements that `stmt` writes; it
 //! returns the text as the IR's [`Fragment`] and [`DeviceText`].
 
-use super::ty::{callee_cname, mangle, ty_of_type, Ty};
+use super::ty::{callee_cname, callee_targs, mangle, template_of, ty_of_type, Ty};
 use super::writer::{Mode, Writer};
-use crate::ir::{DeviceText, End, FieldType, Fragment, Function, Machine, Param, Segment, Task, Term};
+use crate::ir::{DeviceText, End, FieldType, Fragment, Function, Machine, Param, Segment, StructDecl, Task, Term};
 use std::fmt::Write as _;
 use syn::{Ident, Type};
 
@@ -21,10 +21,11 @@ fn field_ty(task: &Task, ty: &FieldType) -> Ty {
         FieldType::Declared(t) => ty_of_type(t),
         FieldType::OutputOf(c) => {
             let callee = task.callees.get(*c).map(|c| callee_cname(&c.path)).unwrap_or_default();
+            let targs = task.callees.get(*c).map(|c| callee_targs(&c.path)).unwrap_or_default();
             // A spawn of the task itself: its own output type, which the writer can see into.
             match &task.output {
                 Some(t) if task.name == callee => ty_of_type(t),
-                _ => Ty::Named(format!("{callee}_ret")),
+                _ => Ty::Named(format!("{callee}_ret{targs}")),
             }
         }
     }
@@ -33,6 +34,11 @@ fn field_ty(task: &Task, ty: &FieldType) -> Ty {
 /// A function's return type (`None`: unit).
 fn output_ty(out: &Option<Type>) -> Option<Ty> {
     out.as_ref().map(ty_of_type)
+}
+
+/// `template <typename T, ..> ` of a generic task (empty otherwise).
+fn tpl_of(task: &Task) -> String {
+    template_of(&task.generics).0
 }
 
 /// One `static_assert(false, "..")` per construct that could not be translated.
@@ -50,15 +56,28 @@ pub fn task_fragment(task: &Task) -> Fragment {
     let ret = output_ty(&task.output);
     let ret_cxx = ret.as_ref().map_or("gc_unit".to_string(), Ty::cxx);
 
+    // A generic task is a family of C++ templates over its type parameters; the cuda backend
+    // instantiates them per instantiation of the Rust task (`CilkTask::TYPE_ARGS`), whose ids it
+    // gives the template through `gc_task_ids` and whose names (`<name>__gc_u32_task`, ..) it
+    // defines as typedefs.
+    let (tpl, targs) = template_of(&task.generics);
     let mut decls = String::new();
     decls.push_str(PRELUDE);
     let _ = writeln!(decls, "// ---- decls: {name}");
-    let _ = writeln!(decls, "typedef {ret_cxx} {name}_ret;");
+    if tpl.is_empty() {
+        let _ = writeln!(decls, "typedef {ret_cxx} {name}_ret;");
+    } else {
+        let _ = writeln!(decls, "{tpl}using {name}_ret = {ret_cxx};");
+    }
     let arg_fields: Vec<String> =
         task.params.iter().map(|p| format!("{} {};", ty_of_type(&p.ty).cxx(), mangle(&p.name.to_string()))).collect();
-    let _ = writeln!(decls, "struct {name}_args {{ {} }};", arg_fields.join(" "));
-    // A warp task runs on a whole warp, never as a sum group's member.
-    let sum_base = if task.warp { None } else { task.sum_base };
+    let _ = writeln!(decls, "{tpl}struct {name}_args {{ {} }};", arg_fields.join(" "));
+    if !tpl.is_empty() {
+        let _ = writeln!(decls, "{tpl}struct {name}_task;");
+    }
+    // A warp task runs on a whole warp, never as a sum group's member; a generic task's
+    // instantiations are not marked one by one.
+    let sum_base = if task.warp || !tpl.is_empty() { None } else { task.sum_base };
     if sum_base.is_some() {
         // The assembler defines it to 1 when every task this one spawns is a sum as well.
         let _ = writeln!(decls, "#ifndef GC_SUM_{name}\n#define GC_SUM_{name} 0\n#endif");
@@ -72,14 +91,19 @@ pub fn task_fragment(task: &Task) -> Fragment {
         .map(|f| format!("{} {};", field_ty(task, &f.ty).cxx(), mangle(&f.name.to_string())))
         .collect();
     let resume_field = if task.machine.is_some() { "gc_u32 gc_resume; " } else { "" };
-    let _ = writeln!(types, "struct {name}_frame {{ {resume_field}{} }};", frame_fields.join(" "));
-    let _ = writeln!(types, "struct {name}_task {{");
+    let _ = writeln!(types, "{tpl}struct {name}_frame {{ {resume_field}{} }};", frame_fields.join(" "));
+    let _ = writeln!(types, "{tpl}struct {name}_task {{");
+    let (qbase, id) = if tpl.is_empty() {
+        (format!("GC_QBASE_{name}"), format!("GC_ID_{name}"))
+    } else {
+        (format!("gc_task_ids<{name}_task{targs} >::QBASE"), format!("gc_task_ids<{name}_task{targs} >::ID"))
+    };
     for l in [
-        format!("typedef {name}_args Args;"),
-        format!("typedef {name}_frame Frame;"),
-        format!("typedef {name}_ret Ret;"),
-        format!("static const gc_u32 QBASE = GC_QBASE_{name};"),
-        format!("static const gc_u32 ID = GC_ID_{name};"),
+        format!("typedef {name}_args{targs} Args;"),
+        format!("typedef {name}_frame{targs} Frame;"),
+        format!("typedef {name}_ret{targs} Ret;"),
+        format!("static const gc_u32 QBASE = {qbase};"),
+        format!("static const gc_u32 ID = {id};"),
         format!("static const gc_u32 SYNCS = {};", task.syncs()),
         "static __device__ bool seg0(gc_cx& cx, Args a, Frame* out, Ret* ret);".into(),
         "static __device__ bool resume(gc_cx& cx, gc_u32 k, Frame f, Frame* out, Ret* ret);".into(),
@@ -125,7 +149,7 @@ pub fn task_fragment(task: &Task) -> Fragment {
     let mut call = vec!["cx".to_string()];
     call.extend(fields);
     writer.line(&format!(
-        "__device__ __noinline__ {name}_ret {name}_task::dev(const gc_cx& cx, Args a) {{ return {name}_dev({}); }}",
+        "{tpl}__device__ __noinline__ {name}_ret{targs} {name}_task{targs}::dev(const gc_cx& cx, Args a) {{ return {name}_dev{targs}({}); }}",
         call.join(", ")
     ));
     let defs = format!("// ---- defs: {name}\n{}{}", asserts(&writer.unsupported), writer.out);
@@ -146,7 +170,11 @@ pub fn task_fragment(task: &Task) -> Fragment {
 fn segment_defs(writer: &mut Writer<'_>, task: &Task) {
     let name = writer.task_cname.clone();
     // Segment 0.
-    writer.line(&format!("__device__ bool {name}_task::seg0(gc_cx& cx, Args a, Frame* out, Ret* ret) {{"));
+    writer.line(&format!(
+        "{}__device__ bool {name}_task{}::seg0(gc_cx& cx, Args a, Frame* out, Ret* ret) {{",
+        tpl_of(task),
+        writer.targs
+    ));
     writer.depth = 1;
     for p in &task.params {
         let t = ty_of_type(&p.ty);
@@ -161,7 +189,11 @@ fn segment_defs(writer: &mut Writer<'_>, task: &Task) {
     writer.line("}");
     writer.line("");
     // Continuations.
-    writer.line(&format!("__device__ bool {name}_task::resume(gc_cx& cx, gc_u32 k, Frame f, Frame* out, Ret* ret) {{"));
+    writer.line(&format!(
+        "{}__device__ bool {name}_task{}::resume(gc_cx& cx, gc_u32 k, Frame f, Frame* out, Ret* ret) {{",
+        tpl_of(task),
+        writer.targs
+    ));
     writer.depth = 1;
     writer.line("switch (k) {");
     for seg in task.segments.iter().skip(1) {
@@ -197,7 +229,11 @@ fn segment_defs(writer: &mut Writer<'_>, task: &Task) {
 /// same statements as `seg0`, which runs them as plain loops).
 fn warp_def(writer: &mut Writer<'_>, task: &Task) {
     let name = writer.task_cname.clone();
-    writer.line(&format!("__device__ bool {name}_task::warp(gc_cx& cx, Args a, Frame* out, Ret* ret) {{"));
+    writer.line(&format!(
+        "{}__device__ bool {name}_task{}::warp(gc_cx& cx, Args a, Frame* out, Ret* ret) {{",
+        tpl_of(task),
+        writer.targs
+    ));
     writer.depth = 1;
     writer.scopes = vec![Vec::new()];
     writer.used.clear();
@@ -222,7 +258,11 @@ fn warp_def(writer: &mut Writer<'_>, task: &Task) {
 /// `machine`, which starts at the frame's resume point; each block is a label, each jump a `goto`.
 fn machine_defs(writer: &mut Writer<'_>, task: &Task, m: &Machine) {
     let name = writer.task_cname.clone();
-    writer.line(&format!("__device__ bool {name}_task::seg0(gc_cx& cx, Args a, Frame* out, Ret* ret) {{"));
+    writer.line(&format!(
+        "{}__device__ bool {name}_task{}::seg0(gc_cx& cx, Args a, Frame* out, Ret* ret) {{",
+        tpl_of(task),
+        writer.targs
+    ));
     writer.depth = 1;
     writer.line("Frame f{};");
     writer.line("f.gc_resume = 0u;");
@@ -234,12 +274,20 @@ fn machine_defs(writer: &mut Writer<'_>, task: &Task, m: &Machine) {
     writer.depth = 0;
     writer.line("}");
     writer.line("");
-    writer.line(&format!("__device__ bool {name}_task::resume(gc_cx& cx, gc_u32 k, Frame f, Frame* out, Ret* ret) {{"));
+    writer.line(&format!(
+        "{}__device__ bool {name}_task{}::resume(gc_cx& cx, gc_u32 k, Frame f, Frame* out, Ret* ret) {{",
+        tpl_of(task),
+        writer.targs
+    ));
     writer.line("  (void)k;  // the resume point is the frame's");
     writer.line("  return machine(cx, f, out, ret);");
     writer.line("}");
     writer.line("");
-    writer.line(&format!("__device__ bool {name}_task::machine(gc_cx& cx, Frame f, Frame* out, Ret* ret) {{"));
+    writer.line(&format!(
+        "{}__device__ bool {name}_task{}::machine(gc_cx& cx, Frame f, Frame* out, Ret* ret) {{",
+        tpl_of(task),
+        writer.targs
+    ));
     writer.depth = 1;
     writer.scopes = vec![Vec::new()];
     writer.used.clear();
@@ -279,7 +327,7 @@ fn machine_defs(writer: &mut Writer<'_>, task: &Task, m: &Machine) {
                     let v = writer.lookup(&f.name.to_string()).map(|b| b.cxx.clone());
                     vals.push(v.unwrap_or_else(|| format!("{}()", field_ty(task, &f.ty).cxx())));
                 }
-                writer.line(&format!("*out = {name}_frame{{{}}};", vals.join(", ")));
+                writer.line(&format!("*out = {name}_frame{}{{{}}};", writer.targs, vals.join(", ")));
                 writer.line("return true;");
             }
             Term::Tail(e) => writer.ret(Some(e)),
@@ -316,7 +364,7 @@ fn segment_body(writer: &mut Writer<'_>, task: &Task, seg: &Segment) {
                     format!("{}()", field_ty(task, &f.ty).cxx())
                 })
                 .collect();
-            writer.line(&format!("*out = {}_frame{{{}}};", writer.task_cname, vals.join(", ")));
+            writer.line(&format!("*out = {}_frame{}{{{}}};", writer.task_cname, writer.targs, vals.join(", ")));
             writer.line("return true;");
         }
         End::Tail(e) => writer.ret(Some(e)),
@@ -333,6 +381,7 @@ fn segment_body(writer: &mut Writer<'_>, task: &Task, seg: &Segment) {
 /// The serial device function `<name>_dev(cx, params..)` of a task or helper.
 fn device_text(
     name: &Ident,
+    generics: &[Ident],
     params: &[Param],
     output: &Option<Type>,
     task: Option<&Task>,
@@ -355,7 +404,8 @@ fn device_text(
     // Strassen's seven recursive calls into `strassen_task::dev`: 1.11 -> 1.56 MB of PTX; out of
     // line, 1.09 MB). A call costs little next to an allocation.
     let linkage = if task.is_some_and(|t| t.frame.iter().any(|f| f.temp)) { "__noinline__ " } else { "" };
-    let proto = format!("__device__ {linkage}{ret_cxx} {dev_cname}({})", params_cxx.join(", "));
+    let tpl = template_of(generics).0;
+    let proto = format!("{tpl}__device__ {linkage}{ret_cxx} {dev_cname}({})", params_cxx.join(", "));
     writer.line(&format!("{proto} {{"));
     writer.depth = 1;
     if let Some(t) = task {
@@ -437,10 +487,19 @@ enum DeviceBody<'a> {
 
 /// The serial device function of a task (what a plain call of it runs on the device).
 pub fn task_device_fn(task: &Task) -> DeviceText {
-    device_text(&task.name, &task.params, &task.output, Some(task), DeviceBody::Task(task))
+    device_text(&task.name, &task.generics, &task.params, &task.output, Some(task), DeviceBody::Task(task))
 }
 
 /// The device function of a `#[gpu_cilk::device]` helper.
 pub fn device_fn(f: &Function) -> DeviceText {
-    device_text(&f.name, &f.params, &f.output, None, DeviceBody::Function(f))
+    device_text(&f.name, &f.generics, &f.params, &f.output, None, DeviceBody::Function(f))
+}
+
+/// The C++ definition of a device struct (`#[derive(DeviceStruct)]`): its fields in declaration
+/// order with the types every other C++ text of the program uses (`[f32; 3]` is
+/// `gc_array<gc_f32, 3>`), so that `#[repr(C)]` lays it out alike; the cuda backend checks the
+/// size and the offsets against Rust's.
+pub fn struct_def(s: &StructDecl) -> String {
+    let fields: Vec<String> = s.fields.iter().map(|(n, t)| format!("{} {n};", ty_of_type(t).cxx())).collect();
+    format!("struct {} {{ {} }};", s.name, fields.join(" "))
 }

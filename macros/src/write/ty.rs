@@ -80,6 +80,9 @@ pub(super) fn ty_of_type(t: &Type) -> Ty {
             let id = p.path.segments[0].ident.to_string();
             if PRIMS.contains(&id.as_str()) {
                 Ty::Prim(id)
+            } else if crate::syntax::is_type_param(&id) {
+                // A type parameter (`T: Key`) is the template parameter of the same name.
+                Ty::Named(mangle(&id))
             } else {
                 Ty::Named(id)
             }
@@ -191,6 +194,27 @@ pub(super) fn mangle(name: &str) -> String {
 /// The C++ name of the function a call or spawn names (its last segment, mangled).
 pub(super) fn callee_cname(p: &Path) -> String {
     p.segments.last().map(|s| mangle(&s.ident.to_string())).unwrap_or_default()
+}
+
+/// `template <typename T, ..> ` and `<T, ..>` of a generic function (both empty otherwise): the
+/// device form of a generic task or helper is a C++ template over its type parameters.
+pub(super) fn template_of(generics: &[syn::Ident]) -> (String, String) {
+    if generics.is_empty() {
+        return (String::new(), String::new());
+    }
+    let names: Vec<String> = generics.iter().map(|g| mangle(&g.to_string())).collect();
+    let params: Vec<String> = names.iter().map(|n| format!("typename {n}")).collect();
+    (format!("template <{}> ", params.join(", ")), format!("<{}>", names.join(", ")))
+}
+
+/// `<gc_u32, T>` of a call or spawn written with type arguments (`g::<u32, T>`), empty otherwise.
+pub(super) fn callee_targs(p: &Path) -> String {
+    let args = crate::syntax::split_type_args(p).1;
+    if args.is_empty() {
+        return String::new();
+    }
+    let args: Vec<String> = args.iter().map(|t| ty_of_type(t).cxx()).collect();
+    format!("<{}>", args.join(", "))
 }
 
 /// The prelude template of a binary operator (`+` → `gc_add`), `None` for comparisons, logic,

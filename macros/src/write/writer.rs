@@ -38,6 +38,8 @@ pub(super) struct Writer<'t> {
     pub(super) mode: Mode,
     /// The C name of the current task (for segments).
     pub(super) task_cname: String,
+    /// `<T, ..>` of a generic task (its C++ templates' arguments), empty otherwise.
+    pub(super) targs: String,
     /// The function's return type (`None`: unit).
     pub(super) ret: Option<Ty>,
     /// The text written so far.
@@ -71,10 +73,12 @@ pub(super) struct Writer<'t> {
 
 impl<'t> Writer<'t> {
     pub(super) fn new(task: Option<&'t Task>, mode: Mode, task_cname: String, ret: Option<Ty>) -> Self {
+        let targs = task.map(|t| super::ty::template_of(&t.generics).1).unwrap_or_default();
         Writer {
             task,
             mode,
             task_cname,
+            targs,
             ret,
             out: String::new(),
             depth: 0,

@@ -169,7 +169,7 @@ fn name_tasks(e: Error, asm: &program::AssembledProgram) -> Error {
             let mut tasks: Vec<String> = Vec::new();
             for t in &asm.tasks {
                 for q in 0..=t.syncs + 1 {
-                    let k = abi::queue_kernel(t.fragment.name, q);
+                    let k = abi::queue_kernel(&t.c_name, q);
                     if kernels.contains(&format!("`{k}`")) {
                         let what = if q == 0 { "its pre-spawn segment".to_string() } else { format!("segment {q}") };
                         tasks.push(format!("`{k}` runs {what} of task `{}`", t.name));

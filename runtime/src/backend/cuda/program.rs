@@ -1,14 +1,23 @@
 //! Assembling one CUDA program from the task functions reachable from a root, for one device
 //! scheduler. In order: one `#define GC_QBASE_<task>` (its first queue in the levelized channel
 //! table) and `#define GC_ID_<task>` (its index) per task; the device library (`runtime.cuh`, the
-//! scheduler's header, the allocator and `temp.cuh`); the ABI checks; every task's `decls` (with
-//! the checks of its argument struct); every task's `types`; every device helper (prototypes, then
-//! definitions); every task's `defs`; the scheduler's entry points (written here, from the task
-//! list, so kernel names have one home: [`super::abi`]); the layout probe. The tests that compile
-//! generated code with NVRTC assemble through [`assemble`] too, so CI compiles exactly what a GPU
-//! would run.
+//! scheduler's header, the allocator and `temp.cuh`); the ABI checks; the device structs
+//! (`#[derive(DeviceStruct)]`) of every task and helper, each after the structs of its fields,
+//! with their sizes checked; every task's `decls` (with the checks of its argument struct); every
+//! task's `types`; every device helper (prototypes, then definitions); every task's `defs`; the
+//! scheduler's entry points (written here, from the task list, so kernel names have one home:
+//! [`super::abi`]); the layout probe (which also checks the structs' field offsets).
+//!
+//! A generic task's fragment is a family of C++ templates: its text goes in once, and each
+//! instantiation in the registry (`CilkTask::TYPE_ARGS`) gets, after the `decls`, its ids as a
+//! specialization of `gc_task_ids` and its names (`<name>__<type args>_task`, `_args`, `_ret`) as
+//! typedefs, which everything below uses like a plain task's names ([`ProgramTask::c_name`]).
+//!
+//! The tests that compile generated code with NVRTC assemble through [`assemble`] too, so CI
+//! compiles exactly what a GPU would run.
 
 use super::abi::{self, DeviceScheduler};
+use crate::device_struct::in_dependency_order;
 use crate::error::{Error, Result};
 use crate::task::{ArgsLayout, CudaFragment, DeviceFn, Registry};
 use std::fmt::Write as _;
@@ -26,6 +35,12 @@ pub struct ProgramTask {
     pub fanout: Option<usize>,
     /// Its fragment.
     pub fragment: &'static CudaFragment,
+    /// The device types of its type arguments (a generic task's instantiation; empty otherwise).
+    pub type_args: &'static [&'static str],
+    /// Its C identifier in the program: the fragment's name, or for an instantiation of a generic
+    /// task `<name>__<type args>` (`cilksort__gc_u32`), which the program defines as typedefs of
+    /// the template's instantiation (`cilksort__gc_u32_task` is `cilksort_task<gc_u32>`).
+    pub c_name: String,
     /// The Rust layout of its arguments (checked against the C struct in the program).
     pub args_layout: ArgsLayout,
     /// The Rust layout of its result.
@@ -129,6 +144,8 @@ pub fn assemble_for(reg: &Registry, scheduler: DeviceScheduler) -> Result<Assemb
         })?;
         tasks.push(ProgramTask {
             name: e.name,
+            c_name: instance_name(fragment.name, e.type_args),
+            type_args: e.type_args,
             qbase,
             syncs: e.syncs,
             fanout: e.fanout,
@@ -139,7 +156,7 @@ pub fn assemble_for(reg: &Registry, scheduler: DeviceScheduler) -> Result<Assemb
         qbase += e.syncs as u32 + 2;
     }
     let mut src = String::new();
-    for (i, t) in tasks.iter().enumerate() {
+    for (i, t) in tasks.iter().enumerate().filter(|(_, t)| t.type_args.is_empty()) {
         let n = t.fragment.name;
         let _ = writeln!(src, "#define GC_QBASE_{n} {}u\n#define GC_ID_{n} {i}u", t.qbase);
     }
@@ -152,6 +169,8 @@ pub fn assemble_for(reg: &Registry, scheduler: DeviceScheduler) -> Result<Assemb
             src.push_str("#define GC_SUMS 1\n");
         }
     }
+    // The ids of a generic task's instantiations (`write_instance`), which its template reads.
+    src.push_str("template <typename Task> struct gc_task_ids;\n");
     src.push_str(gpu_cilk_kernels::RUNTIME_CUH);
     src.push('\n');
     match scheduler {
@@ -190,19 +209,6 @@ pub fn assemble_for(reg: &Registry, scheduler: DeviceScheduler) -> Result<Assemb
     src.push_str(gpu_cilk_kernels::TEMP_CUH);
     src.push('\n');
     src.push_str(&abi::layout_asserts(scheduler));
-    for t in &tasks {
-        src.push_str(t.fragment.decls);
-        src.push_str(&abi::args_asserts(t.name, t.fragment.name, &t.args_layout));
-        src.push_str(&abi::output_asserts(t.name, t.fragment.name, &t.output_layout));
-        src.push('\n');
-    }
-    if scheduler == DeviceScheduler::Persistent {
-        write_item_type(&mut src, &tasks);
-    }
-    for t in &tasks {
-        src.push_str(t.fragment.types);
-        src.push('\n');
-    }
     let mut helpers: Vec<&'static DeviceFn> = Vec::new();
     fn collect(h: &'static DeviceFn, out: &mut Vec<&'static DeviceFn>) {
         if out.iter().any(|x| std::ptr::eq(*x, h) || x.name == h.name) {
@@ -216,6 +222,46 @@ pub fn assemble_for(reg: &Registry, scheduler: DeviceScheduler) -> Result<Assemb
     for t in &tasks {
         for h in t.fragment.helpers {
             collect(h, &mut helpers);
+        }
+    }
+    // The device structs (`#[derive(DeviceStruct)]`) that tasks and helpers name, each after the
+    // structs of its fields, with its size checked here and its offsets by the layout probe.
+    let structs = in_dependency_order(
+        tasks.iter().flat_map(|t| t.fragment.structs.iter()).chain(helpers.iter().flat_map(|h| h.structs.iter())),
+    );
+    if !structs.is_empty() {
+        src.push_str("// ---- device structs (#[derive(DeviceStruct)])\n");
+    }
+    for d in &structs {
+        let (n, size) = (d.name, d.size);
+        let _ = writeln!(
+            src,
+            "{}\nstatic_assert(sizeof({n}) == {size}, \"gpu-cilk ABI: the device struct `{n}` is {size} bytes in Rust but a different size in CUDA\");",
+            d.def
+        );
+    }
+    // A generic task's fragment is a template: its text goes in once, however many
+    // instantiations the program has.
+    let first_of_fragment: Vec<bool> =
+        (0..tasks.len()).map(|i| !tasks[..i].iter().any(|u| std::ptr::eq(u.fragment, tasks[i].fragment))).collect();
+    for (i, t) in tasks.iter().enumerate() {
+        if first_of_fragment[i] {
+            src.push_str(t.fragment.decls);
+        }
+        if !t.type_args.is_empty() {
+            write_instance(&mut src, t, i);
+        }
+        src.push_str(&abi::args_asserts(t.name, &t.c_name, &t.args_layout));
+        src.push_str(&abi::output_asserts(t.name, &t.c_name, &t.output_layout));
+        src.push('\n');
+    }
+    if scheduler == DeviceScheduler::Persistent {
+        write_item_type(&mut src, &tasks);
+    }
+    for (i, t) in tasks.iter().enumerate() {
+        if first_of_fragment[i] {
+            src.push_str(t.fragment.types);
+            src.push('\n');
         }
     }
     // Each device function's sites get a range of their own in one table, so a fault inside an
@@ -233,38 +279,72 @@ pub fn assemble_for(reg: &Registry, scheduler: DeviceScheduler) -> Result<Assemb
         src.push_str(h.def);
         src.push('\n');
     }
-    for t in &tasks {
-        src.push_str(t.fragment.defs);
-        src.push('\n');
+    for (i, t) in tasks.iter().enumerate() {
+        if first_of_fragment[i] {
+            src.push_str(t.fragment.defs);
+            src.push('\n');
+        }
     }
     match scheduler {
         DeviceScheduler::Levels => write_levels_entries(&mut src, &tasks),
         DeviceScheduler::Persistent => write_persistent_entries(&mut src, &tasks),
     }
-    let probes =
-        abi::probes(scheduler, tasks.iter().map(|t| (t.name, t.fragment.name, &t.args_layout, &t.output_layout)));
+    let mut probes =
+        abi::probes(scheduler, tasks.iter().map(|t| (t.name, t.c_name.as_str(), &t.args_layout, &t.output_layout)));
+    for d in &structs {
+        for f in d.fields {
+            probes.push(abi::Probe {
+                what: format!("offset of field `{}` of the device struct `{}`", f.name, d.name),
+                cxx: format!("GC_OFFSETOF({}, {})", d.name, f.name),
+                expected: f.offset as u64,
+            });
+        }
+    }
     src.push_str(&abi::layout_probe(&probes));
     Ok(AssembledProgram { scheduler, tasks, queues_per_level: qbase, source: src, probes, device_sites })
+}
+
+/// The C identifier of a task of the program: `name`, or `name__<args>` for an instantiation of
+/// a generic task (the writer mangles a user name that contains `__`, so none can meet it).
+pub fn instance_name(name: &str, type_args: &[&str]) -> String {
+    if type_args.is_empty() {
+        name.to_string()
+    } else {
+        format!("{name}__{}", type_args.join("__"))
+    }
+}
+
+/// An instantiation of a generic task (number `id`): its ids (the template reads them from
+/// `gc_task_ids`, declared at the top of the program) and the names the rest of the program uses
+/// (`<c_name>_args`, `_ret`, `_task`), as typedefs of the template's instantiation.
+fn write_instance(src: &mut String, t: &ProgramTask, id: usize) {
+    let (n, c, a) = (t.fragment.name, &t.c_name, t.type_args.join(", "));
+    let _ = writeln!(
+        src,
+        "template <> struct gc_task_ids<{n}_task<{a}> > {{ static const gc_u32 QBASE = {}u; static const gc_u32 ID = {id}u; }};\n\
+         typedef {n}_args<{a}> {c}_args;\ntypedef {n}_ret<{a}> {c}_ret;\ntypedef {n}_task<{a}> {c}_task;",
+        t.qbase
+    );
 }
 
 /// The levelized scheduler's kernels: one per (task, queue), the root push, the element layouts.
 fn write_levels_entries(src: &mut String, tasks: &[ProgramTask]) {
     src.push_str("// ---- entry points: levelized scheduler\n");
     for t in tasks {
-        let n = t.fragment.name;
+        let n = &t.c_name;
         for q in 0..=t.syncs + 1 {
             let k = abi::queue_kernel(n, q);
             let _ = writeln!(src, "extern \"C\" __global__ void {k}(gc_launch L) {{ gc_run<{n}_task>(L, {q}); }}");
         }
     }
     if let Some(root) = tasks.first() {
-        let n = root.fragment.name;
+        let n = &root.c_name;
         let _ =
             writeln!(src, "extern \"C\" __global__ void gc_root(gc_root_params p) {{ gc_push_root<{n}_task>(p); }}");
     }
     src.push_str("extern \"C\" __global__ void gc_layout(gc_u64* out) {\n");
     for (i, t) in tasks.iter().enumerate() {
-        let n = t.fragment.name;
+        let n = &t.c_name;
         let _ = writeln!(
             src,
             "  out[{}] = sizeof(gc_pre<{n}_task>);\n  out[{}] = sizeof(gc_cont<{n}_task>);\n  out[{}] = sizeof({n}_task::Args);",
@@ -278,7 +358,7 @@ fn write_levels_entries(src: &mut String, tasks: &[ProgramTask]) {
 
 /// The persistent scheduler's item type: a `gc_pitem` with room for the largest argument struct.
 fn write_item_type(src: &mut String, tasks: &[ProgramTask]) {
-    let args: Vec<String> = tasks.iter().map(|t| format!("{}_args", t.fragment.name)).collect();
+    let args: Vec<String> = tasks.iter().map(|t| format!("{}_args", t.c_name)).collect();
     let _ = writeln!(
         src,
         "// ---- the persistent scheduler's item: the largest argument struct, in 8-byte words\n\
@@ -301,35 +381,32 @@ fn write_persistent_entries(src: &mut String, tasks: &[ProgramTask]) {
         "  static __device__ gc_frame_hdr* step(gc_pwarp* W, gc_lstack* L, gc_frame_hdr* e, gc_u64* stats) {\n    switch (e->task) {\n",
     );
     for (i, t) in tasks.iter().enumerate() {
-        let _ = writeln!(src, "      case {i}u: return gc_lstep<{}_task>(W, L, e, stats);", t.fragment.name);
+        let _ = writeln!(src, "      case {i}u: return gc_lstep<{}_task>(W, L, e, stats);", t.c_name);
     }
     src.push_str("    }\n    return nullptr;\n  }\n");
     src.push_str(
         "  static __device__ gc_frame_hdr* resume(gc_pwarp* W, gc_lstack* L, gc_frame_hdr* h, gc_u64* stats) {\n    switch (h->task) {\n",
     );
     for (i, t) in tasks.iter().enumerate() {
-        let _ = writeln!(src, "      case {i}u: return gc_presume<{}_task>(W, L, h, stats);", t.fragment.name);
+        let _ = writeln!(src, "      case {i}u: return gc_presume<{}_task>(W, L, h, stats);", t.c_name);
     }
     src.push_str("    }\n    return nullptr;\n  }\n");
     // Warp tasks (`#[gpu_cilk(warp)]`): which ids they are, and their whole-warp entry.
     src.push_str("  static __device__ bool is_warp(gc_u32 task) {\n    switch (task) {\n");
     for (i, t) in tasks.iter().enumerate() {
-        let _ = writeln!(src, "      case {i}u: return gc_is_warp<{}_task>::value;", t.fragment.name);
+        let _ = writeln!(src, "      case {i}u: return gc_is_warp<{}_task>::value;", t.c_name);
     }
     src.push_str("    }\n    return false;\n  }\n");
     src.push_str(
         "  static __device__ gc_frame_hdr* start_warp(gc_pwarp* W, gc_lstack* L, const Item& it, bool owner, gc_u64* stats) {\n    switch (it.h.task) {\n",
     );
     for (i, t) in tasks.iter().enumerate() {
-        let _ = writeln!(
-            src,
-            "      case {i}u: return gc_pwarp_start<{}_task, Item>(W, L, it, owner, stats);",
-            t.fragment.name
-        );
+        let _ =
+            writeln!(src, "      case {i}u: return gc_pwarp_start<{}_task, Item>(W, L, it, owner, stats);", t.c_name);
     }
     src.push_str("    }\n    return nullptr;\n  }\n");
     if let Some(root) = tasks.first() {
-        let n = root.fragment.name;
+        let n = &root.c_name;
         let _ = writeln!(
             src,
             "  static __device__ void write_root(unsigned char* dst, const unsigned char* args, void* result) {{\n    \
@@ -342,8 +419,8 @@ fn write_persistent_entries(src: &mut String, tasks: &[ProgramTask]) {
     src.push_str(
         "extern \"C\" __global__ void __launch_bounds__(GC_PERSISTENT_THREADS) gc_persistent(gc_psched P) { gc_persistent_loop<gc_prog>(P); }\n",
     );
-    let slots: Vec<String> = tasks.iter().map(|t| format!("gc_pslot<{}_task>", t.fragment.name)).collect();
-    let args: Vec<String> = tasks.iter().map(|t| format!("{}_args", t.fragment.name)).collect();
+    let slots: Vec<String> = tasks.iter().map(|t| format!("gc_pslot<{}_task>", t.c_name)).collect();
+    let args: Vec<String> = tasks.iter().map(|t| format!("{}_args", t.c_name)).collect();
     let _ = writeln!(
         src,
         "extern \"C\" __global__ void gc_playout(gc_u64* out) {{\n  \

@@ -116,7 +116,7 @@ impl LevelsState {
                         // `gc_launch` (written by `gc_run`, see runtime.cuh), mirrored by
                         // `GcLaunch` (checked by the program's ABI asserts); launches below give it
                         // only channels of the table and counts the host planned.
-                        unsafe { program.kernel::<GcLaunch>(&abi::queue_kernel(t.fragment.name, q)) }
+                        unsafe { program.kernel::<GcLaunch>(&abi::queue_kernel(&t.c_name, q)) }
                     })
                     .collect::<Result<Vec<_>>>()
             })
