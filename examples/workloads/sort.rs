@@ -132,8 +132,7 @@ pub fn warp_merge<T: Key>(a: &[T], b: &[T], out: &mut [T]) {
 /// lane insertion-sorts a run of 32 keys, then rounds of merges double the sorted runs (32, 64,
 /// ..), from `a` into `tmp` and back, each round cut into output pieces of 32 keys, one a lane
 /// ([`merge_piece`]); the result is copied back into `a` if the last round wrote `tmp`. On the
-/// host backends its host form [`sort_host`] calls `sort_unstable` (the same result: equal `u32`
-/// keys are indistinguishable).
+/// host backends its host form [`sort_host`] calls `sort_unstable_by` in the keys' total order.
 #[gpu_cilk(warp, host = sort_host)]
 #[allow(clippy::manual_div_ceil)] // `div_ceil` is not in the subset
 pub fn warp_sort<T: Key>(a: &mut [T], tmp: &mut [T]) {
@@ -171,15 +170,24 @@ pub fn warp_sort<T: Key>(a: &mut [T], tmp: &mut [T]) {
 }
 
 /// The host form of [`warp_sort`] (`#[gpu_cilk(warp, host = sort_host)]`): what a Rust
-/// programmer calls. Plain Rust, not the subset: it never runs on a GPU.
-pub fn sort_host(a: &mut [u32], _tmp: &mut [u32]) {
-    a.sort_unstable();
+/// programmer calls. Plain Rust, not the subset: it never runs on a GPU. Keys equal in the total
+/// order of [`Key`] have the same bits, so an unstable sort gives the stable sort's result.
+pub fn sort_host<T: Key>(a: &mut [T], _tmp: &mut [T]) {
+    a.sort_unstable_by(|x, y| {
+        if x.total_lt(*y) {
+            std::cmp::Ordering::Less
+        } else if y.total_lt(*x) {
+            std::cmp::Ordering::Greater
+        } else {
+            std::cmp::Ordering::Equal
+        }
+    });
 }
 
 /// The host form of [`warp_merge`]: the stable merge of [`seq_merge`] (ties from `a` first)
 /// written so that the compiler selects instead of branching on the data (a mispredicted branch
 /// per key is most of a random merge's time), and the tail copied whole.
-pub fn merge_host(a: &[u32], b: &[u32], out: &mut [u32]) {
+pub fn merge_host<T: Key>(a: &[T], b: &[T], out: &mut [T]) {
     let (mut i, mut j, mut k) = (0, 0, 0);
     while i < a.len() && j < b.len() && k < out.len() {
         let (x, y) = (a[i], b[j]);
