@@ -579,11 +579,7 @@ template <typename T, typename = void> struct gc_is_sum {
   static const bool value = false;
 };
 template <typename T> struct gc_is_sum<T, decltype((void)T::SUM)> {
-#if defined(GC_X_NO_SUMS)
-  static const bool value = false;
-#else
   static const bool value = T::SUM;
-#endif
 };
 // `base`: the task's constant; `add`: adds a member's value (its return value, or its constant
 // when it synced) to the lane's sum (wrapping: integers only, which is all sum tasks return).
@@ -905,9 +901,6 @@ __device__ __forceinline__ void gc_swap_entries(gc_frame_hdr* a, gc_frame_hdr* b
 __device__ inline void gc_order_children(gc_lstack* L, gc_u32 from, gc_u32 bytes) {
   const gc_u32 n = L->hi - from;
   if (n < 2u) return;
-#if !GC_PRIORITIES && defined(GC_X_CHILD_LIFO)
-  return;
-#endif
   for (gc_u32 i = 0; i < n / 2u; ++i) gc_swap_entries(gc_lane_at(L, from + i), gc_lane_at(L, L->hi - 1u - i), bytes);
 #if GC_PRIORITIES
   // Stable insertion sort, priorities ascending upwards (the best on top).
@@ -1452,64 +1445,17 @@ template <typename Prog> __device__ void gc_persistent_loop(const gc_psched& P) 
       }
       // A lane that got nothing pays its sum group: the group's last members may have run here.
       if (L.hi == L.lo) gc_sum_leave(&P, &L);
-#if !defined(GC_X_FEED_FULL_ONLY)
       // What sharing left (FRESH entries below a lane's top after the warp's idle lanes were
       // served) is surplus: hungry warps get it as a full warp's would. Without this, a warp that
       // never fills (a narrow tree: subtrees die as fast as they are shared) keeps its work to
       // itself while the rest of the grid sleeps.
-#if defined(GC_X_FEED_EVERY8)
-      if ((round & 7u) == 3u && W.h->hungry > 0) gc_feed_pool<Item>(&W, &L);
-#else
       if (W.h->hungry > 0) gc_feed_pool<Item>(&W, &L);
-#endif
-#endif
     } else if (W.h->hungry > 0) {
       gc_feed_pool<Item>(&W, &L);
     }
     const long long t1 = clock64();
     // Up to GC_LANE_QUANTUM steps per lane: the top entry's next segment, again while the new top
     // is ready (a warp task waits for the warp phase below; DEAD entries end the quantum).
-#if defined(GC_X_ADAPT)
-    gc_frame_hdr* top = nullptr;
-    bool wmine = false;
-    const unsigned active = __ballot_sync(0xffffffffu, L.hi != L.lo || L.resume != nullptr);
-    for (gc_u32 q = 0u;; ++q) {
-      gc_frame_hdr* next = nullptr;
-      if (L.resume != nullptr) {
-        next = L.resume;
-        L.resume = nullptr;
-      } else if (L.hi != L.lo && !wmine) {
-        top = gc_lane_at(&L, L.hi - 1u);
-        const gc_u32 st = gc_seg_state(top->next_segment);
-        if (st == GC_SEG_DEAD) {
-          gc_lane_pop(&L);
-          top = nullptr;
-        } else {
-          wmine = st == GC_SEG_FRESH && Prog::is_warp(top->task);
-          if (!wmine) {
-            deepest = top->depth > deepest ? top->depth : deepest;
-            next = Prog::step(&W, &L, top, stats);
-            top = nullptr;
-            if (next == nullptr) {
-              next = L.resume;
-              L.resume = nullptr;
-            }
-          }
-        }
-      }
-      for (gc_u32 k = 1u; next != nullptr; ++k) {
-        if ((k & 63u) == 0u && gc_pstopped(&P)) break;
-        next = Prog::resume(&W, &L, next, stats);
-        if (next == nullptr) {
-          next = L.resume;
-          L.resume = nullptr;
-        }
-      }
-      if (q + 1u >= (gc_u32)GC_X_ADAPT) break;
-      const unsigned more = __ballot_sync(0xffffffffu, (L.hi != L.lo || L.resume != nullptr) && !wmine);
-      if (more != active) break;
-    }
-#else
     gc_frame_hdr* top = nullptr;
     bool wmine = false;
     for (gc_u32 q = 0u; q < (gc_u32)GC_LANE_QUANTUM && (L.hi != L.lo || L.resume != nullptr); ++q) {
@@ -1552,7 +1498,6 @@ template <typename Prog> __device__ void gc_persistent_loop(const gc_psched& P) 
       }
       top = nullptr;
     }
-#endif
     __syncwarp();
     // Warp tasks on top of lanes' stacks: the whole warp runs each in turn; then each owner lane
     // climbs the continuation chain its completion started.
