@@ -49,67 +49,6 @@ pub fn function(item: &ItemFn, mode: Mode, errors: &mut Errors) {
     slice_provenance(item, errors);
 }
 
-/// The C++ keywords (and the emitter's `gc_` prefix) that a device struct or field cannot be named.
-const CXX_KEYWORDS: &[&str] = &[
-    "alignas",
-    "alignof",
-    "asm",
-    "auto",
-    "bool",
-    "case",
-    "catch",
-    "char",
-    "class",
-    "const",
-    "constexpr",
-    "default",
-    "delete",
-    "do",
-    "double",
-    "explicit",
-    "export",
-    "extern",
-    "float",
-    "friend",
-    "goto",
-    "inline",
-    "int",
-    "long",
-    "namespace",
-    "new",
-    "noexcept",
-    "nullptr",
-    "operator",
-    "private",
-    "protected",
-    "public",
-    "register",
-    "short",
-    "signed",
-    "sizeof",
-    "static",
-    "switch",
-    "template",
-    "this",
-    "throw",
-    "try",
-    "typedef",
-    "typeid",
-    "typename",
-    "union",
-    "unsigned",
-    "using",
-    "virtual",
-    "void",
-    "volatile",
-    "wchar_t",
-    "and",
-    "or",
-    "not",
-    "xor",
-    "NULL",
-];
-
 /// A `#[derive(DeviceStruct)]` struct: `#[repr(C)]`, named fields, no generics, every field a
 /// scalar, a fixed-size array of those or another device struct, no name CUDA reserves.
 pub fn device_struct(item: &syn::ItemStruct, errors: &mut Errors) {
@@ -124,8 +63,9 @@ pub fn device_struct(item: &syn::ItemStruct, errors: &mut Errors) {
     if !item.generics.params.is_empty() || !matches!(item.fields, syn::Fields::Named(_)) {
         errors.push(error::STRUCT_SHAPE.on(&item.ident));
     }
-    let reserved =
-        |n: &str| CXX_KEYWORDS.contains(&n) || n.starts_with("gc_") || n.starts_with("GC_") || n.contains("__");
+    let reserved = |n: &str| {
+        crate::syntax::CXX_KEYWORDS.contains(&n) || n.starts_with("gc_") || n.starts_with("GC_") || n.contains("__")
+    };
     if reserved(&item.ident.to_string()) {
         errors.push(error::STRUCT_NAME.on(&item.ident));
     }

@@ -1331,6 +1331,21 @@ template <typename Item> __device__ void gc_feed_pool(gc_pwarp* W, gc_lstack* L)
 #define GC_LANE_QUANTUM 1
 #endif
 
+// Resumes pool frame `next` and the chain of pool frames its return completes (each resume returns
+// the next), and any sum group a flush on the way made ready (`L->resume`). A chain climbs at most
+// to the root; it looks for a stop every 64 frames.
+template <typename Prog>
+__device__ inline void gc_climb(const gc_psched& P, gc_pwarp* W, gc_lstack* L, gc_frame_hdr* next, gc_u64* stats) {
+  for (gc_u32 k = 1u; next != nullptr; ++k) {
+    if ((k & 63u) == 0u && gc_pstopped(&P)) break;
+    next = Prog::resume(W, L, next, stats);
+    if (next == nullptr) {
+      next = L->resume;
+      L->resume = nullptr;
+    }
+  }
+}
+
 // The persistent kernel's body (called by the assembled program's `gc_persistent` kernel with its
 // `gc_prog`). Dynamic shared memory: per warp, a gc_pwarp_hdr and 32 items, as the host sized it.
 template <typename Prog> __device__ void gc_persistent_loop(const gc_psched& P) {
@@ -1463,14 +1478,7 @@ template <typename Prog> __device__ void gc_persistent_loop(const gc_psched& P) 
         // A sum group this lane's flush made ready (and the continuations its return starts).
         gc_frame_hdr* next = L.resume;
         L.resume = nullptr;
-        for (gc_u32 k = 1u; next != nullptr; ++k) {
-          if ((k & 63u) == 0u && gc_pstopped(&P)) break;
-          next = Prog::resume(&W, &L, next, stats);
-          if (next == nullptr) {
-            next = L.resume;
-            L.resume = nullptr;
-          }
-        }
+        gc_climb<Prog>(P, &W, &L, next, stats);
         continue;
       }
       top = gc_lane_at(&L, L.hi - 1u);
@@ -1487,15 +1495,7 @@ template <typename Prog> __device__ void gc_persistent_loop(const gc_psched& P) 
         next = L.resume;  // the step paid a sum group that became ready
         L.resume = nullptr;
       }
-      // A continuation chain of pool frames climbs at most to the root; look for a stop every 64.
-      for (gc_u32 k = 1u; next != nullptr; ++k) {
-        if ((k & 63u) == 0u && gc_pstopped(&P)) break;
-        next = Prog::resume(&W, &L, next, stats);
-        if (next == nullptr) {
-          next = L.resume;
-          L.resume = nullptr;
-        }
-      }
+      gc_climb<Prog>(P, &W, &L, next, stats);
       top = nullptr;
     }
     __syncwarp();
@@ -1514,10 +1514,7 @@ template <typename Prog> __device__ void gc_persistent_loop(const gc_psched& P) 
         gc_frame_hdr* nx = Prog::start_warp(&W, &L, one, (int)W.lane == j, stats);
         if ((int)W.lane == j) wnext = nx;
       }
-      for (gc_u32 k = 1u; wnext != nullptr; ++k) {
-        if ((k & 63u) == 0u && gc_pstopped(&P)) break;
-        wnext = Prog::resume(&W, &L, wnext, stats);
-      }
+      gc_climb<Prog>(P, &W, &L, wnext, stats);
       __syncwarp();
     }
     if (W.lane == 0) {

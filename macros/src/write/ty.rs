@@ -101,90 +101,22 @@ pub(super) fn tok<T: quote::ToTokens>(t: &T) -> String {
     t.to_token_stream().to_string()
 }
 
-const CXX_RESERVED: &[&str] = &[
-    "a",
-    "cx",
-    "f",
-    "k",
-    "out",
-    "ret",
-    "L",
-    "alignas",
-    "alignof",
-    "asm",
-    "auto",
-    "bool",
-    "case",
-    "catch",
-    "char",
-    "class",
-    "const",
-    "constexpr",
-    "default",
-    "delete",
-    "do",
-    "double",
-    "explicit",
-    "export",
-    "extern",
-    "float",
-    "friend",
-    "goto",
-    "inline",
-    "int",
-    "long",
-    "namespace",
-    "new",
-    "noexcept",
-    "nullptr",
-    "operator",
-    "private",
-    "protected",
-    "public",
-    "register",
-    "short",
-    "signed",
-    "sizeof",
-    "static",
-    "switch",
-    "template",
-    "this",
-    "throw",
-    "try",
-    "typedef",
-    "typeid",
-    "typename",
-    "union",
-    "unsigned",
-    "using",
-    "virtual",
-    "void",
-    "volatile",
-    "wchar_t",
-    "and",
-    "or",
-    "not",
-    "xor",
-    "bitand",
-    "bitor",
-    "compl",
-    "min",
-    "max",
-    "abs",
-    "sqrt",
-    "pow",
-    "threadIdx",
-    "blockIdx",
-    "blockDim",
-    "gridDim",
-    "warpSize",
-    "NULL",
-];
+/// The emitter's own names in generated functions (parameters and locals of `seg0`, `resume`, ..).
+const EMITTER_NAMES: &[&str] = &["a", "cx", "f", "k", "out", "ret", "L"];
+/// CUDA's device functions and built-in variables that a local of the same name would hide.
+const DEVICE_NAMES: &[&str] =
+    &["min", "max", "abs", "sqrt", "pow", "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize"];
 
 /// A user name as a C++ identifier that cannot meet the emitter's own names.
 pub(super) fn mangle(name: &str) -> String {
     let name = name.strip_prefix("r#").unwrap_or(name);
-    if CXX_RESERVED.contains(&name) || name.starts_with("gc_") || name.starts_with("GC_") || name.contains("__") {
+    if EMITTER_NAMES.contains(&name)
+        || DEVICE_NAMES.contains(&name)
+        || crate::syntax::CXX_KEYWORDS.contains(&name)
+        || name.starts_with("gc_")
+        || name.starts_with("GC_")
+        || name.contains("__")
+    {
         format!("{name}_")
     } else {
         name.to_string()
