@@ -494,6 +494,50 @@ pub fn visit_spawns<'a>(stmts: &'a [Stmt], f: &mut dyn FnMut(&'a SpawnSite)) {
     }
 }
 
+/// Every expression of a statement tree (conditions, initializers, spawn arguments and indices,
+/// loop bounds), and every name a `let` binds.
+pub fn visit_exprs<'a>(stmts: &'a [Stmt], f: &mut dyn FnMut(&'a Expr), binds: &mut dyn FnMut(&syn::Ident)) {
+    for s in stmts {
+        match s {
+            Stmt::Let(l) => {
+                binds(&l.name);
+                if let Some(e) = &l.init {
+                    f(e);
+                }
+                if let Some(a) = &l.alloc {
+                    f(&a.len);
+                }
+            }
+            Stmt::Spawn(site) => {
+                site.exprs().for_each(&mut *f);
+                if let Dest::Element { index, .. } = &site.dest {
+                    f(index);
+                }
+            }
+            Stmt::If(i) => {
+                f(&i.cond);
+                visit_exprs(&i.then, f, binds);
+                if let Some(e) = &i.els {
+                    visit_exprs(e, f, binds);
+                }
+            }
+            Stmt::While { cond, body } => {
+                f(cond);
+                visit_exprs(body, f, binds);
+            }
+            Stmt::Loop { body } | Stmt::Block(body) => visit_exprs(body, f, binds),
+            Stmt::For(fl) => {
+                binds(&fl.var);
+                f(&fl.start);
+                f(&fl.end);
+                visit_exprs(&fl.body, f, binds);
+            }
+            Stmt::Return(Some(e)) | Stmt::Expr { expr: e, .. } => f(e),
+            Stmt::Return(None) | Stmt::Sync(_) | Stmt::Jump(_) => {}
+        }
+    }
+}
+
 fn visit_if_spawns<'a>(i: &'a If, f: &mut dyn FnMut(&'a SpawnSite)) {
     visit_spawns(&i.then, f);
     if let Some(e) = &i.els {

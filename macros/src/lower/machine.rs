@@ -477,54 +477,13 @@ fn mentions(stmts: &[Stmt], name: &Ident) -> bool {
         all_names(e, &mut r);
         found |= r.iter().any(|n| n == name);
     };
-    walk_exprs(stmts, &mut expr);
+    crate::ir::visit_exprs(stmts, &mut expr, &mut |_| {});
     let mut dest = false;
     crate::ir::visit_spawns(stmts, &mut |site| match &site.dest {
         Dest::Local { name: n, .. } | Dest::Element { array: n, .. } => dest |= n == name,
         Dest::Discard => {}
     });
     found || dest
-}
-
-/// Calls `f` on every expression of `stmts` (conditions, initializers, spawn arguments, ..).
-fn walk_exprs(stmts: &[Stmt], f: &mut dyn FnMut(&Expr)) {
-    for s in stmts {
-        match s {
-            Stmt::Let(l) => {
-                if let Some(i) = &l.init {
-                    f(i);
-                }
-                if let Some(a) = &l.alloc {
-                    f(&a.len);
-                }
-            }
-            Stmt::Spawn(site) => {
-                site.exprs().for_each(&mut *f);
-                if let Dest::Element { index, .. } = &site.dest {
-                    f(index);
-                }
-            }
-            Stmt::If(i) => {
-                f(&i.cond);
-                walk_exprs(&i.then, f);
-                if let Some(e) = &i.els {
-                    walk_exprs(e, f);
-                }
-            }
-            Stmt::While { cond, body } => {
-                f(cond);
-                walk_exprs(body, f);
-            }
-            Stmt::Loop { body } | Stmt::Block(body) => walk_exprs(body, f),
-            Stmt::For(fl) => {
-                f(&fl.start);
-                f(&fl.end);
-                walk_exprs(&fl.body, f);
-            }
-            Stmt::Return(Some(e)) | Stmt::Expr { expr: e, .. } => f(e),
-            Stmt::Return(None) | Stmt::Sync(_) | Stmt::Jump(_) => {}
-        }
-    }
 }
 
 /// Every single-name path in `e`, written or read.

@@ -11,7 +11,7 @@
 //! on every path. Whether the callees qualify as well is not known here (each task is compiled
 //! alone): the cuda backend decides that when it assembles a program (`program.rs`).
 
-use crate::ir::{visit_spawns, Dest, End, FieldOrigin, FieldType, Stmt, Task};
+use crate::ir::{visit_exprs, visit_spawns, Dest, End, FieldOrigin, FieldType, Stmt, Task};
 use std::collections::HashMap;
 use syn::visit::Visit;
 use syn::{BinOp, Expr, Lit, Type};
@@ -161,50 +161,6 @@ fn has_return(e: &Expr) -> bool {
     f.0
 }
 
-/// Every expression of a statement tree (conditions, initializers, spawn arguments and indices,
-/// loop bounds), and every name a `let` binds.
-fn walk<'a>(stmts: &'a [Stmt], f: &mut dyn FnMut(&'a Expr), binds: &mut dyn FnMut(&syn::Ident)) {
-    for s in stmts {
-        match s {
-            Stmt::Let(l) => {
-                binds(&l.name);
-                if let Some(e) = &l.init {
-                    f(e);
-                }
-                if let Some(a) = &l.alloc {
-                    f(&a.len);
-                }
-            }
-            Stmt::Spawn(site) => {
-                site.exprs().for_each(&mut *f);
-                if let Dest::Element { index, .. } = &site.dest {
-                    f(index);
-                }
-            }
-            Stmt::If(i) => {
-                f(&i.cond);
-                walk(&i.then, f, binds);
-                if let Some(e) = &i.els {
-                    walk(e, f, binds);
-                }
-            }
-            Stmt::While { cond, body } => {
-                f(cond);
-                walk(body, f, binds);
-            }
-            Stmt::Loop { body } | Stmt::Block(body) => walk(body, f, binds),
-            Stmt::For(fl) => {
-                binds(&fl.var);
-                f(&fl.start);
-                f(&fl.end);
-                walk(&fl.body, f, binds);
-            }
-            Stmt::Return(Some(e)) | Stmt::Expr { expr: e, .. } => f(e),
-            Stmt::Return(None) | Stmt::Sync(_) | Stmt::Jump(_) => {}
-        }
-    }
-}
-
 fn any_alloc(stmts: &[Stmt]) -> bool {
     stmts.iter().any(|s| match s {
         Stmt::Let(l) => l.alloc.is_some(),
@@ -223,7 +179,7 @@ fn stmt_has_spawn(s: &Stmt) -> bool {
 
 fn stmt_has_return(s: &Stmt) -> bool {
     let mut any = matches!(s, Stmt::Return(_));
-    walk(std::slice::from_ref(s), &mut |e| any |= has_return(e), &mut |_| {});
+    visit_exprs(std::slice::from_ref(s), &mut |e| any |= has_return(e), &mut |_| {});
     if let Stmt::If(i) = s {
         any |= i.then.iter().any(stmt_has_return) || i.els.as_ref().is_some_and(|e| e.iter().any(stmt_has_return));
     }
@@ -260,7 +216,7 @@ fn segment0_ok(body: &[Stmt], dests: &[&str]) -> bool {
     }
     let mut ok = true;
     let mut lets: HashMap<String, usize> = HashMap::new();
-    walk(
+    visit_exprs(
         body,
         &mut |e| {
             if dests.iter().any(|d| mentions(e, d)) {
