@@ -1099,27 +1099,26 @@ template <typename Task> __device__ gc_frame_hdr* gc_lstep(gc_pwarp* W, gc_lstac
   typename Task::Frame out;
   typename Task::Ret ret = typename Task::Ret();
   bool sync = false;
-  if (seg == GC_SEG_FRESH && sum) {
+  if (seg == GC_SEG_FRESH) {
     const typename Task::Args a = *reinterpret_cast<const typename Task::Args*>(reinterpret_cast<unsigned char*>(e) + GC_PAYLOAD);
     stats[2 * Task::ID] += 1ull;
-    slot->deferred = gc_sum_of<gc_is_sum<Task>::value>::template base<Task>();
-    slot->h.pending = 1;  // the root itself, until its first segment ends
-    L->acc_group = e;
-    L->acc_dest = &slot->deferred;
-    L->acc_bytes = (gc_u32)sizeof(typename Task::Ret);
-    cx.member = 1u;
+    if (sum) {
+      // A group's root: its slot keeps the sum cell and the count (the args are read already).
+      slot->deferred = gc_sum_of<gc_is_sum<Task>::value>::template base<Task>();
+      slot->h.pending = 1;  // the root itself, until its first segment ends
+      L->acc_group = e;
+      L->acc_dest = &slot->deferred;
+      L->acc_bytes = (gc_u32)sizeof(typename Task::Ret);
+      cx.member = 1u;
+    }
     sync = Task::seg0(cx, a, &out, &ret);
-    if (sync) {
+    if (sum && sync) {
       // cx.frame: where the root lives now (a spill may have moved it to a pool frame).
       cx.frame->next_segment = gc_seg_word((gc_u32)Task::SYNCS + 1u, gc_seg_ret_bytes(cx.frame->next_segment));
       L->acc_delta -= 1;
       return nullptr;
     }
-    L->acc_group = nullptr;  // it returned before any spawn (lower::sums)
-  } else if (seg == GC_SEG_FRESH) {
-    const typename Task::Args a = *reinterpret_cast<const typename Task::Args*>(reinterpret_cast<unsigned char*>(e) + GC_PAYLOAD);
-    stats[2 * Task::ID] += 1ull;
-    sync = Task::seg0(cx, a, &out, &ret);
+    if (sum) L->acc_group = nullptr;  // it returned before any spawn (lower::sums)
   } else if (seg > (gc_u32)Task::SYNCS) {
     ret = slot->deferred;  // a return that waited for its children
   } else {

@@ -161,14 +161,20 @@ fn has_return(e: &Expr) -> bool {
     f.0
 }
 
-fn any_alloc(stmts: &[Stmt]) -> bool {
-    stmts.iter().any(|s| match s {
-        Stmt::Let(l) => l.alloc.is_some(),
-        Stmt::If(i) => any_alloc(&i.then) || i.els.as_deref().is_some_and(any_alloc),
-        Stmt::While { body, .. } | Stmt::Loop { body } | Stmt::Block(body) => any_alloc(body),
-        Stmt::For(fl) => any_alloc(&fl.body),
-        _ => false,
+/// Whether `p` holds for a statement of `stmts` or of a block nested in them.
+fn any_stmt(stmts: &[Stmt], p: &dyn Fn(&Stmt) -> bool) -> bool {
+    stmts.iter().any(|s| {
+        p(s) || match s {
+            Stmt::If(i) => any_stmt(&i.then, p) || i.els.as_deref().is_some_and(|e| any_stmt(e, p)),
+            Stmt::While { body, .. } | Stmt::Loop { body } | Stmt::Block(body) => any_stmt(body, p),
+            Stmt::For(fl) => any_stmt(&fl.body, p),
+            _ => false,
+        }
     })
+}
+
+fn any_alloc(stmts: &[Stmt]) -> bool {
+    any_stmt(stmts, &|s| matches!(s, Stmt::Let(l) if l.alloc.is_some()))
 }
 
 fn stmt_has_spawn(s: &Stmt) -> bool {
@@ -177,18 +183,11 @@ fn stmt_has_spawn(s: &Stmt) -> bool {
     any
 }
 
+/// A `return` statement anywhere in `s`, or a `return` inside one of its expressions.
 fn stmt_has_return(s: &Stmt) -> bool {
-    let mut any = matches!(s, Stmt::Return(_));
-    visit_exprs(std::slice::from_ref(s), &mut |e| any |= has_return(e), &mut |_| {});
-    if let Stmt::If(i) = s {
-        any |= i.then.iter().any(stmt_has_return) || i.els.as_ref().is_some_and(|e| e.iter().any(stmt_has_return));
-    }
-    if let Stmt::While { body, .. } | Stmt::Loop { body } | Stmt::Block(body) = s {
-        any |= body.iter().any(stmt_has_return);
-    }
-    if let Stmt::For(fl) = s {
-        any |= fl.body.iter().any(stmt_has_return);
-    }
+    let stmts = std::slice::from_ref(s);
+    let mut any = any_stmt(stmts, &|s| matches!(s, Stmt::Return(_)));
+    visit_exprs(stmts, &mut |e| any |= has_return(e), &mut |_| {});
     any
 }
 
@@ -198,15 +197,11 @@ fn stmt_has_return(s: &Stmt) -> bool {
 fn segment0_ok(body: &[Stmt], dests: &[&str]) -> bool {
     let mut spawned = false;
     for s in body {
-        if spawned && stmt_has_return(s) {
+        let spawns = stmt_has_spawn(s);
+        if (spawned || spawns) && stmt_has_return(s) {
             return false;
         }
-        if stmt_has_spawn(s) {
-            if stmt_has_return(s) {
-                return false;
-            }
-            spawned = true;
-        }
+        spawned |= spawns;
         // A top-level declaration of a destination: zero, and its initializer names nothing else.
         if let Stmt::Let(l) = s {
             if dests.iter().any(|d| l.name == d) && !(l.init.as_ref().is_some_and(is_zero) && l.alloc.is_none()) {
