@@ -12,14 +12,14 @@
 //! all N keys come back (count, priority sum, payload xor), every batch sorted, at most one
 //! partial batch, no failed insert, and the heap's header quiescent and empty with no fault.
 //!
-//! `gc_heap` and the kernels' `HbParams` are mirrored once, in `runtime/tests/support/heap_mirror.rs`,
+//! `gc_heap` and the kernels' `HbParams` are mirrored once, in `gpu_cilk_test_support::mirror::heap`,
 //! shared with the heap's GPU test and `runtime/tests/sim_heap.rs` (which runs these kernels on the
 //! host simulation, with and without the profile).
 //!
 //! Sweeps (`--heap-tune`, `--heap-threads`, `--heap-del-blocks`; see `Args`) name their rows
 //! `heap K=.. B=.. [T=threads] [D=delete blocks] [tune=..]`; `--heap-profile-log2n` adds one run
 //! of a `-DGC_HEAP_PROFILE` build per configuration and prints where the time goes (heap.cuh,
-//! PROFILE; `heap_mirror::Profile::summary`).
+//! PROFILE; `mirror::heap::Profile::summary`).
 
 use crate::common::{Device, Row};
 use crate::nvcc::NvccProgram;
@@ -30,9 +30,7 @@ use std::collections::BinaryHeap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-#[path = "../../runtime/tests/support/heap_mirror.rs"]
-mod heap_mirror;
-use heap_mirror::{
+use gpu_cilk_test_support::mirror::heap::{
     smem_bytes, DevKey32, GcHeap, HbParams, Profile, HEAP_BENCH_CU, PROF_WORDS, TUNE_HLOCK_SHIFT, TUNE_HOT_SHIFT,
     TUNE_LEGACY, TUNE_LOAD_FIRST, TUNE_NODE_SHIFT, TUNE_PLAIN_DELETE, TUNE_SC_FENCES, TUNE_SERIAL_PAIR,
 };

@@ -19,7 +19,8 @@
 //! [`strassen`], [`deep`]) holds its peers, kernels' parameter mirrors and verification;
 //! [`data`] holds what sort and strassen share (options, runtimes, the time plot), [`nvcc`] builds
 //! the peers that need nvcc (CUB, cuBLAS). Device headers come from the `gpu-cilk-kernels` crate; device
-//! structs shared with the runtime's GPU tests are mirrored once under `runtime/tests/support/`.
+//! structs shared with the runtime's GPU tests are mirrored once in the dev-only crate
+//! `gpu-cilk-test-support` (`mirror`).
 
 mod alloc;
 mod channel;

@@ -10,8 +10,7 @@
 
 #![allow(dead_code)]
 
-#[path = "../../runtime/tests/support/gate.rs"]
-pub mod gate;
+pub use gpu_cilk_test_support::gate;
 
 use gpu_cilk::prelude::*;
 use gpu_cilk::runtime::SchedulerKind;

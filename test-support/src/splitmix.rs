@@ -1,7 +1,5 @@
 //! Deterministic choices for the runtime's stress tests (splitmix64), so a failure reproduces from
-//! its seed. Shared through `#[path]` by the channel, heap and history tests.
-
-#![allow(dead_code)]
+//! its seed. Used by the channel, heap and history tests.
 
 /// splitmix64 (Steele, Lea and Flood, 2014): a well-mixed 64-bit sequence from any seed.
 pub struct Rng(pub u64);
