@@ -2,10 +2,9 @@
 //! answer on every backend as the serial oracle (the plain Rust function): serial, cpu (also with
 //! capacities so small that every level spills) and cuda (also with tiny device channels). Each
 //! check is one function run by a host test and by a GPU test (`#[ignore]`d: run with
-//! `--include-ignored` on a GPU machine; see `support/gate.rs`).
+//! `--include-ignored` on a GPU machine; see `gpu_cilk_test_support::gate`).
 
-#[path = "support/backends.rs"]
-mod backends;
+use gpu_cilk_test_support::programs::backends;
 #[path = "../examples/workloads/fib.rs"]
 mod fib_workload;
 #[allow(dead_code)] // the example's table and labels
@@ -13,14 +12,14 @@ mod fib_workload;
 mod knapsack_workload;
 #[path = "../examples/workloads/queens.rs"]
 mod queens_workload;
-#[path = "support/random_tree.rs"]
-mod random_tree;
+use gpu_cilk_test_support::programs::random_tree;
 #[allow(dead_code)] // the inputs of the key types this test does not sort
 #[path = "../examples/workloads/sort.rs"]
 mod sort_workload;
 #[allow(dead_code)] // the example's host-side helpers
 #[path = "../examples/workloads/strassen.rs"]
 mod strassen_workload;
+#[allow(dead_code)] // the benchmarks' rayon baseline
 #[path = "../examples/workloads/unbalanced.rs"]
 mod unbalanced_workload;
 

@@ -3,10 +3,9 @@
 //! result equals the same runs on host slices; on cuda-sim (and cuda) a resident slice is
 //! neither uploaded nor downloaded (`Stats::transfer` stays zero, the host placeholder stays
 //! zeroed); a buffer of one runtime given to another's run is an error. GPU tests are
-//! `#[ignore]`d (see `support/gate.rs`).
+//! `#[ignore]`d (see `gpu_cilk_test_support::gate`).
 
-#[path = "support/backends.rs"]
-mod backends;
+use gpu_cilk_test_support::programs::backends;
 #[allow(dead_code)]
 #[path = "../examples/workloads/sort.rs"]
 mod sort_workload;

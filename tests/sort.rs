@@ -5,8 +5,7 @@
 
 #![allow(dead_code)]
 
-#[path = "support/backends.rs"]
-mod backends;
+use gpu_cilk_test_support::programs::backends;
 #[path = "../examples/workloads/sort.rs"]
 mod sort_workload;
 

@@ -7,8 +7,7 @@
 
 use gpu_cilk::prelude::*;
 
-#[path = "support/backends.rs"]
-mod backends;
+use gpu_cilk_test_support::programs::backends;
 #[path = "../examples/workloads/closest.rs"]
 mod closest_workload;
 

@@ -8,7 +8,10 @@
 //!   [`ptx_params`], the NVRTC check of kernel parameter sizes;
 //! - [`mirror`]: host mirrors of the device structs tests hand to kernels;
 //! - [`heap_history`]: the batched heap's history checker;
-//! - [`splitmix`]: deterministic random choices for stress tests.
+//! - [`splitmix`]: deterministic random choices for stress tests;
+//! - [`program_gen`]: the generator of random `#[gpu_cilk]` programs (`tests/generated/`);
+//! - `programs` (feature `programs`, the root crate's tests): the `#[gpu_cilk]` fixtures and the
+//!   backends every differential test runs on.
 //!
 //! Depends on the runtime with its `test-support` feature (the Rust models of device algorithms
 //! and the simulation's test hooks); must not be a dependency of any product crate.
@@ -16,6 +19,9 @@
 pub mod gate;
 pub mod heap_history;
 pub mod mirror;
+pub mod program_gen;
+#[cfg(feature = "programs")]
+pub mod programs;
 pub mod splitmix;
 pub mod target;
 

@@ -83,60 +83,74 @@ pub fn gpu_device(test: &str) -> CudaDevice {
     CudaDevice::open(&Config::default()).unwrap_or_else(|e| gate::no_gpu(test, &e))
 }
 
-impl<T: DeviceCopy> DeviceMem<T> for DeviceBuffer<T> {
-    fn ptr(&self) -> DevicePtr<T> {
-        DeviceBuffer::ptr(self)
-    }
-    fn len(&self) -> usize {
-        DeviceBuffer::len(self)
-    }
+/// The [`DeviceMem`], [`Launch`] and [`Target`] impls of a machine whose device, buffer, program
+/// and kernel types have the GPU's inherent methods (the simulation's mirror them): `$open(test)`
+/// opens it, `$resident(kernel)` makes a kernel one for grids whose threads wait for each other.
+macro_rules! impl_target {
+    ($dev:ident, $buf:ident, $program:ident, $kernel:ident, simulated: $sim:expr, open: $open:path, resident: $resident:path) => {
+        impl<T: DeviceCopy> DeviceMem<T> for $buf<T> {
+            fn ptr(&self) -> DevicePtr<T> {
+                $buf::ptr(self)
+            }
+            fn len(&self) -> usize {
+                $buf::len(self)
+            }
+        }
+
+        impl<P: DeviceCopy> Launch<P> for $kernel<P> {
+            fn name(&self) -> &str {
+                $kernel::name(self)
+            }
+            fn launch(&self, dims: LaunchDims, params: &P) -> Result<()> {
+                $kernel::launch(self, dims, params)
+            }
+        }
+
+        impl Target for $dev {
+            type Buffer<T: DeviceCopy> = $buf<T>;
+            type Program = $program;
+            type Kernel<P: DeviceCopy> = $kernel<P>;
+            const SIMULATED: bool = $sim;
+
+            fn open(test: &str) -> Option<Self> {
+                $open(test)
+            }
+            fn alloc_zeroed<T: DeviceCopy>(&self, n: usize) -> Result<$buf<T>> {
+                $dev::alloc_zeroed(self, n)
+            }
+            fn htod<T: DeviceCopy>(&self, host: &[T]) -> Result<$buf<T>> {
+                $dev::htod(self, host)
+            }
+            fn dtoh<T: DeviceCopy>(&self, buf: &$buf<T>) -> Result<Vec<T>> {
+                $dev::dtoh(self, buf)
+            }
+            fn zero<T: DeviceCopy>(&self, buf: &mut $buf<T>) -> Result<()> {
+                $dev::zero(self, buf)
+            }
+            fn sync(&self) -> Result<()> {
+                $dev::sync(self)
+            }
+            fn load_program(&self, source: &ProgramSource) -> Result<$program> {
+                $dev::load_program(self, source)
+            }
+            unsafe fn kernel<P: DeviceCopy>(program: &$program, name: &str) -> Result<$kernel<P>> {
+                // SAFETY: the caller's promise, passed on.
+                unsafe { program.kernel(name) }
+            }
+            unsafe fn resident_kernel<P: DeviceCopy>(program: &$program, name: &str) -> Result<$kernel<P>> {
+                // SAFETY: the caller's promise, passed on.
+                Ok($resident(unsafe { program.kernel(name) }?))
+            }
+        }
+    };
 }
 
-impl<P: DeviceCopy> Launch<P> for Kernel<P> {
-    fn name(&self) -> &str {
-        Kernel::name(self)
-    }
-    fn launch(&self, dims: LaunchDims, params: &P) -> Result<()> {
-        Kernel::launch(self, dims, params)
-    }
+/// [`gpu_device`] as [`Target::open`] (never `None`: a GPU test without a GPU fails).
+fn open_gpu(test: &str) -> Option<CudaDevice> {
+    Some(gpu_device(test))
 }
 
-impl Target for CudaDevice {
-    type Buffer<T: DeviceCopy> = DeviceBuffer<T>;
-    type Program = Program;
-    type Kernel<P: DeviceCopy> = Kernel<P>;
-    const SIMULATED: bool = false;
-
-    fn open(test: &str) -> Option<Self> {
-        Some(gpu_device(test))
-    }
-    fn alloc_zeroed<T: DeviceCopy>(&self, n: usize) -> Result<DeviceBuffer<T>> {
-        CudaDevice::alloc_zeroed(self, n)
-    }
-    fn htod<T: DeviceCopy>(&self, host: &[T]) -> Result<DeviceBuffer<T>> {
-        CudaDevice::htod(self, host)
-    }
-    fn dtoh<T: DeviceCopy>(&self, buf: &DeviceBuffer<T>) -> Result<Vec<T>> {
-        CudaDevice::dtoh(self, buf)
-    }
-    fn zero<T: DeviceCopy>(&self, buf: &mut DeviceBuffer<T>) -> Result<()> {
-        CudaDevice::zero(self, buf)
-    }
-    fn sync(&self) -> Result<()> {
-        CudaDevice::sync(self)
-    }
-    fn load_program(&self, source: &ProgramSource) -> Result<Program> {
-        CudaDevice::load_program(self, source)
-    }
-    unsafe fn kernel<P: DeviceCopy>(program: &Program, name: &str) -> Result<Kernel<P>> {
-        // SAFETY: the caller's promise, passed on.
-        unsafe { program.kernel(name) }
-    }
-    unsafe fn resident_kernel<P: DeviceCopy>(program: &Program, name: &str) -> Result<Kernel<P>> {
-        // SAFETY: the caller's promise, passed on.
-        unsafe { program.kernel(name) }
-    }
-}
+impl_target!(CudaDevice, DeviceBuffer, Program, Kernel, simulated: false, open: open_gpu, resident: std::convert::identity);
 
 #[cfg(target_os = "linux")]
 pub use gpu_cilk_runtime::backend::cuda::sim::SimDevice;
@@ -162,60 +176,7 @@ mod simulated {
         }
     }
 
-    impl<T: DeviceCopy> DeviceMem<T> for SimBuffer<T> {
-        fn ptr(&self) -> DevicePtr<T> {
-            SimBuffer::ptr(self)
-        }
-        fn len(&self) -> usize {
-            SimBuffer::len(self)
-        }
-    }
-
-    impl<P: DeviceCopy> Launch<P> for SimKernel<P> {
-        fn name(&self) -> &str {
-            SimKernel::name(self)
-        }
-        fn launch(&self, dims: LaunchDims, params: &P) -> Result<()> {
-            SimKernel::launch(self, dims, params)
-        }
-    }
-
-    impl Target for SimDevice {
-        type Buffer<T: DeviceCopy> = SimBuffer<T>;
-        type Program = SimProgram;
-        type Kernel<P: DeviceCopy> = SimKernel<P>;
-        const SIMULATED: bool = true;
-
-        fn open(test: &str) -> Option<Self> {
-            sim_device(test)
-        }
-        fn alloc_zeroed<T: DeviceCopy>(&self, n: usize) -> Result<SimBuffer<T>> {
-            SimDevice::alloc_zeroed(self, n)
-        }
-        fn htod<T: DeviceCopy>(&self, host: &[T]) -> Result<SimBuffer<T>> {
-            SimDevice::htod(self, host)
-        }
-        fn dtoh<T: DeviceCopy>(&self, buf: &SimBuffer<T>) -> Result<Vec<T>> {
-            SimDevice::dtoh(self, buf)
-        }
-        fn zero<T: DeviceCopy>(&self, buf: &mut SimBuffer<T>) -> Result<()> {
-            SimDevice::zero(self, buf)
-        }
-        fn sync(&self) -> Result<()> {
-            SimDevice::sync(self)
-        }
-        fn load_program(&self, source: &ProgramSource) -> Result<SimProgram> {
-            SimDevice::load_program(self, source)
-        }
-        unsafe fn kernel<P: DeviceCopy>(program: &SimProgram, name: &str) -> Result<SimKernel<P>> {
-            // SAFETY: the caller's promise, passed on (`SimProgram::kernel` also checks the size).
-            unsafe { program.kernel(name) }
-        }
-        unsafe fn resident_kernel<P: DeviceCopy>(program: &SimProgram, name: &str) -> Result<SimKernel<P>> {
-            // SAFETY: the caller's promise, passed on.
-            Ok(unsafe { program.kernel(name) }?.cooperative())
-        }
-    }
+    impl_target!(SimDevice, SimBuffer, SimProgram, SimKernel, simulated: true, open: sim_device, resident: SimKernel::cooperative);
 }
 
 /// Instantiates a device suite for both targets: for each `test`, a function

@@ -1,13 +1,19 @@
 //! Every task of every example, workload and fixture, assembled into one CUDA program exactly as
-//! the cuda backend assembles it, for each device scheduler (persistent and levels), compiled with
-//! NVRTC for `compute_80` and, where NVRTC is required, `compute_90` (no GPU needed). Skips with a
-//! printed reason when NVRTC cannot be loaded, unless `GPU_CILK_REQUIRE_NVRTC=1`, which turns that
-//! into a failure and compiles for both architectures (CI sets it).
+//! the cuda backend assembles it (`runtime/src/backend/cuda/program.rs`, so the checks see exactly
+//! what a GPU runs), built by both compilers of device code from one program list:
 //!
-//! The assembly is the runtime's own (`runtime/src/backend/cuda/program.rs`), so CI compiles
-//! exactly what a GPU runs.
+//! - `every_fixture_compiles_with_nvrtc`: for each device scheduler (persistent and levels), NVRTC
+//!   for `compute_80` and, where NVRTC is required, `compute_90` (no GPU needed): the entry kernel
+//!   is in the PTX, and the PTX stays under [`MAX_PTX_BYTES`]. Skips with a printed reason when
+//!   NVRTC cannot be loaded, unless `GPU_CILK_REQUIRE_NVRTC=1`, which turns that into a failure
+//!   and compiles for both architectures (CI sets it).
+//! - `every_fixture_builds_for_the_host_simulation`: the levels program built by g++ for the host
+//!   simulation of device code (`backend::cuda::sim`, `kernels/sim/gc_sim.h`): a second compiler
+//!   checks the generated CUDA C++, the program's kernels are found and loadable, and its
+//!   `gc_layout` kernel runs (the element sizes the scheduler reads back). Skips with a printed
+//!   reason when no C++ compiler can be run, unless `GPU_CILK_REQUIRE_SIM=1` (CI sets it).
 //!
-//! The random programs of `tests/support/program_gen.rs` are compiled the same way by
+//! The random programs of `test-support/src/program_gen.rs` are compiled the same way by
 //! `tests/generated_programs.rs`.
 
 #![allow(dead_code)]
@@ -26,25 +32,18 @@ mod sort_workload;
 #[allow(dead_code)] // the host-side helpers are for the example and the tests
 #[path = "../examples/workloads/strassen.rs"]
 mod strassen_workload;
-#[path = "support/temps.rs"]
-mod temps;
+use gpu_cilk_test_support::programs::temps;
 #[path = "../examples/workloads/unbalanced.rs"]
 mod unbalanced_workload;
 
-#[path = "support/backends.rs"]
-mod backends;
+use gpu_cilk_test_support::programs::backends;
 #[path = "../examples/workloads/closest.rs"]
 #[allow(dead_code)]
 mod closest_workload;
-#[path = "support/control.rs"]
-mod control;
-#[path = "support/fixtures.rs"]
-mod fixtures;
-#[path = "support/generics.rs"]
-#[allow(dead_code)] // `gtwice`: the race witness of a generic spawn, a host-side matter
-mod generics;
-#[path = "support/random_tree.rs"]
-mod random_tree;
+use gpu_cilk_test_support::programs::control;
+use gpu_cilk_test_support::programs::fixtures;
+use gpu_cilk_test_support::programs::generics;
+use gpu_cilk_test_support::programs::random_tree;
 
 use fixtures::*;
 use random_tree::rnode;
@@ -113,6 +112,28 @@ fn programs() -> Vec<(&'static str, [(DeviceScheduler, String); 2])> {
     ]
 }
 
+/// Runs `job` on every item of `jobs`, `threads` at a time (each compilation is independent, and
+/// both compilers build separate programs concurrently); the failures of all, sorted.
+fn run_jobs<J: Sync>(jobs: &[J], threads: usize, job: impl Fn(&J) -> Vec<String> + Sync) -> Vec<String> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut failures: Vec<String> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads.min(jobs.len()).max(1))
+            .map(|_| {
+                s.spawn(|| {
+                    let mut failures = Vec::new();
+                    while let Some(j) = jobs.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)) {
+                        failures.extend(job(j));
+                    }
+                    failures
+                })
+            })
+            .collect();
+        workers.into_iter().flat_map(|w| w.join().expect("a compile worker panicked")).collect()
+    });
+    failures.sort();
+    failures
+}
+
 #[test]
 fn every_fixture_compiles_with_nvrtc() {
     if let Err(e) = gpu_cilk::runtime::backend::cuda::nvrtc_version() {
@@ -141,48 +162,90 @@ fn every_fixture_compiles_with_nvrtc() {
             }
         }
     }
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(jobs.len());
-    let mut failures: Vec<String> = std::thread::scope(|s| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut failures = Vec::new();
-                    while let Some((name, sched, arch, src)) =
-                        jobs.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
-                    {
-                        let entry = match sched {
-                            DeviceScheduler::Persistent => ".entry gc_persistent(".to_string(),
-                            DeviceScheduler::Levels => format!(".entry gc_{name}_q0("),
-                        };
-                        match compile_ptx(src, name, *arch) {
-                            Ok(ptx) => {
-                                if !ptx.contains(&entry) {
-                                    failures.push(format!("{name} ({sched:?}): no `{entry}` in the PTX"));
-                                }
-                                // The driver JIT-compiles this PTX when a program loads; its time
-                                // grows faster than the size (Strassen's 2.9 MB took minutes on an
-                                // H100 host).
-                                if ptx.len() > MAX_PTX_BYTES {
-                                    failures.push(format!(
-                                        "{name} ({sched:?}, {}): {} bytes of PTX, more than {MAX_PTX_BYTES}: \
-                                         something is inlined at every site again (see GC_OUTLINE_SPAWNS)",
-                                        arch.compute(),
-                                        ptx.len()
-                                    ));
-                                }
-                            }
-                            Err(e) => failures.push(format!("{name} ({sched:?}, {}): {e}", arch.compute())),
-                        }
-                    }
-                    failures
-                })
-            })
-            .collect();
-        workers.into_iter().flat_map(|w| w.join().expect("an NVRTC worker panicked")).collect()
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let failures = run_jobs(&jobs, threads, |(name, sched, arch, src)| {
+        let entry = match sched {
+            DeviceScheduler::Persistent => ".entry gc_persistent(".to_string(),
+            DeviceScheduler::Levels => format!(".entry gc_{name}_q0("),
+        };
+        let mut failures = Vec::new();
+        match compile_ptx(src, name, *arch) {
+            Ok(ptx) => {
+                if !ptx.contains(&entry) {
+                    failures.push(format!("{name} ({sched:?}): no `{entry}` in the PTX"));
+                }
+                // The driver JIT-compiles this PTX when a program loads; its time grows faster
+                // than the size (Strassen's 2.9 MB took minutes on an H100 host).
+                if ptx.len() > MAX_PTX_BYTES {
+                    failures.push(format!(
+                        "{name} ({sched:?}, {}): {} bytes of PTX, more than {MAX_PTX_BYTES}: \
+                         something is inlined at every site again (see GC_OUTLINE_SPAWNS)",
+                        arch.compute(),
+                        ptx.len()
+                    ));
+                }
+            }
+            Err(e) => failures.push(format!("{name} ({sched:?}, {}): {e}", arch.compute())),
+        }
+        failures
     });
-    failures.sort();
     assert!(failures.is_empty(), "NVRTC failed:\n{}", failures.join("\n\n"));
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn every_fixture_builds_for_the_host_simulation() {
+    use gpu_cilk::runtime::backend::cuda::sim::{compiler_version, SimBuffer, SimProgram};
+    use gpu_cilk::runtime::backend::cuda::{DevicePtr, LaunchDims, ProgramSource};
+    if let Err(e) = compiler_version() {
+        backends::gate::sim_missing("every_fixture_builds_for_the_host_simulation", &e);
+        return;
+    }
+    let jobs: Vec<(&str, String)> = programs()
+        .into_iter()
+        .map(|(name, variants)| {
+            (name, variants.into_iter().find(|(s, _)| *s == DeviceScheduler::Levels).expect("levels").1)
+        })
+        .collect();
+    // Two builds at a time (g++ is single-threaded; CI machines have two cores or more).
+    let failures = run_jobs(&jobs, 2, |(name, src)| {
+        let p = match SimProgram::compile(&ProgramSource::new(*name, src.as_str())) {
+            Ok(p) => p,
+            Err(e) => return vec![format!("{name}: {e}")],
+        };
+        let q0 = format!("gc_{name}_q0");
+        let mut failures: Vec<String> =
+            [q0.as_str(), "gc_root", "gc_layout", "gc_regrow", "gc_unspill", "gc_temp_heap_init"]
+                .into_iter()
+                .filter(|k| !p.kernels().iter().any(|x| x == k))
+                .map(|k| format!("{name}: kernel `{k}` not found in {:?}", p.kernels()))
+                .collect();
+        // `gc_layout(gc_u64* out)` writes three words per task (the pre-spawn element, the
+        // continuation element, the argument struct) over a buffer of `u64::MAX`: what it wrote
+        // is the prefix it changed.
+        const MAX_TASKS: usize = 256;
+        let sizes = SimBuffer::<u64>::from_slice(&[u64::MAX; 3 * MAX_TASKS]).expect("simulated device memory");
+        // SAFETY: `gc_layout` writes out[0 .. 3 × tasks), and no program here has MAX_TASKS tasks.
+        let layout = unsafe { p.kernel::<DevicePtr<u64>>("gc_layout") }.expect("gc_layout");
+        layout.launch(LaunchDims::linear(1, 1), &sizes.ptr()).expect("gc_layout runs");
+        let mut sizes = sizes.to_vec();
+        sizes.truncate(sizes.iter().position(|&w| w == u64::MAX).unwrap_or(sizes.len()));
+        // Elements end in a pointer (8-aligned); argument structs are at least 1 byte.
+        if sizes.is_empty()
+            || sizes.len() % 3 != 0
+            || sizes.chunks(3).any(|t| t[0] % 8 != 0 || t[1] % 8 != 0 || t.contains(&0))
+        {
+            failures.push(format!("{name}: gc_layout wrote {sizes:?}"));
+        }
+        eprintln!(
+            "{name}: {} kernels, element sizes {sizes:?}, built in {:?}{}",
+            p.kernels().len(),
+            p.build_time(),
+            if p.cache_hit() { " (cached)" } else { "" }
+        );
+        failures
+    });
+    assert!(failures.is_empty(), "the host simulation could not build:\n{}", failures.join("\n\n"));
 }
 
 /// The PTX size above which a program's load (the driver's JIT) takes too long: the fixtures are
