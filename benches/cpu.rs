@@ -24,23 +24,13 @@
 //! (A separate target from `gpu_suite` so the two can evolve independently; `gpu_suite`'s
 //! `gpu-cilk cpu` column runs the same default scheduler.)
 
-#[path = "../examples/workloads/chain.rs"]
-mod chain_workload;
-#[path = "../examples/workloads/fib.rs"]
-mod fib_workload;
-#[path = "../examples/workloads/knapsack.rs"]
-#[allow(dead_code)] // Table 4 and the serial solver without a deadline
-mod knapsack_workload;
-#[path = "../examples/workloads/queens.rs"]
-mod queens_workload;
-#[path = "../examples/workloads/sort.rs"]
-#[allow(dead_code)] // the f32 and i64 inputs and input shapes other than random
-mod sort_workload;
-#[path = "../examples/workloads/strassen.rs"]
-#[allow(dead_code)] // the accuracy helpers the example uses
-mod strassen_workload;
-#[path = "../examples/workloads/unbalanced.rs"]
-mod unbalanced_workload;
+use gpu_cilk_examples::workloads::chain as chain_workload;
+use gpu_cilk_examples::workloads::fib as fib_workload;
+use gpu_cilk_examples::workloads::knapsack as knapsack_workload;
+use gpu_cilk_examples::workloads::queens as queens_workload;
+use gpu_cilk_examples::workloads::sort as sort_workload;
+use gpu_cilk_examples::workloads::strassen as strassen_workload;
+use gpu_cilk_examples::workloads::unbalanced as unbalanced_workload;
 
 use chain_workload::chain;
 use clap::Parser;

@@ -21,9 +21,7 @@
 
 #[allow(dead_code)] // `run_and_report` reruns one call; a call that borrows matrices runs once
 mod common;
-#[allow(dead_code)] // `COMB_GRAIN` is for the tests
-#[path = "workloads/strassen.rs"]
-mod workload;
+use gpu_cilk_examples::workloads::strassen as workload;
 
 use clap::Parser;
 use gpu_cilk::prelude::*;

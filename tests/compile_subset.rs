@@ -8,11 +8,9 @@
 
 use gpu_cilk::prelude::*;
 
+use gpu_cilk_examples::workloads::queens as queens_workload;
 use gpu_cilk_test_support::programs::backends;
 use gpu_cilk_test_support::programs::fixtures;
-#[path = "../examples/workloads/queens.rs"]
-#[allow(dead_code)]
-mod queens_workload;
 
 use fixtures::*;
 use queens_workload::queens;

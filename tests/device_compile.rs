@@ -16,30 +16,19 @@
 //! The random programs of `test-support/src/program_gen.rs` are compiled the same way by
 //! `tests/generated_programs.rs`.
 
-#![allow(dead_code)]
-
 use gpu_cilk::runtime::backend::cuda::program::assemble_for;
 use gpu_cilk::runtime::backend::cuda::{compile_ptx, Arch, DeviceScheduler};
 use gpu_cilk::runtime::{CilkTask, Registry};
 
-#[path = "../examples/workloads/knapsack.rs"]
-mod knapsack_workload;
-#[path = "../examples/workloads/queens.rs"]
-mod queens_workload;
-#[allow(dead_code)] // the inputs of the key types this test does not sort
-#[path = "../examples/workloads/sort.rs"]
-mod sort_workload;
-#[allow(dead_code)] // the host-side helpers are for the example and the tests
-#[path = "../examples/workloads/strassen.rs"]
-mod strassen_workload;
+use gpu_cilk_examples::workloads::knapsack as knapsack_workload;
+use gpu_cilk_examples::workloads::queens as queens_workload;
+use gpu_cilk_examples::workloads::sort as sort_workload;
+use gpu_cilk_examples::workloads::strassen as strassen_workload;
+use gpu_cilk_examples::workloads::unbalanced as unbalanced_workload;
 use gpu_cilk_test_support::programs::temps;
-#[path = "../examples/workloads/unbalanced.rs"]
-mod unbalanced_workload;
 
+use gpu_cilk_examples::workloads::closest as closest_workload;
 use gpu_cilk_test_support::programs::backends;
-#[path = "../examples/workloads/closest.rs"]
-#[allow(dead_code)]
-mod closest_workload;
 use gpu_cilk_test_support::programs::control;
 use gpu_cilk_test_support::programs::fixtures;
 use gpu_cilk_test_support::programs::generics;

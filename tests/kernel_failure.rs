@@ -10,9 +10,8 @@
 //! the failing task is written by hand: the CilkTask contract, with a CUDA fragment whose segment
 //! writes through a bad pointer.
 
+use gpu_cilk_examples::workloads::fib as fib_workload;
 use gpu_cilk_test_support::programs::backends;
-#[path = "../examples/workloads/fib.rs"]
-mod fib_workload;
 
 use fib_workload::fib;
 use gpu_cilk::prelude::*;

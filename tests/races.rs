@@ -3,10 +3,7 @@
 //! them `&mut`, fail the run with `Error::SliceRace` naming both `spawn!` sites; disjoint ranges
 //! (cilksort) and overlapping shared ranges pass.
 
-#![allow(dead_code)]
-
-#[path = "../examples/workloads/sort.rs"]
-mod sort_workload;
+use gpu_cilk_examples::workloads::sort as sort_workload;
 
 use gpu_cilk::prelude::*;
 use gpu_cilk::runtime::SchedulerKind;

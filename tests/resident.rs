@@ -5,10 +5,8 @@
 //! zeroed); a buffer of one runtime given to another's run is an error. GPU tests are
 //! `#[ignore]`d (see `gpu_cilk_test_support::gate`).
 
+use gpu_cilk_examples::workloads::sort as sort_workload;
 use gpu_cilk_test_support::programs::backends;
-#[allow(dead_code)]
-#[path = "../examples/workloads/sort.rs"]
-mod sort_workload;
 
 use gpu_cilk::prelude::*;
 use sort_workload::{cilksort, fingerprint, input, is_sorted, Shape};

@@ -24,9 +24,7 @@ use rayon::slice::ParallelSliceMut;
 use std::cell::RefCell;
 use std::time::Duration;
 
-#[allow(dead_code)] // `SHAPES` and the insertion sort are for the tests
-#[path = "../../examples/workloads/sort.rs"]
-mod sort_workload;
+use gpu_cilk_examples::workloads::sort as sort_workload;
 use sort_workload::{Fingerprint, Shape};
 
 /// Runs cilksort on the keys and the scratch.

@@ -25,9 +25,7 @@ use rayon::prelude::*;
 use std::cell::RefCell;
 use std::time::Duration;
 
-#[allow(dead_code)] // `COMB_GRAIN` and the bound's parts are for the tests
-#[path = "../../examples/workloads/strassen.rs"]
-mod strassen_workload;
+use gpu_cilk_examples::workloads::strassen as strassen_workload;
 use strassen_workload::{accuracy, heap_bytes, matrix, padded_size, strassen_root};
 
 const SGEMM_PEERS_CU: &str = include_str!("../cuda/sgemm_peers.cu");

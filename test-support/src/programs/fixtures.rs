@@ -7,9 +7,8 @@
 
 use gpu_cilk::prelude::*;
 
-#[path = "../../../examples/workloads/fib.rs"]
-mod fib_workload;
 pub use fib_workload::*;
+use gpu_cilk_examples::workloads::fib as fib_workload;
 
 #[gpu_cilk]
 pub fn wide(d: u32, k: u32) -> u64 {
