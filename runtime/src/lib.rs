@@ -25,6 +25,8 @@
 
 pub mod alloc;
 pub mod backend;
+#[cfg(feature = "test-support")]
+mod backoff;
 pub mod bound;
 pub mod channel;
 pub mod config;

@@ -14,7 +14,7 @@
 //!   backends every differential test runs on.
 //!
 //! Depends on the runtime with its `test-support` feature (the Rust models of device algorithms
-//! and the simulation's test hooks); must not be a dependency of any product crate.
+//! and the public API of the host simulation); must not be a dependency of any product crate.
 
 pub mod gate;
 pub mod heap_history;
