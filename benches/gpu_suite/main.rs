@@ -39,10 +39,8 @@ mod strassen;
 // The `#[gpu_cilk]` workloads of `examples/workloads/`, measured on the runtime's backends.
 use gpu_cilk_examples::workloads::chain as chain_workload;
 use gpu_cilk_examples::workloads::fib as fib_workload;
-use gpu_cilk_examples::workloads::unbalanced as unbalanced_workload;
-// The workload is written in the supported subset (index loops), not in idiomatic Rust.
-#[allow(clippy::needless_range_loop)]
 use gpu_cilk_examples::workloads::queens as queens_workload;
+use gpu_cilk_examples::workloads::unbalanced as unbalanced_workload;
 
 use clap::Parser;
 use common::{compile_times, print_compiles, print_rows, utc_now, Report};
