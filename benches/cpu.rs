@@ -24,23 +24,13 @@
 //! (A separate target from `gpu_suite` so the two can evolve independently; `gpu_suite`'s
 //! `gpu-cilk cpu` column runs the same default scheduler.)
 
-#[path = "../examples/workloads/chain.rs"]
-mod chain_workload;
-#[path = "../examples/workloads/fib.rs"]
-mod fib_workload;
-#[path = "../examples/workloads/knapsack.rs"]
-#[allow(dead_code)] // Table 4 and the serial solver without a deadline
-mod knapsack_workload;
-#[path = "../examples/workloads/queens.rs"]
-mod queens_workload;
-#[path = "../examples/workloads/sort.rs"]
-#[allow(dead_code)] // the f32 and i64 inputs and input shapes other than random
-mod sort_workload;
-#[path = "../examples/workloads/strassen.rs"]
-#[allow(dead_code)] // the accuracy helpers the example uses
-mod strassen_workload;
-#[path = "../examples/workloads/unbalanced.rs"]
-mod unbalanced_workload;
+use gpu_cilk_examples::workloads::chain as chain_workload;
+use gpu_cilk_examples::workloads::fib as fib_workload;
+use gpu_cilk_examples::workloads::knapsack as knapsack_workload;
+use gpu_cilk_examples::workloads::queens as queens_workload;
+use gpu_cilk_examples::workloads::sort as sort_workload;
+use gpu_cilk_examples::workloads::strassen as strassen_workload;
+use gpu_cilk_examples::workloads::unbalanced as unbalanced_workload;
 
 use chain_workload::chain;
 use clap::Parser;
@@ -417,7 +407,7 @@ fn print_stats(label: &str, stats: Result<gpu_cilk::runtime::Stats, Error>) {
 /// The unbalanced tree with probability `q`: serial, rayon `join` at every node and above
 /// `--uts-cutoff`, the two schedulers.
 fn uts_row(args: &Args, pool: &rayon::ThreadPool, stealing: &Runtime, levels: &Runtime, q: u32) {
-    use unbalanced_workload::uts;
+    use unbalanced_workload::{uts, uts_rayon};
     let (seed, roots, m) = (args.uts_seed, args.uts_roots, args.uts_m);
     let expect = uts(seed, roots, m, q);
     let serial = measure(args, expect, || uts(black_box(seed), roots, m, q));
@@ -430,48 +420,6 @@ fn uts_row(args: &Args, pool: &rayon::ThreadPool, stealing: &Runtime, levels: &R
     if args.stats {
         print_stats(&label, stealing.run_with_stats(uts::task(seed, roots, m, q)).map(|r| r.stats));
     }
-}
-
-/// The unbalanced tree's node count with rayon: `join` over halves of the roots and over halves
-/// of a node's children while the node is shallower than `cutoff`, the annotated function called
-/// plainly below (the same leaf code as the serial column).
-fn uts_rayon(seed: u64, roots: u32, m: u32, q: u32, cutoff: u32) -> u64 {
-    use unbalanced_workload::{uts_child, uts_mix};
-    fn node(h: u64, m: u32, q: u32, depth: u32, cutoff: u32) -> u64 {
-        if depth >= cutoff {
-            return unbalanced_workload::uts_node(h, m, q);
-        }
-        if (h % 1_000_000) as u32 >= q {
-            return 1;
-        }
-        1 + children(h, 0, m.min(8), m, q, depth, cutoff)
-    }
-    fn children(h: u64, lo: u32, hi: u32, m: u32, q: u32, depth: u32, cutoff: u32) -> u64 {
-        match hi - lo {
-            0 => 0,
-            1 => node(uts_child(h, lo), m, q, depth + 1, cutoff),
-            w => {
-                let mid = lo + w / 2;
-                let (a, b) = rayon::join(
-                    || children(h, lo, mid, m, q, depth, cutoff),
-                    || children(h, mid, hi, m, q, depth, cutoff),
-                );
-                a + b
-            }
-        }
-    }
-    fn range(r: u64, lo: u32, hi: u32, m: u32, q: u32, cutoff: u32) -> u64 {
-        match hi.saturating_sub(lo) {
-            0 => 0,
-            1 => node(uts_child(r, lo), m, q, 0, cutoff),
-            w => {
-                let mid = lo + w / 2;
-                let (a, b) = rayon::join(|| range(r, lo, mid, m, q, cutoff), || range(r, mid, hi, m, q, cutoff));
-                a + b
-            }
-        }
-    }
-    range(uts_mix(seed), 0, roots, m, q, cutoff)
 }
 
 /// One sort of the keys (first slice) with scratch (second), failing with why.

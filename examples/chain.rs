@@ -9,8 +9,7 @@
 //! 100,000 levels.)
 
 mod common;
-#[path = "workloads/chain.rs"]
-mod workload;
+use gpu_cilk_examples::workloads::chain as workload;
 
 use clap::Parser;
 use gpu_cilk::prelude::*;

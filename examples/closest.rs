@@ -13,8 +13,7 @@
 
 #[allow(dead_code)] // `run_and_report` reruns one call; a call that borrows points runs once
 mod common;
-#[path = "workloads/closest.rs"]
-mod workload;
+use gpu_cilk_examples::workloads::closest as workload;
 
 use clap::Parser;
 use gpu_cilk::prelude::*;

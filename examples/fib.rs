@@ -5,8 +5,7 @@
 //! ```
 
 mod common;
-#[path = "workloads/fib.rs"]
-mod workload;
+use gpu_cilk_examples::workloads::fib as workload;
 
 use clap::Parser;
 use gpu_cilk::prelude::*;

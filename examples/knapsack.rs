@@ -23,9 +23,7 @@
 
 #[allow(dead_code)] // `run_and_report` is for calls that own their arguments
 mod common;
-#[allow(dead_code)] // `KINDS`, `best_first` and `solve_serial` are for the tests
-#[path = "workloads/knapsack.rs"]
-mod workload;
+use gpu_cilk_examples::workloads::knapsack as workload;
 
 use clap::{Parser, ValueEnum};
 use gpu_cilk::prelude::*;

@@ -11,8 +11,7 @@
 //! ```
 
 mod common;
-#[path = "workloads/queens.rs"]
-mod workload;
+use gpu_cilk_examples::workloads::queens as workload;
 
 use clap::{Parser, ValueEnum};
 use gpu_cilk::prelude::*;

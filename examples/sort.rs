@@ -16,9 +16,7 @@
 
 #[allow(dead_code)] // `run_and_report` reruns one call; a call that borrows keys runs once
 mod common;
-#[allow(dead_code)] // `SHAPES` is for the tests
-#[path = "workloads/sort.rs"]
-mod workload;
+use gpu_cilk_examples::workloads::sort as workload;
 
 use clap::{Parser, ValueEnum};
 use gpu_cilk::prelude::*;

@@ -21,15 +21,15 @@
 
 #[allow(dead_code)] // `run_and_report` reruns one call; a call that borrows matrices runs once
 mod common;
-#[allow(dead_code)] // `COMB_GRAIN` is for the tests
-#[path = "workloads/strassen.rs"]
-mod workload;
+use gpu_cilk_examples::workloads::strassen as workload;
 
 use clap::Parser;
 use gpu_cilk::prelude::*;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
-use workload::{accuracy, higham_bound, levels, matrix, padded_size, strassen_root, Accuracy, REL_FROBENIUS_BOUND};
+use workload::{
+    accuracy, heap_bytes, higham_bound, levels, matrix, padded_size, strassen_root, Accuracy, REL_FROBENIUS_BOUND,
+};
 
 /// Multiplies two n × n f32 matrices with Strassen's method (seven products, temporaries from
 /// `alloc!`, a dense warp-task base case), checks the product against an f64 reference and the
@@ -58,20 +58,6 @@ struct Cli {
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
-}
-
-/// Bytes of temporaries if every task of every level held its own at once (the breadth-first
-/// worst case): the three padded `m × m` matrices of the root, and at level `l` `7^l` tasks with
-/// 17 `(m / 2^(l+1))²` each; 8 bytes per element (a host temporary's word), a quarter more for the
-/// allocator's rounding.
-fn heap_bytes(m: usize) -> usize {
-    let (k, _) = levels(m);
-    let mut words = 3.0 * (m * m) as f64;
-    for l in 0..k {
-        let h = (m >> (l + 1)) as f64;
-        words += 7f64.powi(l as i32) * 17.0 * h * h;
-    }
-    ((words * 8.0 * 1.25) as usize).max(64 << 20)
 }
 
 fn checked_rows(n: usize, asked: usize) -> Vec<usize> {

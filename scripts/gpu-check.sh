@@ -21,7 +21,7 @@ mkdir -p "$out" "$steps"
 : > "$out/gpu-check.log"
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PATH="/usr/local/cuda/bin:$PATH"
-# GPU tests are #[ignore]d (see runtime/tests/support/gate.rs): --include-ignored runs them, and
+# GPU tests are #[ignore]d (see test-support/src/gate.rs): --include-ignored runs them, and
 # there a missing GPU is a failure. NVRTC is required too.
 export GPU_CILK_REQUIRE_NVRTC=1 GPU_CILK_CACHE_DIR="${GPU_CILK_CACHE_DIR:-/tmp/gpu-cilk-ptx-cache}"
 # The heap stress test (cuda_heap) reports a launch still running after this many seconds (every

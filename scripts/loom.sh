@@ -26,7 +26,7 @@
 # a second at bound 2.
 #
 # The heap's 9 models (k = 1 or 2, prefilled sequentially, two threads racing a few operations,
-# each history run through the checker of runtime/tests/support/heap_history.rs) take about
+# each history run through the checker of test-support/src/heap_history.rs) take about
 # 0.6 s at bound 2 and 4 s at bound 3 on 2 cores; a three-thread model costs minutes, so there
 # is none.
 #

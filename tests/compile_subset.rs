@@ -1,5 +1,5 @@
 //! The real `#[gpu_cilk]` macro on the shapes the subset promises (the example workloads and
-//! `tests/support/fixtures.rs`): straight-line spawns, spawns in loops into array elements,
+//! `test-support/src/programs/fixtures.rs`): straight-line spawns, spawns in loops into array elements,
 //! mutual recursion between three tasks, a unit task with discarded spawns, a unit task that falls
 //! off its end with children outstanding (`fill_rec`), early returns with
 //! children outstanding (implicit sync), device helpers and plain calls. Each must equal the plain
@@ -8,13 +8,9 @@
 
 use gpu_cilk::prelude::*;
 
-#[path = "support/backends.rs"]
-mod backends;
-#[path = "support/fixtures.rs"]
-mod fixtures;
-#[path = "../examples/workloads/queens.rs"]
-#[allow(dead_code)]
-mod queens_workload;
+use gpu_cilk_examples::workloads::queens as queens_workload;
+use gpu_cilk_test_support::programs::backends;
+use gpu_cilk_test_support::programs::fixtures;
 
 use fixtures::*;
 use queens_workload::queens;

@@ -1,4 +1,4 @@
-//! `sync!()` inside control flow (`tests/support/control.rs`): every backend that can run such
+//! `sync!()` inside control flow (`test-support/src/programs/control.rs`): every backend that can run such
 //! tasks (serial, cpu with the stealing scheduler, the cuda persistent scheduler on the host
 //! simulation and, in `#[ignore]`d GPU tests, on a GPU) gives the serial function's results; the
 //! levels schedulers refuse them with an error that names the task. Also arrays and tuples as
@@ -8,10 +8,8 @@
 use gpu_cilk::prelude::*;
 use gpu_cilk::runtime::SchedulerKind;
 
-#[path = "support/backends.rs"]
-mod backends;
-#[path = "support/control.rs"]
-mod control;
+use gpu_cilk_test_support::programs::backends;
+use gpu_cilk_test_support::programs::control;
 
 use control::*;
 

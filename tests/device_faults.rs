@@ -1,14 +1,13 @@
 //! Faults in task bodies come back as errors naming the function and the source location, on
 //! every backend, and a task that never finishes is stopped by `Config::timeout` on the GPU —
 //! never a crash or a hang. GPU cases are `#[ignore]`d: run them with `--include-ignored` on a GPU
-//! machine (see `support/gate.rs`).
+//! machine (see `gpu_cilk_test_support::gate`).
 
 use gpu_cilk::prelude::*;
 use std::time::Duration;
 
-#[path = "support/backends.rs"]
-mod backends;
 use backends::cuda;
+use gpu_cilk_test_support::programs::backends;
 
 /// Reads `a[i]` of a four-element array: out of bounds for `i >= 4`.
 #[gpu_cilk]

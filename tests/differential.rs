@@ -2,27 +2,16 @@
 //! answer on every backend as the serial oracle (the plain Rust function): serial, cpu (also with
 //! capacities so small that every level spills) and cuda (also with tiny device channels). Each
 //! check is one function run by a host test and by a GPU test (`#[ignore]`d: run with
-//! `--include-ignored` on a GPU machine; see `support/gate.rs`).
+//! `--include-ignored` on a GPU machine; see `gpu_cilk_test_support::gate`).
 
-#[path = "support/backends.rs"]
-mod backends;
-#[path = "../examples/workloads/fib.rs"]
-mod fib_workload;
-#[allow(dead_code)] // the example's table and labels
-#[path = "../examples/workloads/knapsack.rs"]
-mod knapsack_workload;
-#[path = "../examples/workloads/queens.rs"]
-mod queens_workload;
-#[path = "support/random_tree.rs"]
-mod random_tree;
-#[allow(dead_code)] // the inputs of the key types this test does not sort
-#[path = "../examples/workloads/sort.rs"]
-mod sort_workload;
-#[allow(dead_code)] // the example's host-side helpers
-#[path = "../examples/workloads/strassen.rs"]
-mod strassen_workload;
-#[path = "../examples/workloads/unbalanced.rs"]
-mod unbalanced_workload;
+use gpu_cilk_examples::workloads::fib as fib_workload;
+use gpu_cilk_examples::workloads::knapsack as knapsack_workload;
+use gpu_cilk_examples::workloads::queens as queens_workload;
+use gpu_cilk_examples::workloads::sort as sort_workload;
+use gpu_cilk_examples::workloads::strassen as strassen_workload;
+use gpu_cilk_examples::workloads::unbalanced as unbalanced_workload;
+use gpu_cilk_test_support::programs::backends;
+use gpu_cilk_test_support::programs::random_tree;
 
 use fib_workload::fib;
 use gpu_cilk::prelude::*;

@@ -1,5 +1,5 @@
 //! Random `#[gpu_cilk]` programs (issue 8, point 4): the checked-in output of
-//! `tests/support/program_gen.rs` (several task functions per program calling and spawning each
+//! `test-support/src/program_gen.rs` (several task functions per program calling and spawning each
 //! other, zero-parameter tasks, unit outputs, loops of up to 256 spawns into arrays, device
 //! helpers, a parameterless root; see that module's docs for what it covers and how to
 //! regenerate or reproduce).
@@ -7,7 +7,7 @@
 //! - `fresh`: the checked-in `tests/generated/programs.rs` is what the generator writes now
 //!   (`GPU_CILK_REGENERATE=1` rewrites it), and it covers every feature the issue names.
 //! - every program's root gives the plain Rust root's value on every host backend (serial, every
-//!   cpu configuration, cuda-sim with tiny capacities; `support/backends.rs`) and, in an
+//!   cpu configuration, cuda-sim with tiny capacities; `gpu_cilk_test_support::programs::backends`) and, in an
 //!   `#[ignore]`d GPU test, on every cuda configuration;
 //! - every program's CUDA compiles with NVRTC for both device schedulers (skips without NVRTC
 //!   unless `GPU_CILK_REQUIRE_NVRTC=1`).
@@ -15,14 +15,12 @@
 //! `GPU_CILK_GEN_ONLY=p3,p7` runs only those programs' roots; with `--nocapture` every run prints
 //! its program, configuration and time (to find the one that fails or hangs on a GPU).
 
-#[path = "support/backends.rs"]
-mod backends;
+use gpu_cilk_test_support::programs::backends;
 #[rustfmt::skip]
 #[allow(warnings, clippy::all, clippy::pedantic)]
 #[path = "generated/programs.rs"]
 mod programs;
-#[path = "support/program_gen.rs"]
-mod program_gen;
+use gpu_cilk_test_support::program_gen;
 
 use gpu_cilk::prelude::*;
 use gpu_cilk::runtime::backend::cuda::program::assemble_for;

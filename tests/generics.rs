@@ -6,10 +6,8 @@
 
 use gpu_cilk::prelude::*;
 
-#[path = "support/backends.rs"]
-mod backends;
-#[path = "support/generics.rs"]
-mod generics;
+use gpu_cilk_test_support::programs::backends;
+use gpu_cilk_test_support::programs::generics;
 
 use generics::{gfirst, gmax, gmax_both, grounds, gstage, gtwice};
 

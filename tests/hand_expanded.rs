@@ -290,8 +290,7 @@ fn hand_expanded_wide_matches_serial_on_every_host_backend() {
     }
 }
 
-#[path = "support/backends.rs"]
-mod backends;
+use gpu_cilk_test_support::programs::backends;
 
 #[test]
 #[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]

@@ -4,16 +4,14 @@
 //! run in it fails at once with a clear `BackendUnavailable` (no hang, no unrelated error), an
 //! `auto` runtime falls back to the cpu backend, and a fresh process uses the GPU again. The crash
 //! runs in a child process (this test binary run again for one test) so that it cannot poison the
-//! other GPU tests. GPU tests, `#[ignore]`d (see `support/gate.rs`).
+//! other GPU tests. GPU tests, `#[ignore]`d (see `gpu_cilk_test_support::gate`).
 //!
 //! No `#[gpu_cilk]` function can write outside its memory (indexing and division are checked), so
 //! the failing task is written by hand: the CilkTask contract, with a CUDA fragment whose segment
 //! writes through a bad pointer.
 
-#[path = "support/backends.rs"]
-mod backends;
-#[path = "../examples/workloads/fib.rs"]
-mod fib_workload;
+use gpu_cilk_examples::workloads::fib as fib_workload;
+use gpu_cilk_test_support::programs::backends;
 
 use fib_workload::fib;
 use gpu_cilk::prelude::*;

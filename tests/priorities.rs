@@ -5,8 +5,7 @@
 //! segment goes through it, that a full heap turns spawns into plain ones without losing any, and
 //! that a reserve of 0 and `device_priority_servers = 0` keep spawns out of it. On the host simulation in CI, on a GPU with `--include-ignored`.
 
-#[path = "support/backends.rs"]
-mod backends;
+use gpu_cilk_test_support::programs::backends;
 
 use gpu_cilk::prelude::*;
 use gpu_cilk::runtime::{BackendKind, SchedulerKind};

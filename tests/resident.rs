@@ -3,13 +3,10 @@
 //! result equals the same runs on host slices; on cuda-sim (and cuda) a resident slice is
 //! neither uploaded nor downloaded (`Stats::transfer` stays zero, the host placeholder stays
 //! zeroed); a buffer of one runtime given to another's run is an error. GPU tests are
-//! `#[ignore]`d (see `support/gate.rs`).
+//! `#[ignore]`d (see `gpu_cilk_test_support::gate`).
 
-#[path = "support/backends.rs"]
-mod backends;
-#[allow(dead_code)]
-#[path = "../examples/workloads/sort.rs"]
-mod sort_workload;
+use gpu_cilk_examples::workloads::sort as sort_workload;
+use gpu_cilk_test_support::programs::backends;
 
 use gpu_cilk::prelude::*;
 use sort_workload::{cilksort, fingerprint, input, is_sorted, Shape};

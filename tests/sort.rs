@@ -3,12 +3,8 @@
 //! Rust, a merge's result lands in the caller's slice, and a bad range is an `Error` (a panic
 //! message on the host, a device fault with the Rust location on cuda-sim), never a crash.
 
-#![allow(dead_code)]
-
-#[path = "support/backends.rs"]
-mod backends;
-#[path = "../examples/workloads/sort.rs"]
-mod sort_workload;
+use gpu_cilk_examples::workloads::sort as sort_workload;
+use gpu_cilk_test_support::programs::backends;
 
 use gpu_cilk::prelude::*;
 use sort_workload::{cilkmerge, cilksort, fingerprint, input, is_sorted};

@@ -2,10 +2,8 @@
 //! single spawns), failures (panics naming the task and level, `max_depth`, the timeout) that
 //! leave the runtime usable, the scheduler setting, and the memory stats.
 
-#[path = "../examples/workloads/chain.rs"]
-mod chain_workload;
-#[path = "../examples/workloads/fib.rs"]
-mod fib_workload;
+use gpu_cilk_examples::workloads::chain as chain_workload;
+use gpu_cilk_examples::workloads::fib as fib_workload;
 
 use chain_workload::chain;
 use fib_workload::fib;

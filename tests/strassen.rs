@@ -2,10 +2,7 @@
 //! (`tests/differential.rs`): the serial function is plain Rust, padding picks sizes that halve
 //! to the base case, and the accuracy check rejects a wrong product.
 
-#![allow(dead_code)]
-
-#[path = "../examples/workloads/strassen.rs"]
-mod strassen_workload;
+use gpu_cilk_examples::workloads::strassen as strassen_workload;
 
 use strassen_workload::{accuracy, levels, matrix, padded_size, strassen_root, BASE};
 

@@ -7,10 +7,8 @@
 
 use gpu_cilk::prelude::*;
 
-#[path = "support/backends.rs"]
-mod backends;
-#[path = "../examples/workloads/closest.rs"]
-mod closest_workload;
+use gpu_cilk_examples::workloads::closest as closest_workload;
+use gpu_cilk_test_support::programs::backends;
 
 use closest_workload::{closest, min_dist2, points, Pair, Point};
 

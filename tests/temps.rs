@@ -3,10 +3,8 @@
 //! and the size. Each check runs on the host backends and, in an `#[ignore]`d GPU test (run with
 //! `--include-ignored` on a GPU machine), on cuda.
 
-#[path = "support/backends.rs"]
-mod backends;
-#[path = "support/temps.rs"]
-mod temps;
+use gpu_cilk_test_support::programs::backends;
+use gpu_cilk_test_support::programs::temps;
 
 use gpu_cilk::prelude::*;
 use temps::{scatter_sum, tree_root, two_rounds, waves};

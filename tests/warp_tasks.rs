@@ -5,8 +5,7 @@
 //! frame destinations (their results delivered by the owner lane), phases of `lanes` loops that
 //! read each other's writes, `continue`, an empty range, and many warp tasks in one batch.
 
-#[path = "support/backends.rs"]
-mod backends;
+use gpu_cilk_test_support::programs::backends;
 
 use gpu_cilk::prelude::*;
 

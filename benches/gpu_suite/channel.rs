@@ -3,15 +3,13 @@
 //! occupancy. Every run checks the counters and the checksum.
 //!
 //! Owns the benchmark kernels' parameter mirror; `gc_channel` is mirrored once, in
-//! `runtime/tests/support/channel_mirror.rs`, shared with the channel's GPU test.
+//! `gpu_cilk_test_support::mirror::channel`, shared with the channel's device suite.
 
 use crate::common::{timed, Device, Row};
 use crate::Args;
 use gpu_cilk::runtime::backend::cuda::{DeviceCopy, DevicePtr, Kernel, LaunchDims, ProgramSource};
 
-#[path = "../../runtime/tests/support/channel_mirror.rs"]
-mod channel_mirror;
-use channel_mirror::GcChannel;
+use gpu_cilk_test_support::mirror::channel::GcChannel;
 
 const CHANNEL_CU: &str = include_str!("../cuda/channel_bench.cu");
 

@@ -5,11 +5,12 @@
 //!
 //! Owns nothing of either workload's peers or verification.
 
-use crate::common::Row;
+use crate::common::{measure, Row};
 use crate::Args;
 use clap::Args as ClapArgs;
-use gpu_cilk::runtime::SchedulerKind;
+use gpu_cilk::runtime::{SchedulerKind, Stats};
 use gpu_cilk::{BackendKind, Config, Runtime};
+use std::cell::RefCell;
 use std::path::Path;
 use std::time::Duration;
 
@@ -93,7 +94,7 @@ pub(crate) fn plot_times(
     path: &Path,
 ) -> Result<(), Box<dyn std::error::Error>> {
     use plotters::prelude::*;
-    let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    let mut series: Series = Vec::new();
     for r in rows.iter().filter(|r| r.workload == workload) {
         let (Ok(size), Some((median, _, _))) = (r.size.parse::<f64>(), r.stats()) else { continue };
         match series.iter_mut().find(|s| s.0 == r.implementation) {
@@ -104,10 +105,7 @@ pub(crate) fn plot_times(
     if series.is_empty() {
         return Ok(());
     }
-    let xs = series.iter().flat_map(|s| s.1.iter().map(|p| p.0));
-    let (xmin, xmax) = xs.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
-    let ys = series.iter().flat_map(|s| s.1.iter().map(|p| p.1));
-    let (ymin, ymax) = ys.fold((f64::MAX, f64::MIN), |(a, b), y| (a.min(y), b.max(y)));
+    let ((xmin, xmax), (ymin, ymax)) = bounds(&series);
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
@@ -120,6 +118,82 @@ pub(crate) fn plot_times(
         .y_label_area_size(70)
         .build_cartesian_2d((xmin / 1.5..xmax * 1.5).log_scale(), (ymin.max(1e-4) / 2.0..ymax * 2.0).log_scale())?;
     chart.configure_mesh().x_desc(x_desc).y_desc("median time, ms (log scale)").draw()?;
+    draw_series(&mut chart, &series)?;
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
+/// The device and the last run's task counts.
+pub(crate) fn run_note(rt: &Runtime, stats: Option<&Stats>) -> String {
+    match stats {
+        Some(st) => {
+            format!("{}; {} tasks, {} promoted", rt.device_description(), st.total_tasks(), st.promoted)
+        }
+        None => rt.device_description(),
+    }
+}
+
+/// A gpu-cilk row on host slices (the runtime uploads and downloads inside the time): `run` is
+/// one timed run, returning its time, its statistics and its output for `check`; the note gives
+/// the median of the transfers.
+pub(crate) fn host_slices<T>(
+    args: &Args,
+    rt: &Runtime,
+    mut row: Row,
+    check: &dyn Fn(&T) -> Result<(), String>,
+    mut run: impl FnMut() -> (Duration, gpu_cilk::runtime::Result<Stats>, T),
+) -> Row {
+    let (transfers, last) = (RefCell::new(Vec::new()), RefCell::new(None));
+    (row.times, row.verified) = measure(
+        args.warmup,
+        args.reps,
+        || {
+            let (t, r, out) = run();
+            let stats = r.map_err(|e| format!("n/a: {e}"))?;
+            transfers.borrow_mut().push(stats.transfer);
+            *last.borrow_mut() = Some(stats);
+            Ok((t, out))
+        },
+        check,
+    );
+    row.note = format!(
+        "{}; host slices: transfers {:.3} ms (median) inside the time",
+        run_note(rt, last.into_inner().as_ref()),
+        median_ms(&transfers.into_inner())
+    );
+    row
+}
+
+/// The plots' named series of (x, y) points.
+pub(crate) type Series = Vec<(String, Vec<(f64, f64)>)>;
+
+/// The (min, max) of the x and of the y values of `series`.
+pub(crate) fn bounds(series: &Series) -> ((f64, f64), (f64, f64)) {
+    let span = |v: &mut dyn Iterator<Item = f64>| v.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
+    (
+        span(&mut series.iter().flat_map(|s| s.1.iter().map(|p| p.0))),
+        span(&mut series.iter().flat_map(|s| s.1.iter().map(|p| p.1))),
+    )
+}
+
+/// Draws each of `series` into `chart` as a line through its points (sorted by x) with a circle
+/// at each point and a legend entry.
+pub(crate) fn draw_series<DB, X, Y>(
+    chart: &mut plotters::chart::ChartContext<'_, DB, plotters::coord::cartesian::Cartesian2d<X, Y>>,
+    series: &Series,
+) -> Result<(), plotters::drawing::DrawingAreaErrorKind<DB::ErrorType>>
+where
+    DB: plotters::prelude::DrawingBackend,
+    X: plotters::coord::ranged1d::Ranged<ValueType = f64>,
+    Y: plotters::coord::ranged1d::Ranged<ValueType = f64>,
+{
+    use plotters::prelude::*;
     for (i, (name, pts)) in series.iter().enumerate() {
         let color = Palette99::pick(i).to_rgba();
         let mut pts = pts.clone();
@@ -130,12 +204,5 @@ pub(crate) fn plot_times(
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
         chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()?;
-    root.present()?;
     Ok(())
 }

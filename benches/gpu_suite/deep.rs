@@ -102,50 +102,8 @@ pub(crate) fn bench_chain(args: &Args) -> Vec<Row> {
     rows
 }
 
-/// The unbalanced tree's node count with rayon: `join` over halves of the roots and over halves
-/// of a node's children while the node is shallower than `cutoff`, serial below.
-fn uts_rayon(seed: u64, roots: u32, m: u32, q: u32, cutoff: u32) -> u64 {
-    use unbalanced_workload::{uts_child, uts_mix};
-    fn node(h: u64, m: u32, q: u32, depth: u32, cutoff: u32) -> u64 {
-        if depth >= cutoff {
-            return unbalanced_workload::uts_node(h, m, q);
-        }
-        if (h % 1_000_000) as u32 >= q {
-            return 1;
-        }
-        1 + children(h, 0, m.min(8), m, q, depth, cutoff)
-    }
-    fn children(h: u64, lo: u32, hi: u32, m: u32, q: u32, depth: u32, cutoff: u32) -> u64 {
-        match hi - lo {
-            0 => 0,
-            1 => node(uts_child(h, lo), m, q, depth + 1, cutoff),
-            w => {
-                let mid = lo + w / 2;
-                let (a, b) = rayon::join(
-                    || children(h, lo, mid, m, q, depth, cutoff),
-                    || children(h, mid, hi, m, q, depth, cutoff),
-                );
-                a + b
-            }
-        }
-    }
-    fn roots_range(r: u64, lo: u32, hi: u32, m: u32, q: u32, cutoff: u32) -> u64 {
-        match hi.saturating_sub(lo) {
-            0 => 0,
-            1 => node(uts_child(r, lo), m, q, 0, cutoff),
-            w => {
-                let mid = lo + w / 2;
-                let (a, b) =
-                    rayon::join(|| roots_range(r, lo, mid, m, q, cutoff), || roots_range(r, mid, hi, m, q, cutoff));
-                a + b
-            }
-        }
-    }
-    roots_range(uts_mix(seed), 0, roots, m, q, cutoff)
-}
-
 pub(crate) fn bench_unbalanced(args: &Args) -> Vec<Row> {
-    use unbalanced_workload::uts;
+    use unbalanced_workload::{uts, uts_rayon};
     let (seed, roots, m, q) = (args.uts_seed, args.uts_roots, args.uts_m, args.uts_q);
     let size = format!("{roots}r m{m} q{q}");
     // The serial function is the oracle (and gives the node count, the work unit).

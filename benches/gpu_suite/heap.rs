@@ -12,16 +12,17 @@
 //! all N keys come back (count, priority sum, payload xor), every batch sorted, at most one
 //! partial batch, no failed insert, and the heap's header quiescent and empty with no fault.
 //!
-//! `gc_heap` and the kernels' `HbParams` are mirrored once, in `runtime/tests/support/heap_mirror.rs`,
+//! `gc_heap` and the kernels' `HbParams` are mirrored once, in `gpu_cilk_test_support::mirror::heap`,
 //! shared with the heap's GPU test and `runtime/tests/sim_heap.rs` (which runs these kernels on the
 //! host simulation, with and without the profile).
 //!
 //! Sweeps (`--heap-tune`, `--heap-threads`, `--heap-del-blocks`; see `Args`) name their rows
 //! `heap K=.. B=.. [T=threads] [D=delete blocks] [tune=..]`; `--heap-profile-log2n` adds one run
 //! of a `-DGC_HEAP_PROFILE` build per configuration and prints where the time goes (heap.cuh,
-//! PROFILE; `heap_mirror::Profile::summary`).
+//! PROFILE; `mirror::heap::Profile::summary`).
 
 use crate::common::{Device, Row};
+use crate::data::{bounds, draw_series, Series};
 use crate::nvcc::NvccProgram;
 use crate::Args;
 use gpu_cilk::runtime::backend::cuda::{CudaDevice, Kernel, LaunchDims, ProgramSource};
@@ -30,9 +31,7 @@ use std::collections::BinaryHeap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-#[path = "../../runtime/tests/support/heap_mirror.rs"]
-mod heap_mirror;
-use heap_mirror::{
+use gpu_cilk_test_support::mirror::heap::{
     smem_bytes, DevKey32, GcHeap, HbParams, Profile, HEAP_BENCH_CU, PROF_WORDS, TUNE_HLOCK_SHIFT, TUNE_HOT_SHIFT,
     TUNE_LEGACY, TUNE_LOAD_FIRST, TUNE_NODE_SHIFT, TUNE_PLAIN_DELETE, TUNE_SC_FENCES, TUNE_SERIAL_PAIR,
 };
@@ -633,7 +632,7 @@ impl CubSort {
 fn plot(rows: &[Row], path: &Path) -> Result<(), Box<dyn std::error::Error>> {
     use plotters::prelude::*;
     let log2n = |r: &Row| r.size.strip_prefix("2^").and_then(|s| s.parse::<u32>().ok());
-    let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    let mut series: Series = Vec::new();
     for r in rows.iter().filter(|r| r.workload == "heap") {
         let (Some(l), Some(tp)) = (log2n(r), r.throughput()) else { continue };
         if let Some((k, b)) = r.implementation.strip_prefix("heap K=").and_then(|s| s.split_once(" B=")) {
@@ -649,10 +648,7 @@ fn plot(rows: &[Row], path: &Path) -> Result<(), Box<dyn std::error::Error>> {
     if series.is_empty() {
         return Ok(());
     }
-    let xs = series.iter().flat_map(|s| s.1.iter().map(|p| p.0));
-    let (xmin, xmax) = xs.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
-    let ys = series.iter().flat_map(|s| s.1.iter().map(|p| p.1));
-    let (ymin, ymax) = ys.fold((f64::MAX, f64::MIN), |(a, b), y| (a.min(y), b.max(y)));
+    let ((xmin, xmax), (ymin, ymax)) = bounds(&series);
     let root = SVGBackend::new(path, (960, 600)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
@@ -662,16 +658,7 @@ fn plot(rows: &[Row], path: &Path) -> Result<(), Box<dyn std::error::Error>> {
         .y_label_area_size(70)
         .build_cartesian_2d((xmin - 0.5)..(xmax + 0.5), (ymin / 2.0..ymax * 2.0).log_scale())?;
     chart.configure_mesh().x_desc("log2 N").y_desc("M keys/s (log scale)").draw()?;
-    for (i, (name, pts)) in series.iter().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
-        let mut pts = pts.clone();
-        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-        chart
-            .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))?
-            .label(name.as_str())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
-        chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
-    }
+    draw_series(&mut chart, &series)?;
     chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
     root.present()?;
     Ok(())

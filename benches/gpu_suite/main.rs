@@ -19,7 +19,8 @@
 //! [`strassen`], [`deep`]) holds its peers, kernels' parameter mirrors and verification;
 //! [`data`] holds what sort and strassen share (options, runtimes, the time plot), [`nvcc`] builds
 //! the peers that need nvcc (CUB, cuBLAS). Device headers come from the `gpu-cilk-kernels` crate; device
-//! structs shared with the runtime's GPU tests are mirrored once under `runtime/tests/support/`.
+//! structs shared with the runtime's GPU tests are mirrored once in the dev-only crate
+//! `gpu-cilk-test-support` (`mirror`).
 
 mod alloc;
 mod channel;
@@ -36,16 +37,10 @@ mod sort;
 mod strassen;
 
 // The `#[gpu_cilk]` workloads of `examples/workloads/`, measured on the runtime's backends.
-#[path = "../../examples/workloads/chain.rs"]
-mod chain_workload;
-#[path = "../../examples/workloads/fib.rs"]
-mod fib_workload;
-#[path = "../../examples/workloads/unbalanced.rs"]
-mod unbalanced_workload;
-// The workload is written in the supported subset (index loops), not in idiomatic Rust.
-#[allow(clippy::needless_range_loop)]
-#[path = "../../examples/workloads/queens.rs"]
-mod queens_workload;
+use gpu_cilk_examples::workloads::chain as chain_workload;
+use gpu_cilk_examples::workloads::fib as fib_workload;
+use gpu_cilk_examples::workloads::queens as queens_workload;
+use gpu_cilk_examples::workloads::unbalanced as unbalanced_workload;
 
 use clap::Parser;
 use common::{compile_times, print_compiles, print_rows, utc_now, Report};

@@ -4,15 +4,13 @@
 //! run checks the operation count and the checksum.
 //!
 //! Owns the benchmark kernels' parameter mirror; `gc_tq` is mirrored once, in
-//! `runtime/tests/support/ticket_queue_mirror.rs`, shared with the ticket queue's GPU test.
+//! `gpu_cilk_test_support::mirror::ticket_queue`, shared with the ticket queue's device suite.
 
 use crate::common::{timed, Device, Row};
 use crate::Args;
 use gpu_cilk::runtime::backend::cuda::{DeviceCopy, DevicePtr, Kernel, LaunchDims, ProgramSource};
 
-#[path = "../../runtime/tests/support/ticket_queue_mirror.rs"]
-pub(crate) mod ticket_queue_mirror; // also the deque benchmark's (one module per file)
-use ticket_queue_mirror::GcTq;
+use gpu_cilk_test_support::mirror::ticket_queue::GcTq;
 
 const QUEUE_CU: &str = include_str!("../cuda/queue_bench.cu");
 

@@ -14,7 +14,7 @@
 //! histograms: `fingerprint`). Writes `sort.svg` (and `sort_f32.svg`): time against size.
 
 use crate::common::{measure, timed, Device, Row};
-use crate::data::{cilk_configs, median_ms, plot_times, runtime};
+use crate::data::{cilk_configs, host_slices, median_ms, plot_times, run_note, runtime};
 use crate::heap::CubSort;
 use crate::Args;
 use gpu_cilk::runtime::backend::cuda::DeviceCopy;
@@ -24,9 +24,7 @@ use rayon::slice::ParallelSliceMut;
 use std::cell::RefCell;
 use std::time::Duration;
 
-#[allow(dead_code)] // `SHAPES` and the insertion sort are for the tests
-#[path = "../../examples/workloads/sort.rs"]
-mod sort_workload;
+use gpu_cilk_examples::workloads::sort as sort_workload;
 use sort_workload::{Fingerprint, Shape};
 
 /// Runs cilksort on the keys and the scratch.
@@ -200,42 +198,17 @@ fn resident_row<K: Copy + Default + Scalar + DeviceCopy>(
 fn host_slice_row<K: Copy + Default>(
     args: &Args,
     rt: &Runtime,
-    mut row: Row,
+    row: Row,
     orig: &[K],
     k: &Keys<K>,
     check: &dyn Fn(&Vec<K>) -> Result<(), String>,
 ) -> Row {
     let mut tmp = vec![K::default(); orig.len()];
-    let (transfers, last) = (RefCell::new(Vec::new()), RefCell::new(None));
-    (row.times, row.verified) = measure(
-        args.warmup,
-        args.reps,
-        || {
-            let mut v = orig.to_vec();
-            let (t, r) = timed(|| (k.run)(rt, &mut v, &mut tmp));
-            let stats = r.map_err(|e| format!("n/a: {e}"))?;
-            transfers.borrow_mut().push(stats.transfer);
-            *last.borrow_mut() = Some(stats);
-            Ok((t, v))
-        },
-        check,
-    );
-    row.note = format!(
-        "{}; host slices: transfers {:.3} ms (median) inside the time",
-        run_note(rt, last.into_inner().as_ref()),
-        median_ms(&transfers.into_inner())
-    );
-    row
-}
-
-/// The device and the last run's task counts.
-pub(crate) fn run_note(rt: &Runtime, stats: Option<&Stats>) -> String {
-    match stats {
-        Some(st) => {
-            format!("{}; {} tasks, {} promoted", rt.device_description(), st.total_tasks(), st.promoted)
-        }
-        None => rt.device_description(),
-    }
+    host_slices(args, rt, row, check, || {
+        let mut v = orig.to_vec();
+        let (t, r) = timed(|| (k.run)(rt, &mut v, &mut tmp));
+        (t, r, v)
+    })
 }
 
 /// On the fastest gpu-cilk cuda row of `size`: its time against rayon's and CUB's.

@@ -17,19 +17,16 @@
 //! `strassen.svg`: time against n. GFLOP/s counts 2n³ for every column.
 
 use crate::common::{measure, timed, Device, Row};
-use crate::data::{cilk_configs, median_ms, plot_times, runtime};
+use crate::data::{cilk_configs, host_slices, median_ms, plot_times, run_note, runtime};
 use crate::nvcc::NvccProgram;
-use crate::sort::run_note;
 use crate::Args;
 use gpu_cilk::{BackendKind, Runtime};
 use rayon::prelude::*;
 use std::cell::RefCell;
 use std::time::Duration;
 
-#[allow(dead_code)] // `COMB_GRAIN` and the bound's parts are for the tests
-#[path = "../../examples/workloads/strassen.rs"]
-mod strassen_workload;
-use strassen_workload::{accuracy, levels, matrix, padded_size, strassen_root};
+use gpu_cilk_examples::workloads::strassen as strassen_workload;
+use strassen_workload::{accuracy, heap_bytes, matrix, padded_size, strassen_root};
 
 const SGEMM_PEERS_CU: &str = include_str!("../cuda/sgemm_peers.cu");
 
@@ -146,18 +143,6 @@ fn checked_rows(n: usize) -> Vec<usize> {
     rows
 }
 
-/// The temporary heap for padded size `m` (as `examples/strassen.rs` sizes it): every level's
-/// temporaries live at once, 8 bytes per element, a quarter more for the allocator's rounding.
-fn heap_bytes(m: usize) -> usize {
-    let (k, _) = levels(m);
-    let mut words = 3.0 * (m * m) as f64;
-    for l in 0..k {
-        let h = (m >> (l + 1)) as f64;
-        words += 7f64.powi(l as i32) * 17.0 * h * h;
-    }
-    ((words * 8.0 * 1.25) as usize).max(64 << 20)
-}
-
 /// Rows of C per rayon task, and the depth of one panel of A's columns (B's rows).
 const ROWS: usize = 16;
 const KB: usize = 256;
@@ -234,32 +219,17 @@ fn resident_row(
 fn host_slice_row(
     args: &Args,
     rt: &Runtime,
-    mut row: Row,
+    row: Row,
     (a, b): (&[f32], &[f32]),
     n: usize,
     m: usize,
     check: &dyn Fn(&Vec<f32>) -> Result<(), String>,
 ) -> Row {
-    let (transfers, last) = (RefCell::new(Vec::new()), RefCell::new(None));
-    (row.times, row.verified) = measure(
-        args.warmup,
-        args.reps,
-        || {
-            let mut c = vec![f32::NAN; n * n];
-            let (t, r) = timed(|| rt.run_with_stats(strassen_root::task(a, b, &mut c, n, m)));
-            let stats = r.map_err(|e| format!("n/a: {e}"))?.stats;
-            transfers.borrow_mut().push(stats.transfer);
-            *last.borrow_mut() = Some(stats);
-            Ok((t, c))
-        },
-        check,
-    );
-    row.note = format!(
-        "{}; host slices: transfers {:.3} ms (median) inside the time",
-        run_note(rt, last.into_inner().as_ref()),
-        median_ms(&transfers.into_inner())
-    );
-    row
+    host_slices(args, rt, row, check, || {
+        let mut c = vec![f32::NAN; n * n];
+        let (t, r) = timed(|| rt.run_with_stats(strassen_root::task(a, b, &mut c, n, m)));
+        (t, r.map(|r| r.stats), c)
+    })
 }
 
 /// The tiled SGEMM and cuBLAS rows for every size (one run of the peer program).

@@ -460,3 +460,18 @@ impl Accuracy {
         self.max_abs <= self.bound_max_abs && self.rel_frobenius <= REL_FROBENIUS_BOUND
     }
 }
+
+/// `Config::temp_heap_bytes` for padded size `m` (the example's and the benchmark's): bytes of
+/// temporaries if every task of every level held its own at once (the breadth-first
+/// worst case): the three padded `m × m` matrices of the root, and at level `l` `7^l` tasks with
+/// 17 `(m / 2^(l+1))²` each; 8 bytes per element (a host temporary's word), a quarter more for the
+/// allocator's rounding.
+pub fn heap_bytes(m: usize) -> usize {
+    let (k, _) = levels(m);
+    let mut words = 3.0 * (m * m) as f64;
+    for l in 0..k {
+        let h = (m >> (l + 1)) as f64;
+        words += 7f64.powi(l as i32) * 17.0 * h * h;
+    }
+    ((words * 8.0 * 1.25) as usize).max(64 << 20)
+}

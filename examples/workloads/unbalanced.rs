@@ -5,7 +5,7 @@
 //! 1,000,000 the expected subtree of a root is small but its size and depth vary enormously from
 //! one root to the next: the load is unpredictable, so a scheduler must balance it while it runs.
 //! The result is the number of nodes, so every backend is checked against the serial function.
-//! Shared by the tests and the benchmarks.
+//! Shared by the tests and the benchmarks (with the benchmarks' rayon baseline, [`uts_rayon`]).
 
 use gpu_cilk::prelude::*;
 
@@ -71,4 +71,46 @@ pub fn uts(seed: u64, roots: u32, m: u32, q: u32) -> u64 {
     let n = spawn!(uts_roots(seed, 0, roots, m, q));
     sync!();
     n
+}
+
+/// The benchmarks' rayon baseline (`benches/cpu.rs`, `gpu_suite`'s deep rows): the tree's node
+/// count with `join` over halves of the roots and over halves of a node's children while the node
+/// is shallower than `cutoff`, the annotated function called plainly below (the same leaf code as
+/// the serial column).
+pub fn uts_rayon(seed: u64, roots: u32, m: u32, q: u32, cutoff: u32) -> u64 {
+    fn node(h: u64, m: u32, q: u32, depth: u32, cutoff: u32) -> u64 {
+        if depth >= cutoff {
+            return uts_node(h, m, q);
+        }
+        if (h % 1_000_000) as u32 >= q {
+            return 1;
+        }
+        1 + children(h, 0, m.min(8), m, q, depth, cutoff)
+    }
+    fn children(h: u64, lo: u32, hi: u32, m: u32, q: u32, depth: u32, cutoff: u32) -> u64 {
+        match hi - lo {
+            0 => 0,
+            1 => node(uts_child(h, lo), m, q, depth + 1, cutoff),
+            w => {
+                let mid = lo + w / 2;
+                let (a, b) = rayon::join(
+                    || children(h, lo, mid, m, q, depth, cutoff),
+                    || children(h, mid, hi, m, q, depth, cutoff),
+                );
+                a + b
+            }
+        }
+    }
+    fn range(r: u64, lo: u32, hi: u32, m: u32, q: u32, cutoff: u32) -> u64 {
+        match hi.saturating_sub(lo) {
+            0 => 0,
+            1 => node(uts_child(r, lo), m, q, 0, cutoff),
+            w => {
+                let mid = lo + w / 2;
+                let (a, b) = rayon::join(|| range(r, lo, mid, m, q, cutoff), || range(r, mid, hi, m, q, cutoff));
+                a + b
+            }
+        }
+    }
+    range(uts_mix(seed), 0, roots, m, q, cutoff)
 }

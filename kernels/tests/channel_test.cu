@@ -1,5 +1,5 @@
 // Device test kernels for gpu_cilk/channel.cuh (NVRTC: -I kernels/include, compute_80 / compute_90).
-// The host side, runtime/tests/cuda_channel.rs, runs rounds of: produce launch, check, consume
+// The host side, runtime/tests/device_channel.rs, runs rounds of: produce launch, check, consume
 // launch, check, on one small channel, so the ring wraps between rounds exactly as the host-driven
 // scheduler uses it.
 //
@@ -243,8 +243,8 @@ extern "C" __global__ void gc_test_two_channels(gc_test_two_channels_params p) {
     }
 }
 
-static_assert(sizeof(gc_test_elem) == 24, "mirrored by TestElem in runtime/tests/cuda_channel.rs");
-static_assert(sizeof(gc_test_frame) == 16, "mirrored by TestFrame in runtime/tests/cuda_channel.rs");
+static_assert(sizeof(gc_test_elem) == 24, "mirrored by TestElem in runtime/tests/device_channel.rs");
+static_assert(sizeof(gc_test_frame) == 16, "mirrored by TestFrame in runtime/tests/device_channel.rs");
 static_assert(sizeof(gc_test_produce_params) == 40, "mirrored by ProduceParams");
 static_assert(sizeof(gc_test_consume_params) == 32, "mirrored by ConsumeParams");
 static_assert(sizeof(gc_test_frames_params) == 16, "mirrored by FramesParams");

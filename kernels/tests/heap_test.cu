@@ -1,5 +1,5 @@
 // Device stress kernels for gpu_cilk/heap.cuh, driven by runtime/tests/cuda_heap.rs (which builds
-// the scripts, checks the recorded history with runtime/tests/support/heap_history.rs and the
+// the scripts, checks the recorded history with test-support/src/heap_history.rs and the
 // heap's quiescent state).
 //
 // gc_heap_test_ops_k<K>_<key>: block b runs operations [b * ops_per_block, (b + 1) *

@@ -1,4 +1,4 @@
-// Device test kernels of gpu_cilk/ticket_queue.cuh, driven by runtime/tests/cuda_ticket_queue.rs
+// Device test kernels of gpu_cilk/ticket_queue.cuh, driven by runtime/tests/device_ticket_queue.rs
 // and compiled without a GPU by its NVRTC-only test kernels_compile_with_the_mirrored_parameter_layouts.
 //
 // PARAMETERS (struct TqTestParams, mirrored field for field by the Rust test):

@@ -1,5 +1,5 @@
 // Device test kernels for gpu_cilk/xmalloc.cuh (NVRTC: -I kernels/include, compute_80 / compute_90).
-// Driven by runtime/tests/cuda_alloc.rs. Every kernel takes one XmParams (mirror: 12 u64-sized
+// Driven by runtime/tests/device_alloc.rs. Every kernel takes one XmParams (mirror: 12 u64-sized
 // fields in this order):
 //
 //   heap      gc_xheap* (a 1024-byte device buffer, see xmalloc.cuh)

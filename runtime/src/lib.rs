@@ -12,18 +12,27 @@
 //! - [`priority`]: the keys of priority spawns ([`Priority`]).
 //! - [`bound`]: shared monotone bounds ([`Max`], [`Min`], [`Sum`]).
 //! - [`temp`]: task-scoped temporaries (`alloc!`): [`Temp`] and its host storage.
-//! - [`heap`]: the generalized batched heap of Chen et al. (Rust twin of `kernels/heap.cuh`).
 //! - [`runtime`], [`config`], [`stats`], [`error`]: the public face.
+//!
+//! Test-only code sits behind the `test-support` feature, which only the dev-only crate
+//! `gpu-cilk-test-support` enables (so tests and benchmarks see it, product builds do not): the
+//! Rust models of device algorithms, `heap` (the generalized batched heap of Chen et al., twin of
+//! `kernels/heap.cuh`) and `ticket_queue` (twin of `kernels/ticket_queue.cuh`), and the public
+//! face of the host simulation of device code (`backend::cuda::sim`; the `cuda-sim` backend uses
+//! it inside the crate either way).
 #![deny(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod alloc;
 pub mod backend;
+#[cfg(feature = "test-support")]
+mod backoff;
 pub mod bound;
 pub mod channel;
 pub mod config;
 pub mod device_struct;
 pub mod error;
+#[cfg(feature = "test-support")]
 pub mod heap;
 pub mod key;
 pub mod priority;
@@ -33,6 +42,7 @@ pub mod slice;
 pub mod stats;
 pub mod task;
 pub mod temp;
+#[cfg(feature = "test-support")]
 pub mod ticket_queue;
 
 pub use bound::{BoundValue, Max, Min, Sum};

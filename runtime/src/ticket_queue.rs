@@ -111,6 +111,7 @@
 //!   locked anyway and `SeqCst` loads are plain loads).
 //! - `closed` is stored with `Release` and loaded with `Acquire`; it carries no data.
 
+use crate::backoff::Backoff;
 use std::fmt;
 use std::mem::MaybeUninit;
 
@@ -304,28 +305,6 @@ fn turn_of(t: u64, mask: u64) -> u64 {
     (t & !mask).wrapping_mul(2)
 }
 
-/// Spin-then-yield wait, one step per call (loom: always yield, so the model can progress).
-#[cfg_attr(loom, allow(dead_code))] // loom always yields: no spin count
-struct Backoff(u32);
-
-impl Backoff {
-    #[inline]
-    fn snooze(&mut self) {
-        #[cfg(loom)]
-        loom::thread::yield_now();
-        #[cfg(not(loom))]
-        {
-            if self.0 < 64 {
-                std::hint::spin_loop();
-                self.0 += 1;
-            } else {
-                // Oversubscribed hosts: the ticket we wait for belongs to a thread that must run.
-                std::thread::yield_now();
-            }
-        }
-    }
-}
-
 impl<T> TicketQueue<T> {
     /// A queue with room for `capacity` elements, rounded up to a power of two (at least 1).
     ///
@@ -394,7 +373,7 @@ impl<T> TicketQueue<T> {
         let t = self.tail.0.fetch_add(1, Ordering::SeqCst);
         let slot = self.slot(t);
         let turn = turn_of(t, self.mask);
-        let mut backoff = Backoff(0);
+        let mut backoff = Backoff::new();
         while slot.turn.load(Ordering::Acquire) != turn {
             if self.is_closed() {
                 return Err(Closed(value));
@@ -414,7 +393,7 @@ impl<T> TicketQueue<T> {
         let t = self.head.0.fetch_add(1, Ordering::SeqCst);
         let slot = self.slot(t);
         let turn = turn_of(t, self.mask) + 1;
-        let mut backoff = Backoff(0);
+        let mut backoff = Backoff::new();
         while slot.turn.load(Ordering::Acquire) != turn {
             if self.is_closed() {
                 return Err(Closed(()));
@@ -480,7 +459,7 @@ impl<T> TicketQueue<T> {
             let t = t0.wrapping_add(k as u64);
             let slot = self.slot(t);
             let turn = turn_of(t, self.mask);
-            let mut backoff = Backoff(0);
+            let mut backoff = Backoff::new();
             while slot.turn.load(Ordering::Acquire) != turn {
                 backoff.snooze();
             }
@@ -512,7 +491,7 @@ impl<T> TicketQueue<T> {
                 let t = h0.wrapping_add(k);
                 let slot = self.slot(t);
                 let turn = turn_of(t, self.mask) + 1;
-                let mut backoff = Backoff(0);
+                let mut backoff = Backoff::new();
                 while slot.turn.load(Ordering::Acquire) != turn {
                     backoff.snooze();
                 }

@@ -1,18 +1,17 @@
 //! Device tests of the CUDA plumbing (`backend::cuda`). Each needs a GPU, so each is `#[ignore]`d
-//! (see `support/gate.rs`); run them on a GPU machine with `LD_LIBRARY_PATH=/usr/local/cuda/lib64
+//! (see `gpu_cilk_test_support::gate`); run them on a GPU machine with `LD_LIBRARY_PATH=/usr/local/cuda/lib64
 //! cargo test -p gpu-cilk-runtime --test cuda_device -- --include-ignored`.
 
 use gpu_cilk_runtime::backend::cuda::{CudaDevice, DeviceCopy, DevicePtr, LaunchDims, ProgramSource, PtxCache};
 use gpu_cilk_runtime::{BackendKind, Error, Runtime};
 use std::time::{Duration, Instant};
 
-#[path = "support/gpu.rs"]
-mod gpu;
+use gpu_cilk_test_support::{gate, target::gpu_device};
 
 /// The device, with a PTX cache of its own in a temporary directory.
 fn device(test: &str) -> (CudaDevice, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("temp dir");
-    (gpu::device(test).with_cache(PtxCache::at(dir.path())), dir)
+    (gpu_device(test).with_cache(PtxCache::at(dir.path())), dir)
 }
 
 #[repr(C)]
@@ -135,8 +134,8 @@ fn runtime_opens_cuda() {
 #[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
 fn kernel_fault_names_the_kernel_and_ends_cuda_for_the_process() {
     const TEST: &str = "kernel_fault_names_the_kernel_and_ends_cuda_for_the_process";
-    if gpu::gate::child_role().is_none() {
-        let text = gpu::gate::in_child_process(TEST, "fault");
+    if gate::child_role().is_none() {
+        let text = gate::in_child_process(TEST, "fault");
         assert!(text.contains("fault child: all checks passed"), "{text}");
         // This process never faulted: it opens a device and runs a kernel.
         let (fresh, _dir) = device(TEST);

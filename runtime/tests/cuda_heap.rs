@@ -25,20 +25,14 @@
 //! within one operation), and aborts the process (the kernel cannot be stopped, and later tests
 //! would queue behind it).
 
-#[path = "support/gpu.rs"]
-mod gpu;
-#[path = "support/heap_history.rs"]
-mod history;
-#[path = "support/heap_mirror.rs"]
-mod mirror;
-#[path = "support/splitmix.rs"]
-mod splitmix;
 #[path = "support/heap_stress.rs"]
 mod stress;
 
-use gpu::{device, gate};
 use gpu_cilk_runtime::backend::cuda::{compile, Arch, CudaDevice, DeviceBuffer, Kernel, Program, ProgramSource};
 use gpu_cilk_runtime::Error;
+use gpu_cilk_test_support::mirror::heap as mirror;
+use gpu_cilk_test_support::target::gpu_device as device;
+use gpu_cilk_test_support::{gate, ptx_params};
 use std::time::Duration;
 use stress::{
     hang_report, kernel_name, source, source_with, stress, Batches, Cfg, Dist, Params, Snapshot, Watch, KERNELS, MIXED,
@@ -109,27 +103,8 @@ fn finish(dev: &Dev, what: &str, watch: &Watch) -> Result<(), Error> {
 fn kernels_compile_with_the_mirrored_parameter_layout() {
     let size = std::mem::size_of::<Params>();
     assert_eq!(size, 80);
-    for arch in [Arch::new(8, 0), Arch::new(9, 0)] {
-        let ptx = match compile(&source(), arch) {
-            Ok(p) => p,
-            Err(e @ Error::BackendUnavailable { .. }) if !gate::require_nvrtc() => {
-                gate::nvrtc_missing("kernels_compile_with_the_mirrored_parameter_layout", &e);
-                return;
-            }
-            Err(e) => panic!("compiling heap_test.cu for {arch}: {e}"),
-        };
-        for (k, wide) in KERNELS {
-            let kernel = kernel_name(k, wide);
-            let entry = format!(".entry {kernel}(");
-            let at = ptx.find(&entry).unwrap_or_else(|| panic!("{arch}: `{kernel}` missing from the PTX"));
-            let params = &ptx[at + entry.len()..];
-            let params = &params[..params.find(')').expect("end of the parameter list")];
-            assert_eq!(params.matches(".param").count(), 1, "{arch}: `{kernel}` must take one parameter: {params}");
-            assert!(
-                params.contains(&format!("{kernel}_param_0[{size}]")),
-                "{arch}: `{kernel}` takes {params:?}, the Rust mirror is {size} bytes"
-            );
-        }
+    let kernels: Vec<(String, usize)> = KERNELS.iter().map(|&(k, wide)| (kernel_name(k, wide), size)).collect();
+    for (arch, ptx) in ptx_params("kernels_compile_with_the_mirrored_parameter_layout", &source(), &kernels) {
         assert!(ptx.contains(".entry gc_heap_test_smem_sizes("), "{arch}: gc_heap_test_smem_sizes missing");
         // No static shared memory in the header's code: only the kernels' dynamic workspace.
         let static_shared: Vec<&str> =

@@ -1,7 +1,7 @@
 //! Randomized history checks of the batched heap's Rust twin (`runtime/src/heap/`): many threads
 //! (more than this machine's cores, so the scheduler preempts them mid-operation) insert and
 //! delete concurrently; every operation is stamped before and after from one global counter and
-//! the whole history goes through the checker of `support/heap_history.rs` (multiset preserved,
+//! the whole history goes through the checker of `gpu_cilk_test_support::heap_history` (multiset preserved,
 //! nothing lost or duplicated, batches sorted and full unless the heap had no node, and no delete
 //! returns a key larger than one that was in the heap during its whole execution). The heap's
 //! quiescent invariants are checked after every run.
@@ -11,14 +11,9 @@
 //! insert-everything-then-delete-everything pattern of the benchmark. Run the summaries with
 //! `cargo test -p gpu-cilk-runtime --test heap_history -- --nocapture`.
 
-#[path = "support/heap_history.rs"]
-mod history;
-
-#[path = "support/splitmix.rs"]
-mod splitmix;
 use gpu_cilk_runtime::heap::{Heap, HeapKey};
-use history::{check, Op, OpKind};
-use splitmix::Rng;
+use gpu_cilk_test_support::heap_history::{self as history, check, Op, OpKind};
+use gpu_cilk_test_support::splitmix::Rng;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 

@@ -5,16 +5,13 @@
 //! loom explores every interleaving and every weak-memory outcome the orderings allow; its
 //! `UnsafeCell` flags any node access not ordered by the node's lock. Every model records a
 //! history (stamps from one atomic counter before and after each operation) and runs the
-//! history checker of `support/heap_history.rs` on it, then drains the heap and checks the
+//! history checker of `gpu_cilk_test_support::heap_history` on it, then drains the heap and checks the
 //! quiescent invariants. Spins yield to loom, so a lost wake-up or a livelock shows up as a model
 //! that never finishes.
 #![cfg(loom)]
 
-#[path = "support/heap_history.rs"]
-mod history;
-
 use gpu_cilk_runtime::heap::Heap;
-use history::{check, Op, OpKind};
+use gpu_cilk_test_support::heap_history::{check, Op, OpKind};
 use loom::sync::atomic::{AtomicU64, Ordering};
 use loom::sync::Arc;
 use loom::thread;

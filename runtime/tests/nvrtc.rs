@@ -2,11 +2,9 @@
 //! broken program whose error keeps NVRTC's whole log. Skips visibly without NVRTC, and fails then
 //! when `GPU_CILK_REQUIRE_NVRTC=1` (`scripts/test.sh` and CI set it).
 
-#[path = "support/gate.rs"]
-mod gate;
-
 use gpu_cilk_runtime::backend::cuda::{compile, compile_ptx, nvrtc_version, Arch, ProgramSource};
 use gpu_cilk_runtime::Error;
+use gpu_cilk_test_support::gate;
 
 const TINY: &str = r#"extern "C" __global__ void add_one(unsigned long long* p, unsigned n) {
     unsigned i = blockIdx.x * blockDim.x + threadIdx.x;

@@ -26,9 +26,7 @@ use gpu_cilk_runtime::Error;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-#[path = "support/sim.rs"]
-mod sim;
-use sim::sim_device;
+use gpu_cilk_test_support::target::sim_device;
 
 const TEST_CU: &str = include_str!("../../kernels/tests/sim_test.cu");
 

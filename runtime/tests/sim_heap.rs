@@ -11,20 +11,14 @@
 
 #![cfg(target_os = "linux")]
 
-#[path = "support/heap_history.rs"]
-mod history;
-#[path = "support/heap_mirror.rs"]
-mod mirror;
-#[path = "support/sim.rs"]
-mod sim;
-#[path = "support/splitmix.rs"]
-mod splitmix;
 #[path = "support/heap_stress.rs"]
 mod stress;
 
 use gpu_cilk_runtime::backend::cuda::sim::{SimBuffer, SimDevice, SimKernel, SimProgram};
 use gpu_cilk_runtime::backend::cuda::{LaunchDims, ProgramSource};
 use gpu_cilk_runtime::Error;
+use gpu_cilk_test_support::mirror::heap as mirror;
+use gpu_cilk_test_support::target::sim_device;
 use stress::{source_with, stress, Batches, Cfg, Dist, Params, Watch, MIXED, PHASED};
 
 type Dev = SimDevice;
@@ -53,7 +47,7 @@ fn small(k: u32, wide: bool, threads: u32) -> Cfg {
 
 #[test]
 fn small_nodes_all_distributions() {
-    let Some(dev) = sim::sim_device("small_nodes_all_distributions") else { return };
+    let Some(dev) = sim_device("small_nodes_all_distributions") else { return };
     let mut cfgs = vec![Cfg { batches: Batches::Full, ..small(1, false, 8) }];
     for dist in [Dist::Random, Dist::Ascending, Dist::Descending, Dist::Equal] {
         cfgs.push(Cfg { dist, ..small(4, true, 8) });
@@ -64,7 +58,7 @@ fn small_nodes_all_distributions() {
 
 #[test]
 fn large_nodes_fewer_threads_than_keys() {
-    let Some(dev) = sim::sim_device("large_nodes_fewer_threads_than_keys") else { return };
+    let Some(dev) = sim_device("large_nodes_fewer_threads_than_keys") else { return };
     let big = Cfg { ops_per_block: 6, phases: PHASED, batches: Batches::Full, ..small(1024, false, 64) };
     // K = 2048: more keys per node than a block may have threads (every step loops 32 times).
     let biggest = Cfg { blocks: 3, ops_per_block: 4, ..small(2048, false, 64) };
@@ -85,7 +79,7 @@ fn large_nodes_fewer_threads_than_keys() {
 /// with fewer threads than words (every load loops) and batches that end inside a round.
 #[test]
 fn batched_loads_keep_every_history_correct() {
-    let Some(dev) = sim::sim_device("batched_loads_keep_every_history_correct") else { return };
+    let Some(dev) = sim_device("batched_loads_keep_every_history_correct") else { return };
     let big = Cfg { ops_per_block: 6, phases: PHASED, batches: Batches::Full, ..small(1024, false, 64) };
     stress(
         &dev,
@@ -106,7 +100,7 @@ fn batched_loads_keep_every_history_correct() {
 /// to 200 us, heap_test.cu's `GC_HEAP_CHAOS` hook).
 #[test]
 fn tiny_nodes_many_blocks() {
-    let Some(dev) = sim::sim_device("tiny_nodes_many_blocks") else { return };
+    let Some(dev) = sim_device("tiny_nodes_many_blocks") else { return };
     let base = Cfg { blocks: 64, ops_per_block: 60, batches: Batches::Full, ..small(1, false, 2) };
     stress(
         &dev,
@@ -118,7 +112,7 @@ fn tiny_nodes_many_blocks() {
 /// lock while it waits (`support/heap_stress.rs`, `wait_last_probe`).
 #[test]
 fn delete_waits_for_its_target_last_node_without_locking_it() {
-    let Some(dev) = sim::sim_device("delete_waits_for_its_target_last_node_without_locking_it") else { return };
+    let Some(dev) = sim_device("delete_waits_for_its_target_last_node_without_locking_it") else { return };
     stress::wait_last_probe(&dev, 2);
 }
 
@@ -127,7 +121,7 @@ fn delete_waits_for_its_target_last_node_without_locking_it() {
 /// fused default also with stalling lock holders.
 #[test]
 fn tuning_variants() {
-    let Some(dev) = sim::sim_device("tuning_variants") else { return };
+    let Some(dev) = sim_device("tuning_variants") else { return };
     let mut cfgs = Vec::new();
     for tune in [
         mirror::TUNE_LEGACY,
@@ -153,7 +147,7 @@ fn tuning_variants() {
 #[test]
 fn bench_kernels_with_the_profile() {
     use mirror::*;
-    let Some(dev) = sim::sim_device("bench_kernels_with_the_profile") else { return };
+    let Some(dev) = sim_device("bench_kernels_with_the_profile") else { return };
     const K: u64 = 8;
     let (blocks, threads, nodes_in) = (4u32, 4u32, 24u64);
     let n = K * nodes_in;

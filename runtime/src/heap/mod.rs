@@ -149,10 +149,10 @@
 mod merge;
 mod state;
 
+use crate::backoff::Backoff;
 use merge::{merge_into, step_toward, target};
 use state::{
-    held_by, inshold, kind, lock, lock_heap, release, try_lock_as, unlock_heap, Backoff, AVAIL, EMPTY, INSHOLD, LOCKED,
-    TARGET,
+    held_by, inshold, kind, lock, lock_heap, release, try_lock_as, unlock_heap, AVAIL, EMPTY, INSHOLD, LOCKED, TARGET,
 };
 
 #[cfg(loom)]

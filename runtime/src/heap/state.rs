@@ -16,6 +16,7 @@
 //! decide whether to try again. The `kind` and `owner` bits travel in the same word as the lock
 //! bit, so a holder always sees the state the previous holder left.
 
+use crate::backoff::Backoff;
 #[cfg(loom)]
 use loom::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 #[cfg(not(loom))]
@@ -59,32 +60,6 @@ pub(crate) fn inshold(owner: u64) -> u64 {
 #[inline]
 pub(crate) fn held_by(s: u64, owner: u64) -> bool {
     kind(s) == INSHOLD && self::owner(s) == owner
-}
-
-/// Spin-then-yield wait, one step per call (loom: always yield, so the model can progress).
-#[cfg_attr(loom, allow(dead_code))]
-pub(crate) struct Backoff(u32);
-
-impl Backoff {
-    pub(crate) fn new() -> Self {
-        Backoff(0)
-    }
-
-    #[inline]
-    pub(crate) fn snooze(&mut self) {
-        #[cfg(loom)]
-        loom::thread::yield_now();
-        #[cfg(not(loom))]
-        {
-            if self.0 < 64 {
-                std::hint::spin_loop();
-                self.0 += 1;
-            } else {
-                // Oversubscribed hosts: the holder we wait for is a thread that must run.
-                std::thread::yield_now();
-            }
-        }
-    }
 }
 
 #[cfg(all(test, not(loom)))]

@@ -15,14 +15,14 @@
 
 #![allow(dead_code)]
 
-use super::history::{check, Op, OpKind};
-use super::mirror::{
-    describe_hlock, describe_state, describe_trace, smem_bytes, DevKey32, DevKey64, GcHeap, TRACE_WORDS,
-};
-use super::splitmix::Rng;
 use super::{open_kernel, Buf, Dev, Kern};
 use gpu_cilk_runtime::backend::cuda::{DeviceCopy, DevicePtr, LaunchDims, ProgramSource};
 use gpu_cilk_runtime::Error;
+use gpu_cilk_test_support::heap_history::{check, Op, OpKind};
+use gpu_cilk_test_support::mirror::heap::{
+    describe_hlock, describe_state, describe_trace, smem_bytes, DevKey32, DevKey64, GcHeap, TRACE_WORDS,
+};
+use gpu_cilk_test_support::splitmix::Rng;
 
 pub const TEST_CU: &str = include_str!("../../../kernels/tests/heap_test.cu");
 

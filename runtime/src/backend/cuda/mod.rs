@@ -70,8 +70,13 @@ pub mod nvrtc;
 mod persistent;
 pub mod program;
 pub(crate) mod resident;
-#[cfg(target_os = "linux")]
+// The simulation's own API is test-facing (the `test-support` feature makes it public); the
+// `cuda-sim` backend (`sim_backend`) is its product use.
+#[cfg(all(target_os = "linux", feature = "test-support"))]
 pub mod sim;
+#[cfg(all(target_os = "linux", not(feature = "test-support")))]
+#[allow(dead_code, unused_imports)] // what only tests use
+pub(crate) mod sim;
 #[cfg(target_os = "linux")]
 pub mod sim_backend;
 mod slices;
@@ -80,7 +85,7 @@ mod temps;
 
 pub use abi::DeviceScheduler;
 /// The batched heap's header (`gc_heap<Key>`), for the heap's GPU tests and benchmark.
-#[doc(hidden)]
+#[cfg(feature = "test-support")]
 pub use abi::GcHeap;
 pub use cache::{CacheKey, CompiledPtx, PtxCache};
 pub use context::DeviceInfo;

@@ -4,8 +4,6 @@
 //! hash of its seed, so one annotated function covers many tree shapes. [`cnode`] does the same
 //! with its syncs inside control flow (a state machine) and a tuple result.
 
-#![allow(dead_code)]
-
 use gpu_cilk::prelude::*;
 
 /// SplitMix64: a well-mixed hash of `x`.

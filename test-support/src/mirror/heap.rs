@@ -1,10 +1,8 @@
-//! Host mirrors of `kernels/include/gpu_cilk/heap.cuh`'s structs, shared by the heap's GPU test
-//! (`runtime/tests/cuda_heap.rs`) and the benchmark suite (`benches/gpu_suite/heap.rs`) through
-//! `#[path]`, so the layout is written down once: the two key layouts and the benchmark's
+//! Host mirrors of `kernels/include/gpu_cilk/heap.cuh`'s structs, shared by the heap's tests
+//! (`runtime/tests/cuda_heap.rs`, `sim_heap.rs`) and the benchmark suite
+//! (`benches/gpu_suite/heap.rs`), so the layout is written down once: the two key layouts and the benchmark's
 //! structs; the 256-byte `gc_heap<Key>` header is the runtime's own mirror (`GcHeap`, with its
 //! host-side setup rules).
-
-#![allow(dead_code)]
 
 use gpu_cilk_runtime::backend::cuda::{DeviceCopy, DevicePtr};
 

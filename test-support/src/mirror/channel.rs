@@ -1,8 +1,6 @@
-//! The host mirror of `gc_channel<T>` (`kernels/include/gpu_cilk/channel.cuh`), shared by the
-//! channel's GPU test (`runtime/tests/cuda_channel.rs`) and the benchmark suite
-//! (`benches/gpu_suite/channel.rs`) through `#[path]`, so the layout is written down once.
-
-#![allow(dead_code)]
+//! The host mirror of `gc_channel<T>` (`kernels/include/gpu_cilk/channel.cuh`), used by the
+//! channel's device suite (`runtime/tests/device_channel.rs`) and the benchmark suite
+//! (`benches/gpu_suite/channel.rs`), so the layout is written down once.
 
 use gpu_cilk_runtime::backend::cuda::DeviceCopy;
 

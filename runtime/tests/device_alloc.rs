@@ -1,17 +1,21 @@
-//! Device tests of the warp-coalesced allocator `kernels/include/gpu_cilk/xmalloc.cuh`, with the
-//! kernels of `kernels/tests/xmalloc_test.cu`. Each needs a GPU, so each is `#[ignore]`d (see
-//! `support/gate.rs`): `cargo test -p gpu-cilk-runtime --test cuda_alloc -- --include-ignored`.
+//! The warp-coalesced allocator `kernels/include/gpu_cilk/xmalloc.cuh`, with the kernels of
+//! `kernels/tests/xmalloc_test.cu`. One suite, run on both targets (`device_suite!`): `sim::*` on
+//! the host simulation of device code (every run, CI included) and `gpu::*` on a GPU.
 //!
-//! Every test: init a heap in a `cudaMalloc`'d region; threads allocate random sizes (small,
+//! Every test: init a heap in a region of device memory; threads allocate random sizes (small,
 //! medium, large page runs) and write a thread-unique pattern; a second launch verifies every
 //! pattern (overlapping live pieces would break one); a third frees; then the heap's counters are
-//! back to their initial values and, after trim, one allocation of the whole heap succeeds.
+//! back to their initial values and, after trim, one allocation of the whole heap succeeds. The
+//! heap's current pointer (`gc_xheap_current`, a `__device__` global set by `xm_init`) carries
+//! over between launches on both targets.
+//!
+//! The simulation runs one-lane warps (so `simd_widths` coalesces nothing: every lane is its own
+//! warp) on x86's stronger memory model; it skips visibly without a C++ compiler unless
+//! `GPU_CILK_REQUIRE_SIM=1`. The GPU tests are `#[ignore]`d (see `gpu_cilk_test_support::gate`):
+//! `cargo test -p gpu-cilk-runtime --test device_alloc -- --include-ignored` on a GPU machine.
 
-use gpu_cilk_runtime::backend::cuda::{CudaDevice, DeviceBuffer, DeviceCopy, DevicePtr, LaunchDims, ProgramSource};
-
-#[path = "support/gpu.rs"]
-mod gpu;
-use gpu::device;
+use gpu_cilk_runtime::backend::cuda::{DeviceCopy, DevicePtr, LaunchDims, ProgramSource};
+use gpu_cilk_test_support::{device_suite, DeviceMem, Launch, Target};
 
 const TEST_CU: &str = include_str!("../../kernels/tests/xmalloc_test.cu");
 /// The header with `gpu_cilk/portable.cuh` in front (the file on disk includes it).
@@ -49,18 +53,18 @@ struct XmParams {
 // SAFETY: repr(C) POD (pointers and integers), mirrored field for field by `XmParams` in the .cu.
 unsafe impl DeviceCopy for XmParams {}
 
-struct Setup {
-    dev: CudaDevice,
-    program: gpu_cilk_runtime::backend::cuda::Program,
-    heap: DeviceBuffer<u64>,
-    _region: DeviceBuffer<u64>,
-    ptrs: DeviceBuffer<u64>,
-    counters: DeviceBuffer<u64>,
+struct Setup<D: Target> {
+    dev: D,
+    program: D::Program,
+    heap: D::Buffer<u64>,
+    _region: D::Buffer<u64>,
+    ptrs: D::Buffer<u64>,
+    counters: D::Buffer<u64>,
     p: XmParams,
 }
 
-impl Setup {
-    fn new(dev: CudaDevice, bytes: usize, sb_shift: u32, threads: u32, max_size: u32) -> Setup {
+impl<D: Target> Setup<D> {
+    fn new(dev: D, bytes: usize, sb_shift: u32, threads: u32, max_size: u32) -> Self {
         let program = dev
             .load_program(&ProgramSource::new("xmalloc_test", TEST_CU).header("gpu_cilk/xmalloc.cuh", XMALLOC_CUH))
             .expect("xmalloc_test.cu compiles and loads");
@@ -90,7 +94,7 @@ impl Setup {
     fn launch(&self, name: &str, threads: u32) {
         // SAFETY: every xm_* kernel takes one `XmParams`; ptrs holds `n` words (threads <= n or the
         // kernel checks gid < n), counters 8, heap and region are what gc_xheap_init expects.
-        let k = unsafe { self.program.kernel::<XmParams>(name) }.unwrap();
+        let k = unsafe { D::kernel::<XmParams>(&self.program, name) }.unwrap();
         k.launch(LaunchDims::cover(threads as usize, 256), &self.p).unwrap();
         self.dev.sync().unwrap_or_else(|e| panic!("{name}: {e}"));
     }
@@ -162,10 +166,14 @@ impl Setup {
     }
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
-fn random_sizes_no_overlap_all_returned() {
-    let dev = device("random_sizes_no_overlap_all_returned");
+device_suite!(
+    random_sizes_no_overlap_all_returned,
+    simd_widths,
+    small_pages_and_exhaustion,
+    concurrent_alloc_free_cycles
+);
+
+fn random_sizes_no_overlap_all_returned<D: Target>(dev: D) {
     let mut s = Setup::new(dev, 512 << 20, 16, 100_000, 64 << 10);
     for seed in 1..=3 {
         let (ok, nulls) = s.round(seed, 32);
@@ -179,10 +187,7 @@ fn random_sizes_no_overlap_all_returned() {
     assert_eq!(ok, 100_000);
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
-fn simd_widths() {
-    let dev = device("simd_widths");
+fn simd_widths<D: Target>(dev: D) {
     // 64 MiB (~959 pages of 64 KiB after 4 MiB of queues), 2048 warps: one lane a warp needs
     // ~2048 blocks of <= 512 B, a full warp ~10 KiB (segments of 4 KiB class blocks).
     let mut s = Setup::new(dev, 64 << 20, 16, 65_536, 8 << 10);
@@ -200,10 +205,7 @@ fn simd_widths() {
     s.assert_whole_heap();
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
-fn small_pages_and_exhaustion() {
-    let dev = device("small_pages_and_exhaustion");
+fn small_pages_and_exhaustion<D: Target>(dev: D) {
     // 2 MiB of 4 KiB pages for 100k threads: many nulls, never a fault or a corrupt word.
     let mut s = Setup::new(dev, 2 << 20, 12, 100_000, 32 << 10);
     let (ok, nulls) = s.round(7, 32);
@@ -213,10 +215,7 @@ fn small_pages_and_exhaustion() {
     s.assert_whole_heap();
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
-fn concurrent_alloc_free_cycles() {
-    let dev = device("concurrent_alloc_free_cycles");
+fn concurrent_alloc_free_cycles<D: Target>(dev: D) {
     let mut s = Setup::new(dev, 16 << 20, 14, 200_000, 16 << 10);
     s.p.rounds = 8;
     s.dev.zero(&mut s.counters).unwrap();

@@ -3,15 +3,12 @@
 //! between three tasks across modules with a device helper (`ping`/`pong`/`pang`), a unit task
 //! with discarded spawns (`walk`), early returns with children outstanding (`early`), locals
 //! across two syncs and plain calls of other tasks (`mixed`). Shared by `compile_subset.rs`
-//! (every backend against the serial functions) and `nvrtc_compile.rs` (CUDA compilation).
-
-#![allow(dead_code)]
+//! (every backend against the serial functions) and `device_compile.rs` (CUDA compilation).
 
 use gpu_cilk::prelude::*;
 
-#[path = "../../examples/workloads/fib.rs"]
-mod fib_workload;
 pub use fib_workload::*;
+use gpu_cilk_examples::workloads::fib as fib_workload;
 
 #[gpu_cilk]
 pub fn wide(d: u32, k: u32) -> u64 {
@@ -213,7 +210,7 @@ pub fn nothing() {
 #[gpu_cilk]
 pub fn nothing_leaf() {}
 
-// ---- issue 8: constructs the random program generator (`tests/support/program_gen.rs`) found
+// ---- issue 8: constructs the random program generator (`test-support/src/program_gen.rs`) found
 // miscompiled in CUDA; each is one value of `generated_regressions` ----
 
 /// A device helper whose result receives a method call with an unsuffixed literal argument.

@@ -1,10 +1,13 @@
-//! GPU tests of the device ticket queue `kernels/include/gpu_cilk/ticket_queue.cuh`, driving the
-//! kernels of `kernels/tests/ticket_queue_test.cu` (whose header documents every parameter). The
-//! program is compiled with NVRTC from the test source plus the header as an in-memory include
-//! (`gpu_cilk_kernels::TICKET_QUEUE_CUH`).
+//! The device ticket queue `kernels/include/gpu_cilk/ticket_queue.cuh`, driving the kernels of
+//! `kernels/tests/ticket_queue_test.cu` (whose header documents every parameter), compiled from
+//! the test source plus the header as an in-memory include (`gpu_cilk_kernels::TICKET_QUEUE_CUH`).
+//! One suite, run on both targets (`device_suite!`): `sim::*` on the host simulation of device
+//! code (every run, CI included) and `gpu::*` on a GPU.
 //!
 //! - `kernels_compile_with_the_mirrored_parameter_layouts` (NVRTC only, no GPU): every kernel is
 //!   in the PTX for compute_80 and compute_90 and takes one parameter of the Rust mirror's size.
+//! - `kernels_take_the_mirrored_parameter_layouts`: the program loads and every kernel is found
+//!   (the simulation also checks each parameter's size against the kernel's).
 //! - `matched_exactly_once_and_ticket_fifo`: the paper's matched pattern (every thread enqueues,
 //!   then dequeues) on capacities 1, 32 and 4096, in all four modes (warp-aggregated blocking,
 //!   per-lane blocking, non-waiting, mixed), starting at ticket 0 and just below `2^64`.
@@ -18,24 +21,19 @@
 //! - `close_wakes_blocked_threads`: consumers blocked on an empty queue and producers blocked on a
 //!   full one all return CLOSED once a thread that saw them all waiting closes the queue.
 //!
-//! Every launch is small enough (≤ 16 × 128 threads) to be fully resident on any GPU, as blocking
-//! calls require. Each device test needs a GPU, so each is `#[ignore]`d (see `support/gate.rs`);
-//! the layout test needs only NVRTC. Run on a GPU machine with
-//! `LD_LIBRARY_PATH=/usr/local/cuda/lib64 cargo test -p gpu-cilk-runtime --test cuda_ticket_queue
-//! -- --include-ignored`.
+//! Blocking calls wait for each other, so every grid must be resident: on a GPU every launch is
+//! small enough (≤ 16 × 128 threads) to be; the simulation launches cooperatively (one host thread
+//! per simulated thread) and on smaller grids ([`grid`]), runs one-lane warps on x86's stronger
+//! memory model, and skips visibly without a C++ compiler unless `GPU_CILK_REQUIRE_SIM=1`. The
+//! GPU tests are `#[ignore]`d (see `gpu_cilk_test_support::gate`): on a GPU machine
+//! `LD_LIBRARY_PATH=/usr/local/cuda/lib64 cargo test -p gpu-cilk-runtime --test
+//! device_ticket_queue -- --include-ignored`.
 
-use gpu_cilk_runtime::backend::cuda::{
-    compile, Arch, CudaDevice, DeviceBuffer, DeviceCopy, DevicePtr, Kernel, LaunchDims, Program, ProgramSource,
-};
-use gpu_cilk_runtime::Error;
-
-#[path = "support/gpu.rs"]
-mod gpu;
-use gpu::{device, gate};
+use gpu_cilk_runtime::backend::cuda::{DeviceCopy, DevicePtr, LaunchDims, ProgramSource};
+use gpu_cilk_test_support::mirror::ticket_queue::GcTq;
+use gpu_cilk_test_support::{device_suite, ptx_params, DeviceMem, Launch, Target};
 
 const TEST_CU: &str = include_str!("../../kernels/tests/ticket_queue_test.cu");
-const GRID: LaunchDims = LaunchDims::linear(16, 128);
-const GRID_THREADS: u64 = 16 * 128;
 const MODES: [(u32, &str); 4] = [(0, "warp-aggregated"), (1, "per-lane"), (2, "non-waiting"), (3, "mixed")];
 
 fn source() -> ProgramSource {
@@ -43,9 +41,13 @@ fn source() -> ProgramSource {
         .header("gpu_cilk/ticket_queue.cuh", gpu_cilk_kernels::TICKET_QUEUE_CUH)
 }
 
-#[path = "support/ticket_queue_mirror.rs"]
-mod ticket_queue_mirror;
-use ticket_queue_mirror::GcTq;
+/// The grid of the exactly-once tests, and its threads: 16 × 128 on a GPU. With capacity 1 every
+/// hand-off waits for one particular thread, and the simulation's host must cycle through all the
+/// simulated threads to run it: 4 × 32 there keeps a run to seconds on two cores.
+fn grid<D: Target>() -> (LaunchDims, u64) {
+    let (blocks, threads) = if D::SIMULATED { (4, 32) } else { (16, 128) };
+    (LaunchDims::linear(blocks, threads), u64::from(blocks * threads))
+}
 
 /// Mirrors `struct TqTestParams`.
 #[repr(C)]
@@ -70,49 +72,49 @@ fn initial_turns(capacity: u64, start: u64) -> Vec<u64> {
     (0..capacity).map(|i| (start.wrapping_add(i.wrapping_sub(start) & mask) & !mask).wrapping_mul(2)).collect()
 }
 
-struct Fx {
-    dev: CudaDevice,
-    _program: Program,
-    matched: Kernel<TqTestParams>,
-    prodcons: Kernel<TqTestParams>,
-    status: Kernel<TqTestParams>,
-    fill: Kernel<TqTestParams>,
-    close: Kernel<TqTestParams>,
+struct Fx<D: Target> {
+    dev: D,
+    _program: D::Program,
+    matched: D::Kernel<TqTestParams>,
+    prodcons: D::Kernel<TqTestParams>,
+    status: D::Kernel<TqTestParams>,
+    fill: D::Kernel<TqTestParams>,
+    close: D::Kernel<TqTestParams>,
 }
 
-fn fixture(test: &str) -> Fx {
-    let dev = device(test);
+fn fixture<D: Target>(dev: D) -> Fx<D> {
     let program = dev.load_program(&source()).expect("ticket_queue_test.cu compiles and loads");
     // SAFETY: every kernel takes one `TqTestParams` (sizes checked against the PTX by
     // `kernels_compile_with_the_mirrored_parameter_layouts`) and touches only the queue (384-byte
     // header, `capacity` turn words and elements), the logs (bounds-checked against `log_len`), the
     // bitmap (sized for every item id the launch produces) and the 8 counters passed in it.
+    // Resident: blocking calls wait for each other.
     let (matched, prodcons, status, fill, close) = unsafe {
         (
-            program.kernel("gc_tq_test_matched").unwrap(),
-            program.kernel("gc_tq_test_prodcons").unwrap(),
-            program.kernel("gc_tq_test_status").unwrap(),
-            program.kernel("gc_tq_test_fill").unwrap(),
-            program.kernel("gc_tq_test_close").unwrap(),
+            D::resident_kernel(&program, "gc_tq_test_matched").unwrap(),
+            D::resident_kernel(&program, "gc_tq_test_prodcons").unwrap(),
+            D::resident_kernel(&program, "gc_tq_test_status").unwrap(),
+            D::resident_kernel(&program, "gc_tq_test_fill").unwrap(),
+            D::resident_kernel(&program, "gc_tq_test_close").unwrap(),
         )
     };
     Fx { dev, _program: program, matched, prodcons, status, fill, close }
 }
 
 /// A device queue of u64 plus the test buffers.
-struct Setup {
-    _data: DeviceBuffer<u64>,
-    _turns: DeviceBuffer<u64>,
-    q: DeviceBuffer<GcTq>,
-    enq_log: DeviceBuffer<u64>,
-    deq_log: DeviceBuffer<u64>,
-    bitmap: DeviceBuffer<u32>,
-    counts: DeviceBuffer<u64>,
+struct Setup<D: Target> {
+    _data: D::Buffer<u64>,
+    _turns: D::Buffer<u64>,
+    q: D::Buffer<GcTq>,
+    enq_log: D::Buffer<u64>,
+    deq_log: D::Buffer<u64>,
+    bitmap: D::Buffer<u32>,
+    counts: D::Buffer<u64>,
     params: TqTestParams,
 }
 
-impl Setup {
-    fn new(dev: &CudaDevice, capacity: u64, start: u64, log_len: u64, items_total: u64, items: u32, mode: u32) -> Self {
+impl<D: Target> Setup<D> {
+    fn new(dev: &D, capacity: u64, start: u64, log_len: u64, items_total: u64, items: u32, mode: u32) -> Self {
         let data = dev.alloc_zeroed::<u64>(capacity as usize).unwrap();
         let turns = dev.htod(&initial_turns(capacity, start)).unwrap();
         let header = GcTq {
@@ -147,7 +149,7 @@ impl Setup {
 }
 
 /// The host checks of a run that moved `total` items from `producers` producers of `per` each.
-fn check_run(dev: &CudaDevice, s: &Setup, what: &str, producers: u64, per: u64) {
+fn check_run<D: Target>(dev: &D, s: &Setup<D>, what: &str, producers: u64, per: u64) {
     let total = producers * per;
     let counts = dev.dtoh(&s.counts).unwrap();
     assert_eq!(counts[0], 0, "{what}: duplicates");
@@ -181,59 +183,57 @@ fn kernels_compile_with_the_mirrored_parameter_layouts() {
     assert_eq!(std::mem::size_of::<TqTestParams>(), 64);
     let kernels =
         ["gc_tq_test_matched", "gc_tq_test_prodcons", "gc_tq_test_status", "gc_tq_test_fill", "gc_tq_test_close"];
-    for arch in [Arch::new(8, 0), Arch::new(9, 0)] {
-        let ptx = match compile(&source(), arch) {
-            Ok(p) => p,
-            Err(e @ Error::BackendUnavailable { .. }) if !gate::require_nvrtc() => {
-                gate::nvrtc_missing("kernels_compile_with_the_mirrored_parameter_layouts", &e);
-                return;
-            }
-            Err(e) => panic!("compiling ticket_queue_test.cu for {arch}: {e}"),
-        };
-        for kernel in kernels {
-            let entry = format!(".entry {kernel}(");
-            let at = ptx.find(&entry).unwrap_or_else(|| panic!("{arch}: `{kernel}` missing from the PTX"));
-            let params = &ptx[at + entry.len()..];
-            let params = &params[..params.find(')').expect("end of the parameter list")];
-            assert_eq!(params.matches(".param").count(), 1, "{arch}: `{kernel}` must take one parameter: {params}");
-            let want = format!("{kernel}_param_0[{}]", std::mem::size_of::<TqTestParams>());
-            assert!(params.contains(&want), "{arch}: `{kernel}` takes {params:?}");
-        }
-    }
+    let size = std::mem::size_of::<TqTestParams>();
+    ptx_params("kernels_compile_with_the_mirrored_parameter_layouts", &source(), &kernels.map(|k| (k, size)));
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
-fn matched_exactly_once_and_ticket_fifo() {
-    let fx = fixture("matched_exactly_once_and_ticket_fifo");
+fn kernels_take_the_mirrored_parameter_layouts<D: Target>(dev: D) {
+    let fx = fixture(dev);
+    let names = [fx.matched.name(), fx.prodcons.name(), fx.status.name(), fx.fill.name(), fx.close.name()];
+    assert_eq!(
+        names,
+        ["gc_tq_test_matched", "gc_tq_test_prodcons", "gc_tq_test_status", "gc_tq_test_fill", "gc_tq_test_close"]
+    );
+}
+
+device_suite!(
+    kernels_take_the_mirrored_parameter_layouts,
+    matched_exactly_once_and_ticket_fifo,
+    producer_consumer_exactly_once_and_ticket_fifo,
+    status_and_non_waiting_answers,
+    close_wakes_blocked_threads,
+);
+
+fn matched_exactly_once_and_ticket_fifo<D: Target>(dev: D) {
+    let fx = fixture(dev);
+    let (dims, grid_threads) = grid::<D>();
     let items = 16u32;
-    let total = GRID_THREADS * items as u64;
+    let total = grid_threads * items as u64;
     for capacity in [1u64, 32, 4096] {
         for start in [0u64, u64::MAX - total / 2] {
             for (mode, name) in MODES {
                 let s = Setup::new(&fx.dev, capacity, start, total, total, items, mode);
-                fx.matched.launch(GRID, &s.params).unwrap();
+                fx.matched.launch(dims, &s.params).unwrap();
                 fx.dev.sync().unwrap();
                 let what = format!("matched cap {capacity} start {start:#x} {name}");
-                check_run(&fx.dev, &s, &what, GRID_THREADS, items as u64);
+                check_run(&fx.dev, &s, &what, grid_threads, items as u64);
             }
         }
     }
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
-fn producer_consumer_exactly_once_and_ticket_fifo() {
-    let fx = fixture("producer_consumer_exactly_once_and_ticket_fifo");
+fn producer_consumer_exactly_once_and_ticket_fifo<D: Target>(dev: D) {
+    let fx = fixture(dev);
+    let (dims, grid_threads) = grid::<D>();
     let items = 16u32;
-    let producers = GRID_THREADS / 4;
+    let producers = grid_threads / 4;
     let per = 3 * items as u64;
     let total = producers * per;
     for capacity in [1u64, 32, 4096] {
         for start in [0u64, u64::MAX - 100] {
             for (mode, name) in MODES {
                 let s = Setup::new(&fx.dev, capacity, start, total, total, items, mode);
-                fx.prodcons.launch(GRID, &s.params).unwrap();
+                fx.prodcons.launch(dims, &s.params).unwrap();
                 fx.dev.sync().unwrap();
                 let what = format!("producer/consumer cap {capacity} start {start:#x} {name}");
                 check_run(&fx.dev, &s, &what, producers, per);
@@ -242,10 +242,8 @@ fn producer_consumer_exactly_once_and_ticket_fifo() {
     }
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
-fn status_and_non_waiting_answers() {
-    let fx = fixture("status_and_non_waiting_answers");
+fn status_and_non_waiting_answers<D: Target>(dev: D) {
+    let fx = fixture(dev);
     for capacity in [1u64, 2, 8, 64] {
         for start in [0u64, u64::MAX - 5, u64::MAX - capacity] {
             let s = Setup::new(&fx.dev, capacity, start, 0, 0, 0, 0);
@@ -263,12 +261,11 @@ fn status_and_non_waiting_answers() {
     }
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
-fn close_wakes_blocked_threads() {
-    let fx = fixture("close_wakes_blocked_threads");
-    let dims = LaunchDims::linear(8, 128);
-    let others = 8 * 128 - 1;
+fn close_wakes_blocked_threads<D: Target>(dev: D) {
+    let fx = fixture(dev);
+    let (blocks, threads) = if D::SIMULATED { (4, 64) } else { (8, 128) };
+    let dims = LaunchDims::linear(blocks, threads);
+    let others = u64::from(blocks * threads) - 1;
     for capacity in [1u64, 32] {
         for mode in [0u32, 1] {
             let mut s = Setup::new(&fx.dev, capacity, u64::MAX - 3, 0, 0, 0, mode);
@@ -282,7 +279,7 @@ fn close_wakes_blocked_threads() {
     }
 }
 
-fn run_close(fx: &Fx, s: &Setup, dims: LaunchDims, others: u64, capacity: u64, mode: u32) {
+fn run_close<D: Target>(fx: &Fx<D>, s: &Setup<D>, dims: LaunchDims, others: u64, capacity: u64, mode: u32) {
     fx.close.launch(dims, &s.params).unwrap();
     let counts = fx.dev.dtoh(&s.counts).unwrap();
     let what = format!("close cap {capacity} {}", if mode == 0 { "consumers on empty" } else { "producers on full" });

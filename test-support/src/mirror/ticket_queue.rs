@@ -1,8 +1,6 @@
-//! The host mirror of `gc_tq<T>` (`kernels/include/gpu_cilk/ticket_queue.cuh`), shared by the
-//! ticket queue's GPU test (`runtime/tests/cuda_ticket_queue.rs`) and the benchmark suite
-//! (`benches/gpu_suite/queue.rs`) through `#[path]`, so the layout is written down once.
-
-#![allow(dead_code)]
+//! The host mirror of `gc_tq<T>` (`kernels/include/gpu_cilk/ticket_queue.cuh`), used by the
+//! ticket queue's device suite (`runtime/tests/device_ticket_queue.rs`) and the benchmark suite
+//! (`benches/gpu_suite/queue.rs`), so the layout is written down once.
 
 use gpu_cilk_runtime::backend::cuda::DeviceCopy;
 

@@ -5,9 +5,7 @@
 //! iterative relaxation over two temporaries, one round of tasks and a sync per round
 //! (`relax_root`), and slice parameters in such tasks: a loop of chunk rounds with two syncs each
 //! (`chunk_sums`) and a sync in a branch (`slice_bsum`). Shared by `control_flow.rs` (every backend against the serial functions) and
-//! `nvrtc_compile.rs` (CUDA compilation).
-
-#![allow(dead_code)]
+//! `device_compile.rs` (CUDA compilation).
 
 use gpu_cilk::prelude::*;
 

@@ -8,10 +8,7 @@
 //! out. Device: cuda with both schedulers and small capacities — used only by GPU tests, which are
 //! `#[ignore]`d and fail when asked to run without a usable GPU (see `gate.rs`).
 
-#![allow(dead_code)]
-
-#[path = "../../runtime/tests/support/gate.rs"]
-pub mod gate;
+pub use crate::gate;
 
 use gpu_cilk::prelude::*;
 use gpu_cilk::runtime::SchedulerKind;

@@ -1,5 +1,5 @@
-//! How every test binary of the workspace decides whether GPU and NVRTC tests run (one file,
-//! `#[path]`-included by `runtime/tests/support/gpu.rs` and `tests/support/backends.rs`).
+//! How every test binary of the workspace decides whether GPU and NVRTC tests run (the one
+//! place; [`crate::target`] applies it to the generic device suites).
 //!
 //! - **GPU tests** are `#[ignore = "needs a CUDA GPU ..."]`: a plain `cargo test` lists them as
 //!   *ignored*, never as passed. `scripts/gpu-check.sh` runs them with `--include-ignored`; a GPU
@@ -13,8 +13,6 @@
 //!
 //! `GPU_CILK_REQUIRE_NVRTC` and `GPU_CILK_REQUIRE_SIM` accept `1`/`true`/`yes` and `0`/`false`/`no`/empty; anything else is
 //! an error, so a typo cannot silently turn a requirement off.
-
-#![allow(dead_code)]
 
 /// Whether the boolean environment variable `name` is on (unset = off).
 ///

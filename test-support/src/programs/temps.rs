@@ -1,8 +1,6 @@
 //! Workloads with task-scoped temporaries (`alloc!`): a parent allocates, children write into
 //! it, the parent syncs and combines (the Strassen pattern).
 
-#![allow(dead_code)]
-
 use gpu_cilk::prelude::*;
 
 /// Writes `x` into element `i` of the parent's temporary.

@@ -1,34 +1,40 @@
-//! The device channel `kernels/include/gpu_cilk/channel.cuh` under the host simulation of device
-//! code (`backend::cuda::sim`): the kernels of `kernels/tests/channel_test.cu` with the checks of
-//! the GPU test `cuda_channel.rs` (this file is that test with the simulated device in place of
-//! the GPU; keep the two in step), so CI runs them on every commit without a GPU:
+//! The device channel `kernels/include/gpu_cilk/channel.cuh`, driving the kernels of
+//! `kernels/tests/channel_test.cu` (whose header comment documents each kernel and the host checks
+//! made here), compiled from the test source plus the header as an in-memory include
+//! (`gpu_cilk_kernels::CHANNEL_CUH`). One suite, run on both targets (`device_suite!`): `sim::*`
+//! on the host simulation of device code (every run, CI included) and `gpu::*` on a GPU.
 //!
-//! - `produce_consume_rounds_on_tiny_capacities`: rounds of produce / consume on channels of
-//!   capacity 1, 2, 4 and 64 with a full grid (64 × 256 simulated threads), so the ring wraps many
-//!   times and most reservations are refused; after every launch the counters match a host model,
-//!   every control word holds the lap-tagged state the protocol predicts, every published element
-//!   carries its ticket and checksum; at the end every accepted element was consumed exactly once.
-//! - `frames_in_place_publish_and_drain`, `two_channels_at_one_call_site`,
-//!   `status_at_quiescent_points`: as on the GPU.
+//! - `kernels_compile_with_the_mirrored_parameter_layouts` (NVRTC only, no GPU): every kernel is
+//!   in the PTX for compute_80 and compute_90 and takes one parameter of exactly the size of its
+//!   Rust mirror.
+//! - `kernels_take_the_mirrored_parameter_layouts`: the program loads and every kernel is found
+//!   (the simulation also checks each parameter's size against the kernel's).
+//! - `produce_consume_rounds_on_tiny_capacities`: 256 rounds of produce / consume on channels of
+//!   capacity 1, 2, 4 and 64 with a full grid (64 × 256 threads), so the ring wraps many times and
+//!   most reservations are refused. After every launch: the kernel's counters match a host model
+//!   (granted = min(free slots, asked), refused = asked - granted, taken = min(len, threads ×
+//!   quota), no failed enq / take, no duplicate or corrupt element), the channel's four counters
+//!   and `violation` match the model, every control word holds the lap-tagged state the protocol
+//!   predicts (READY for published unclaimed tickets, EMPTY of the right lap otherwise), every
+//!   published element carries its ticket and checksum, and `gc_len` / `gc_occupancy` agree. At
+//!   the end the channel is drained and the consumed-id bitmap equals the accepted-id bitmap:
+//!   every accepted element was consumed exactly once.
+//! - `frames_in_place_publish_and_drain`: the second element type, written in place through
+//!   `gc_slot_ptr` and published without a copy, then drained with `gc_deq`.
+//! - `two_channels_at_one_call_site`: even lanes into one channel, odd lanes into another, at the
+//!   same call site (the warp aggregation groups lanes by channel); both drained, exactly once.
+//! - `status_at_quiescent_points`: `gc_len`, `gc_occupancy`, capacity through a sequence of phases.
 //!
-//! Differences from the GPU run: one-lane warps (so the warp aggregation is exercised with groups
-//! of one) and x86's stronger memory model. About 4 s on two cores. Skips visibly without a C++
-//! compiler unless `GPU_CILK_REQUIRE_SIM=1`.
+//! The simulation runs one-lane warps (the warp aggregation is exercised with groups of one) on
+//! x86's stronger memory model (about 4 s on two cores); it skips visibly without a C++ compiler
+//! unless `GPU_CILK_REQUIRE_SIM=1`. The GPU tests are `#[ignore]`d (see
+//! `gpu_cilk_test_support::gate`): on a GPU machine `LD_LIBRARY_PATH=/usr/local/cuda/lib64 cargo
+//! test -p gpu-cilk-runtime --test device_channel -- --include-ignored` (a few seconds).
 
-#![cfg(target_os = "linux")]
-
-// The simulated device under the GPU test's names, so the body below stays the GPU test's.
-#[path = "support/splitmix.rs"]
-mod splitmix;
-use gpu_cilk_runtime::backend::cuda::sim::{
-    SimBuffer as DeviceBuffer, SimDevice as CudaDevice, SimKernel as Kernel, SimProgram as Program,
-};
 use gpu_cilk_runtime::backend::cuda::{DeviceCopy, DevicePtr, LaunchDims, ProgramSource};
-use splitmix::Rng;
-
-#[path = "support/sim.rs"]
-mod sim;
-use sim::sim_device as open_device;
+use gpu_cilk_test_support::mirror::channel::GcChannel;
+use gpu_cilk_test_support::splitmix::Rng;
+use gpu_cilk_test_support::{device_suite, ptx_params, DeviceMem, Launch, Target};
 
 const TEST_CU: &str = include_str!("../../kernels/tests/channel_test.cu");
 
@@ -47,23 +53,6 @@ fn source() -> ProgramSource {
 }
 
 // ---- mirrors of the CUDA structs ----------------------------------------------------------------
-
-/// Mirrors `gc_channel<T>` (channel.cuh: eight 8-byte fields; `data` is a `T*` for whichever `T`).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct GcChannel {
-    data: u64,
-    control: u64,
-    mask: u64,
-    reserved: u64,
-    published: u64,
-    claimed: u64,
-    freed: u64,
-    violation: u64,
-}
-// SAFETY: repr(C), eight u64 (no padding, every bit pattern valid), the layout of `gc_channel<T>`
-// (static_assert'ed 64 bytes in channel.cuh; pointers are 8-byte device addresses).
-unsafe impl DeviceCopy for GcChannel {}
 
 /// Mirrors `gc_test_elem`.
 #[repr(C)]
@@ -157,49 +146,48 @@ fn elem_hash(id: u64, ticket: u64) -> u64 {
 
 // ---- fixture --------------------------------------------------------------------------------------
 
-struct Fx {
-    dev: CudaDevice,
-    _program: Program,
-    produce: Kernel<ProduceParams>,
-    consume: Kernel<ConsumeParams>,
-    frames: Kernel<FramesParams>,
-    frames_drain: Kernel<FramesParams>,
-    status: Kernel<StatusParams>,
-    two: Kernel<TwoChannelsParams>,
+struct Fx<D: Target> {
+    dev: D,
+    _program: D::Program,
+    produce: D::Kernel<ProduceParams>,
+    consume: D::Kernel<ConsumeParams>,
+    frames: D::Kernel<FramesParams>,
+    frames_drain: D::Kernel<FramesParams>,
+    status: D::Kernel<StatusParams>,
+    two: D::Kernel<TwoChannelsParams>,
 }
 
-fn fixture(test: &str) -> Option<Fx> {
-    let dev = open_device(test)?;
+fn fixture<D: Target>(dev: D) -> Fx<D> {
     let program = dev.load_program(&source()).unwrap_or_else(|e| panic!("compiling channel_test.cu: {e}"));
     // SAFETY: (all six) each kernel takes exactly one parameter struct by value, mirrored above
-    // (sizes checked against the kernel's by `SimProgram::kernel`),
+    // (sizes checked against the PTX by `kernels_compile_with_the_mirrored_parameter_layouts`),
     // and touches only the channel (64-byte header, `capacity` control words and elements) and
     // the bitmap / counter buffers passed in it; every launch below passes live buffers of the
     // sizes the kernel indexes (bitmaps cover every id the launch can produce).
     let (produce, consume, frames, frames_drain, status, two) = unsafe {
         (
-            program.kernel::<ProduceParams>("gc_test_produce").unwrap(),
-            program.kernel::<ConsumeParams>("gc_test_consume").unwrap(),
-            program.kernel::<FramesParams>("gc_test_frames").unwrap(),
-            program.kernel::<FramesParams>("gc_test_frames_drain").unwrap(),
-            program.kernel::<StatusParams>("gc_test_status").unwrap(),
-            program.kernel::<TwoChannelsParams>("gc_test_two_channels").unwrap(),
+            D::kernel::<ProduceParams>(&program, "gc_test_produce").unwrap(),
+            D::kernel::<ConsumeParams>(&program, "gc_test_consume").unwrap(),
+            D::kernel::<FramesParams>(&program, "gc_test_frames").unwrap(),
+            D::kernel::<FramesParams>(&program, "gc_test_frames_drain").unwrap(),
+            D::kernel::<StatusParams>(&program, "gc_test_status").unwrap(),
+            D::kernel::<TwoChannelsParams>(&program, "gc_test_two_channels").unwrap(),
         )
     };
-    Some(Fx { dev, _program: program, produce, consume, frames, frames_drain, status, two })
+    Fx { dev, _program: program, produce, consume, frames, frames_drain, status, two }
 }
 
 /// A channel in device memory: the 64-byte header, `capacity` zeroed control words, `capacity`
 /// elements (the host-side setup channel.cuh documents).
-struct Chan<T: DeviceCopy> {
-    header: DeviceBuffer<GcChannel>,
-    control: DeviceBuffer<u64>,
-    data: DeviceBuffer<T>,
+struct Chan<T: DeviceCopy, D: Target> {
+    header: D::Buffer<GcChannel>,
+    control: D::Buffer<u64>,
+    data: D::Buffer<T>,
     capacity: u64,
 }
 
-impl<T: DeviceCopy> Chan<T> {
-    fn new(dev: &CudaDevice, capacity: u64) -> Self {
+impl<T: DeviceCopy, D: Target> Chan<T, D> {
+    fn new(dev: &D, capacity: u64) -> Self {
         assert!(capacity.is_power_of_two());
         let data = dev.alloc_zeroed::<T>(capacity as usize).unwrap();
         let control = dev.alloc_zeroed::<u64>(capacity as usize).unwrap();
@@ -217,7 +205,7 @@ impl<T: DeviceCopy> Chan<T> {
         self.header.ptr()
     }
 
-    fn read(&self, dev: &CudaDevice) -> GcChannel {
+    fn read(&self, dev: &D) -> GcChannel {
         dev.dtoh(&self.header).unwrap()[0]
     }
 
@@ -226,7 +214,7 @@ impl<T: DeviceCopy> Chan<T> {
     /// [freed, freed + capacity), slot t & mask is READY of t's lap when t < published (published,
     /// not yet taken) and EMPTY of t's lap otherwise. Returns the header and the published
     /// tickets [freed, published) with their elements.
-    fn check_quiescent(&self, dev: &CudaDevice, what: &str) -> (GcChannel, Vec<(u64, T)>) {
+    fn check_quiescent(&self, dev: &D, what: &str) -> (GcChannel, Vec<(u64, T)>) {
         let h = self.read(dev);
         assert_eq!(h.violation, 0, "{what}: violation recorded at ticket {}", h.violation.wrapping_sub(1));
         assert_eq!(h.mask, self.capacity - 1, "{what}: mask changed");
@@ -259,11 +247,11 @@ impl<T: DeviceCopy> Chan<T> {
     }
 }
 
-fn zeroed(dev: &CudaDevice, n: usize) -> DeviceBuffer<u64> {
+fn zeroed<D: Target>(dev: &D, n: usize) -> D::Buffer<u64> {
     dev.alloc_zeroed::<u64>(n).unwrap()
 }
 
-fn reset(dev: &CudaDevice, buf: &mut DeviceBuffer<u64>) {
+fn reset<D: Target>(dev: &D, buf: &mut D::Buffer<u64>) {
     dev.zero(buf).unwrap();
 }
 
@@ -272,7 +260,7 @@ fn popcount(bits: &[u64]) -> u64 {
 }
 
 /// `gc_test_status` at a quiescent point: (len, occupancy, capacity).
-fn status(fx: &Fx, ch: &Chan<TestElem>, out: &DeviceBuffer<u64>) -> [u64; 3] {
+fn status<D: Target>(fx: &Fx<D>, ch: &Chan<TestElem, D>, out: &D::Buffer<u64>) -> [u64; 3] {
     fx.status.launch(LaunchDims::linear(1, 1), &StatusParams { ch: ch.ptr(), out: out.ptr() }).unwrap();
     let v = fx.dev.dtoh(out).unwrap();
     [v[0], v[1], v[2]]
@@ -294,26 +282,49 @@ fn check_elems(live: &[(u64, TestElem)], what: &str) {
 
 // ---- tests ----------------------------------------------------------------------------------------
 
+device_suite!(
+    kernels_take_the_mirrored_parameter_layouts,
+    produce_consume_rounds_on_tiny_capacities,
+    frames_in_place_publish_and_drain,
+    two_channels_at_one_call_site,
+    status_at_quiescent_points,
+);
+
 #[test]
-fn kernels_take_the_mirrored_parameter_layouts() {
-    // `SimProgram::kernel` refuses a parameter type whose size differs from the kernel's.
-    let Some(fx) = fixture("kernels_take_the_mirrored_parameter_layouts") else { return };
-    assert_eq!(fx.produce.name(), "gc_test_produce");
+fn kernels_compile_with_the_mirrored_parameter_layouts() {
+    let expected = [
+        ("gc_test_produce", std::mem::size_of::<ProduceParams>()),
+        ("gc_test_consume", std::mem::size_of::<ConsumeParams>()),
+        ("gc_test_frames", std::mem::size_of::<FramesParams>()),
+        ("gc_test_frames_drain", std::mem::size_of::<FramesParams>()),
+        ("gc_test_status", std::mem::size_of::<StatusParams>()),
+        ("gc_test_two_channels", std::mem::size_of::<TwoChannelsParams>()),
+    ];
     assert_eq!(std::mem::size_of::<GcChannel>(), 64);
     assert_eq!(std::mem::size_of::<TestElem>(), 24);
     assert_eq!(std::mem::size_of::<TestFrame>(), 16);
+    ptx_params("kernels_compile_with_the_mirrored_parameter_layouts", &source(), &expected);
 }
 
-#[test]
-fn produce_consume_rounds_on_tiny_capacities() {
-    let Some(fx) = fixture("produce_consume_rounds_on_tiny_capacities") else { return };
+fn kernels_take_the_mirrored_parameter_layouts<D: Target>(dev: D) {
+    let fx = fixture(dev);
+    let names = [fx.produce.name(), fx.consume.name(), fx.frames.name(), fx.frames_drain.name(), fx.status.name()];
+    assert_eq!(
+        names,
+        ["gc_test_produce", "gc_test_consume", "gc_test_frames", "gc_test_frames_drain", "gc_test_status"]
+    );
+    assert_eq!(fx.two.name(), "gc_test_two_channels");
+}
+
+fn produce_consume_rounds_on_tiny_capacities<D: Target>(dev: D) {
+    let fx = fixture(dev);
     let dev = &fx.dev;
     const ROUNDS: u64 = 256;
     let bitmap_words = (ROUNDS * FULL_THREADS * 3).div_ceil(64) as usize;
     let mut rng = Rng(0x6770_755f_6369_6c6b);
     let mut total_refused_all = 0u64;
     for capacity in [1u64, 2, 4, 64] {
-        let ch = Chan::<TestElem>::new(dev, capacity);
+        let ch = Chan::<TestElem, D>::new(dev, capacity);
         let accepted = zeroed(dev, bitmap_words);
         let consumed = zeroed(dev, bitmap_words);
         let mut pc = zeroed(dev, 3);
@@ -440,9 +451,8 @@ fn produce_consume_rounds_on_tiny_capacities() {
     assert!(total_refused_all > 0);
 }
 
-#[test]
-fn frames_in_place_publish_and_drain() {
-    let Some(fx) = fixture("frames_in_place_publish_and_drain") else { return };
+fn frames_in_place_publish_and_drain<D: Target>(dev: D) {
+    let fx = fixture(dev);
     let dev = &fx.dev;
     let mut counters = zeroed(dev, 7);
     let shapes = [
@@ -455,7 +465,7 @@ fn frames_in_place_publish_and_drain() {
     ];
     for (capacity, dims) in shapes {
         let threads = dims.threads();
-        let ch = Chan::<TestFrame>::new(dev, capacity);
+        let ch = Chan::<TestFrame, D>::new(dev, capacity);
         let mut total = 0u64;
         for round in 0..3 {
             let what = format!("frames: capacity {capacity}, {threads} threads, round {round}");
@@ -480,9 +490,8 @@ fn frames_in_place_publish_and_drain() {
     }
 }
 
-#[test]
-fn two_channels_at_one_call_site() {
-    let Some(fx) = fixture("two_channels_at_one_call_site") else { return };
+fn two_channels_at_one_call_site<D: Target>(dev: D) {
+    let fx = fixture(dev);
     let dev = &fx.dev;
     let shapes = [
         (4u64, 64u64, FULL),
@@ -495,8 +504,8 @@ fn two_channels_at_one_call_site() {
     for (cap_a, cap_b, dims) in shapes {
         let threads = dims.threads();
         let what = format!("two channels: capacities {cap_a} / {cap_b}, {threads} threads");
-        let a = Chan::<TestElem>::new(dev, cap_a);
-        let b = Chan::<TestElem>::new(dev, cap_b);
+        let a = Chan::<TestElem, D>::new(dev, cap_a);
+        let b = Chan::<TestElem, D>::new(dev, cap_b);
         let words = threads.div_ceil(64) as usize;
         let accepted = zeroed(dev, words);
         let consumed = zeroed(dev, words);
@@ -547,16 +556,15 @@ fn two_channels_at_one_call_site() {
     }
 }
 
-#[test]
-fn status_at_quiescent_points() {
-    let Some(fx) = fixture("status_at_quiescent_points") else { return };
+fn status_at_quiescent_points<D: Target>(dev: D) {
+    let fx = fixture(dev);
     let dev = &fx.dev;
     let out = zeroed(dev, 3);
     let bits = zeroed(dev, (FULL_THREADS * 3 * 4).div_ceil(64) as usize);
     let consumed = zeroed(dev, bits.len());
     let pc = zeroed(dev, 3);
     let cc = zeroed(dev, 4);
-    let ch = Chan::<TestElem>::new(dev, 64);
+    let ch = Chan::<TestElem, D>::new(dev, 64);
     let produce = |dims: LaunchDims, round: u64, offers: u32| {
         let p = ProduceParams {
             ch: ch.ptr(),
@@ -591,6 +599,6 @@ fn status_at_quiescent_points() {
     assert_eq!(dev.dtoh(&consumed).unwrap(), acc, "consumed ids differ from accepted ids");
     assert_eq!(popcount(&acc), 67);
 
-    let one = Chan::<TestElem>::new(dev, 1);
+    let one = Chan::<TestElem, D>::new(dev, 1);
     assert_eq!(status(&fx, &one, &out), [0, 0, 1], "capacity 1, empty");
 }

@@ -1,6 +1,5 @@
-//! The history checker of the batched heap, shared by the twin's stress test
-//! (`runtime/tests/heap_history.rs`) and the device's (`runtime/tests/cuda_heap.rs`) through
-//! `#[path]`.
+//! The history checker of the batched heap, used by the twin's stress test
+//! (`runtime/tests/heap_history.rs`), its loom test and the device's (`cuda_heap.rs`, `sim_heap.rs`).
 //!
 //! A history is every operation with two stamps from one global counter, taken just before the
 //! operation starts and just after it returns (a fetch-and-add on the host; an `atomicAdd` with
@@ -23,8 +22,6 @@
 //!
 //! Cost: `O((keys + ops) log ops)` (a sweep over insert ends with a suffix-minimum Fenwick tree
 //! over delete starts).
-
-#![allow(dead_code)]
 
 use std::collections::HashMap;
 use std::fmt::Debug;
