@@ -142,7 +142,10 @@ fn slice_provenance(item: &ItemFn, errors: &mut Errors) {
             syn::visit::visit_expr_reference(self, r);
         }
         fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
-            if (m.method == "split_at" || m.method == "split_at_mut") && !self.is_name(&m.receiver) {
+            let method = m.method.to_string();
+            let narrows =
+                method == "split_at" || method == "split_at_mut" || syntax::VIEW_SPLITS.contains(&method.as_str());
+            if narrows && !self.is_name(&m.receiver) {
                 self.errors.push(error::SLICE_BASE.on(&m.receiver));
             }
             syn::visit::visit_expr_method_call(self, m);
@@ -256,7 +259,11 @@ const BOUND_WRITES: &[&str] =
     &["store", "swap", "fetch_sub", "fetch_update", "compare_exchange", "get_mut", "into_inner"];
 
 fn method_allowed(name: &str) -> bool {
-    METHODS.contains(&name) || name.starts_with("wrapping_") || name.starts_with("saturating_")
+    METHODS.contains(&name)
+        || name.starts_with("wrapping_")
+        || name.starts_with("saturating_")
+        || syntax::VIEW_SPLITS.contains(&name)
+        || ["rows", "cols", "stride"].contains(&name)
 }
 
 const SCALARS: &[&str] =
@@ -276,9 +283,13 @@ pub fn check_type(ty: &Type) -> Result<(), syn::Error> {
         return Err(error::BOUND_FORM.on(ty));
     }
     match ty {
+        _ if syntax::view_type(ty).is_some() => Ok(()),
         Type::Path(p) if p.qself.is_none() => {
             let seg = p.path.segments.last();
             let name = seg.map(|s| s.ident.to_string()).unwrap_or_default();
+            if name == "Mat" || name == "MatMut" {
+                return Err(error::VIEW_ELEM.on(ty));
+            }
             if syntax::is_struct_type(ty) {
                 // A device struct: rustc checks that it derives `DeviceStruct`.
                 return Ok(());

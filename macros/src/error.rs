@@ -236,6 +236,11 @@ pub const SLICE_BASE: Msg = Msg {
     text: "sub-slices can only be taken of a slice parameter or of a local bound to a slice of one",
     hint: "a slice of a local array would dangle once this task's children run: pass the array by value, or slice a `&[T]`/`&mut [T]` parameter",
 };
+/// A view `Mat<T>` / `MatMut<T>` of an element a view cannot hold.
+pub const VIEW_ELEM: Msg = Msg {
+    text: "a matrix view `Mat<T>` / `MatMut<T>` holds integer or float scalars or device structs",
+    hint: "view a matrix of `u32`, `f32`, .. (or of a `#[derive(DeviceStruct)]` struct), written without a lifetime: `MatMut<f32>`",
+};
 /// A slice-typed local that lives across a `sync!()`.
 pub const SLICE_FRAME: Msg = Msg {
     text: "a slice local cannot live across a `sync!()`: only slice parameters are kept in the task frame",

@@ -4,6 +4,7 @@
 //! reading it: they are the contract with the runtime (compare `tests/hand_expanded.rs`).
 
 mod dump;
+mod views;
 
 use crate::ir;
 use dump::dump;

@@ -318,6 +318,8 @@ impl<'t> Emitter<'t> {
         } else {
             let lt = syn::Lifetime::new("'__gc_borrow", Span::mixed_site());
             let borrowed = t.params.iter().map(|p| match syntax::slice_type(&p.ty) {
+                Some((true, e)) if syntax::view_type(&p.ty).is_some() => quote!(::gpu_cilk::runtime::MatMut<#lt, #e>),
+                Some((false, e)) if syntax::view_type(&p.ty).is_some() => quote!(::gpu_cilk::runtime::Mat<#lt, #e>),
                 Some((true, e)) => quote!(&#lt mut [#e]),
                 Some((false, e)) => quote!(&#lt [#e]),
                 None if bound_elem(&p.ty).is_some() => {
@@ -353,6 +355,7 @@ impl<'t> Emitter<'t> {
         } else {
             let fields = slices.iter().map(|(p, (m, e))| {
                 let (n, ns) = (&p.name, p.name.to_string());
+                let view = syntax::view_type(&p.ty).is_some();
                 quote! {
                     ::gpu_cilk::runtime::SliceField {
                         name: #ns,
@@ -360,6 +363,7 @@ impl<'t> Emitter<'t> {
                         elem_size: ::core::mem::size_of::<#e>(),
                         mutable: #m,
                         bound: false,
+                        view: #view,
                     }
                 }
             });
@@ -372,6 +376,7 @@ impl<'t> Emitter<'t> {
                         elem_size: ::core::mem::size_of::<#b>(),
                         mutable: false,
                         bound: true,
+                        view: false,
                     }
                 }
             });

@@ -1,6 +1,7 @@
 //! How a parameter or frame field is stored in a task's `Args`/`Frame` and read back: a slice
 //! `&[T]`/`&mut [T]` or a shared bound `&Max<T>` as a `RawSlice` (see the runtime's `slice`
-//! module for the lifetime story), every other type as itself.
+//! module for the lifetime story), a view `Mat<T>`/`MatMut<T>` as a `RawMat` (the runtime's
+//! `view` module), every other type as itself.
 //!
 //! This module owns that mapping (the stored type, the conversion into it, the conversion back),
 //! which both the task module (`expand`) and its layout constant (`cuda`) use; it emits no
@@ -18,6 +19,9 @@ use syn::Type;
 pub(super) fn stored_type(ty: &Type) -> TokenStream {
     if let Some(r) = bound_elem(ty) {
         return quote!(::gpu_cilk::runtime::RawSlice<#r>);
+    }
+    if let Some((_, elem)) = syntax::view_type(ty) {
+        return quote!(::gpu_cilk::runtime::RawMat<#elem>);
     }
     match syntax::slice_type(ty) {
         Some((_, elem)) => quote!(::gpu_cilk::runtime::RawSlice<#elem>),
@@ -44,9 +48,13 @@ pub(super) fn to_stored(name: &syn::Ident, ty: &Type) -> TokenStream {
     if bound_elem(ty).is_some() {
         return quote!(#name: unsafe { ::gpu_cilk::runtime::RawSlice::from_one(#name) });
     }
+    let raw = match syntax::view_type(ty) {
+        Some(_) => quote!(::gpu_cilk::runtime::RawMat),
+        None => quote!(::gpu_cilk::runtime::RawSlice),
+    };
     match syntax::slice_type(ty) {
-        Some((true, _)) => quote!(#name: unsafe { ::gpu_cilk::runtime::RawSlice::from_mut(#name) }),
-        Some((false, _)) => quote!(#name: unsafe { ::gpu_cilk::runtime::RawSlice::from_ref(#name) }),
+        Some((true, _)) => quote!(#name: unsafe { #raw::from_mut(#name) }),
+        Some((false, _)) => quote!(#name: unsafe { #raw::from_ref(#name) }),
         None => quote!(#name),
     }
 }
