@@ -11,6 +11,9 @@ mod fib_workload;
 #[allow(dead_code)] // the example's table and labels
 #[path = "../examples/workloads/knapsack.rs"]
 mod knapsack_workload;
+#[allow(dead_code)] // `LEAF`, checked by tests/views.rs
+#[path = "../examples/workloads/matmul.rs"]
+mod matmul_workload;
 #[path = "../examples/workloads/queens.rs"]
 mod queens_workload;
 #[path = "support/random_tree.rs"]
@@ -232,6 +235,49 @@ fn strassen_equals_serial_on_the_host_backends() {
 #[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
 fn strassen_equals_serial_on_cuda() {
     strassen_equals_serial(&cuda());
+}
+
+/// Matmul: quadrant views of the caller's matrices (`Mat`/`MatMut`), two rounds of four parallel
+/// children. `C += A · B` on `m × n` (`k` inner) blocks at `(r0, c0)` of matrices `pad` columns wider
+/// and `pad` rows taller than the blocks, on `rt`, checked against [`reference`] on the block and
+/// against the old values outside it.
+fn check_matmul(rt: &Runtime, m: usize, n: usize, k: usize, pad: usize) {
+    use matmul_workload::{matmul, matrix, reference};
+    let (r0, c0) = (pad / 2, pad - pad / 2);
+    let (ldc, lda, ldb) = (n + pad, k + pad, n + pad);
+    let a = matrix(m + pad, lda, 1);
+    let b = matrix(k + pad, ldb, 2);
+    let c0v = matrix(m + pad, ldc, 3);
+    let mut c = c0v.clone();
+    let av = Mat::strided(&a, m + pad, lda, lda).block(r0, c0, m, k);
+    let bv = Mat::strided(&b, k + pad, ldb, ldb).block(r0, c0, k, n);
+    let mut whole = MatMut::new(&mut c, m + pad, ldc);
+    let cv = whole.block_mut(r0, c0, m, n);
+    rt.run(matmul::task(cv, av, bv)).unwrap_or_else(|e| panic!("{} {m}x{n}x{k} pad {pad}: {e}", rt.backend()));
+    // The expected block, by the plain loop on dense copies.
+    let dense = |v: &[f32], ld: usize, rows: usize, cols: usize| -> Vec<f32> {
+        (0..rows).flat_map(|i| (0..cols).map(move |j| (i, j))).map(|(i, j)| v[(r0 + i) * ld + c0 + j]).collect()
+    };
+    let mut want = dense(&c0v, ldc, m, n);
+    reference(&mut want, &dense(&a, lda, m, k), &dense(&b, ldb, k, n), m, n, k);
+    for i in 0..m + pad {
+        for j in 0..ldc {
+            let inside = (r0..r0 + m).contains(&i) && (c0..c0 + n).contains(&j);
+            let w = if inside { want[(i - r0) * n + j - c0] } else { c0v[i * ldc + j] };
+            assert_eq!(c[i * ldc + j], w, "{} {m}x{n}x{k} pad {pad}: element ({i}, {j})", rt.backend());
+        }
+    }
+}
+
+#[test]
+fn matmul_equals_the_triple_loop_on_the_host_backends() {
+    for rt in backends::host(Config::default()) {
+        for (m, n, k, pad) in
+            [(1, 1, 1, 0), (16, 16, 16, 0), (17, 33, 20, 0), (64, 64, 64, 0), (40, 70, 90, 3), (100, 37, 65, 5)]
+        {
+            check_matmul(&rt, m, n, k, pad);
+        }
+    }
 }
 
 #[test]

@@ -18,6 +18,9 @@ use gpu_cilk::runtime::{CilkTask, Registry};
 
 #[path = "../examples/workloads/knapsack.rs"]
 mod knapsack_workload;
+#[allow(dead_code)] // `LEAF`, checked by tests/views.rs
+#[path = "../examples/workloads/matmul.rs"]
+mod matmul_workload;
 #[path = "../examples/workloads/queens.rs"]
 mod queens_workload;
 #[allow(dead_code)] // the inputs of the key types this test does not sort
@@ -107,6 +110,7 @@ fn programs() -> Vec<(&'static str, [(DeviceScheduler, String); 2])> {
         ("gfirst__gc_f32", assemble::<generics::gfirst::Task<f32>>()),
         ("closest", assemble::<closest_workload::closest::Task>()),
         ("strassen_root", assemble::<strassen_workload::strassen_root::Task>()),
+        ("matmul", assemble::<matmul_workload::matmul::Task>()),
         ("uts", assemble::<unbalanced_workload::uts::Task>()),
         ("knapsack", assemble::<knapsack_workload::knapsack::Task>()),
         ("bound_mix", assemble::<bound_mix::Task>()),

@@ -1,58 +1,25 @@
-//! Strided 2-D views (`Mat<T>` / `MatMut<T>`, the runtime's `view` module) as task parameters:
-//! the recursive matrix multiply (`examples/workloads/matmul.rs`) equals the plain triple loop on
-//! every host backend (serial, cpu, cuda-sim), on whole matrices and on sub-blocks of larger ones
-//! (the elements outside the block untouched); views index by `(row, col)` with bounds checked on
-//! every backend; the race check of the cpu stealing scheduler compares views row by row, so
+//! Strided 2-D views (`Mat<T>` / `MatMut<T>`, the runtime's `view` module) as task parameters
+//! (the recursive multiply of `examples/workloads/matmul.rs` is `tests/differential.rs`'s): views
+//! index by `(row, col)` with bounds checked on every host backend (serial, cpu, cuda-sim); the race check of the cpu stealing scheduler compares views row by row, so
 //! disjoint quadrants pass and overlapping blocks are a race.
 
 #[path = "support/backends.rs"]
 mod backends;
+#[allow(dead_code)] // the host-side helpers are tests/differential.rs's
 #[path = "../examples/workloads/matmul.rs"]
 mod matmul_workload;
 
 use gpu_cilk::prelude::*;
 use gpu_cilk::runtime::SchedulerKind;
-use matmul_workload::{matmul, matrix, reference};
+use matmul_workload::matmul;
 
-/// `C += A · B` on `m × n` (`k` inner) blocks at `(r0, c0)` of matrices `pad` columns wider
-/// and `pad` rows taller than the blocks, on `rt`, checked against [`reference`] on the block and
-/// against the old values outside it.
-fn check_matmul(rt: &Runtime, m: usize, n: usize, k: usize, pad: usize) {
-    let (r0, c0) = (pad / 2, pad - pad / 2);
-    let (ldc, lda, ldb) = (n + pad, k + pad, n + pad);
-    let a = matrix(m + pad, lda, 1);
-    let b = matrix(k + pad, ldb, 2);
-    let c0v = matrix(m + pad, ldc, 3);
-    let mut c = c0v.clone();
-    let av = Mat::strided(&a, m + pad, lda, lda).block(r0, c0, m, k);
-    let bv = Mat::strided(&b, k + pad, ldb, ldb).block(r0, c0, k, n);
-    let mut whole = MatMut::new(&mut c, m + pad, ldc);
-    let cv = whole.block_mut(r0, c0, m, n);
-    rt.run(matmul::task(cv, av, bv)).unwrap_or_else(|e| panic!("{} {m}x{n}x{k} pad {pad}: {e}", rt.backend()));
-    // The expected block, by the plain loop on dense copies.
-    let dense = |v: &[f32], ld: usize, rows: usize, cols: usize| -> Vec<f32> {
-        (0..rows).flat_map(|i| (0..cols).map(move |j| (i, j))).map(|(i, j)| v[(r0 + i) * ld + c0 + j]).collect()
-    };
-    let mut want = dense(&c0v, ldc, m, n);
-    reference(&mut want, &dense(&a, lda, m, k), &dense(&b, ldb, k, n), m, n, k);
-    for i in 0..m + pad {
-        for j in 0..ldc {
-            let inside = (r0..r0 + m).contains(&i) && (c0..c0 + n).contains(&j);
-            let w = if inside { want[(i - r0) * n + j - c0] } else { c0v[i * ldc + j] };
-            assert_eq!(c[i * ldc + j], w, "{} {m}x{n}x{k} pad {pad}: element ({i}, {j})", rt.backend());
-        }
-    }
-}
-
+/// The task spells its leaf size as a literal (a user `const` is not emitted into the CUDA
+/// program): it must be `LEAF`.
 #[test]
-fn matmul_equals_the_triple_loop_on_the_host_backends() {
-    for rt in backends::host(Config::default()) {
-        for (m, n, k, pad) in
-            [(1, 1, 1, 0), (16, 16, 16, 0), (17, 33, 20, 0), (64, 64, 64, 0), (40, 70, 90, 3), (100, 37, 65, 5)]
-        {
-            check_matmul(&rt, m, n, k, pad);
-        }
-    }
+fn matmul_spells_its_leaf_size() {
+    let src = include_str!("../examples/workloads/matmul.rs");
+    let leaf = matmul_workload::LEAF;
+    assert!(src.contains(&format!("if m <= {leaf} || n <= {leaf} || k <= {leaf} {{")), "matmul's leaf test");
 }
 
 #[gpu_cilk]
@@ -138,4 +105,27 @@ fn a_view_written_on_cuda_sim_leaves_the_gaps_between_its_rows_alone() {
     let mut v = vec![7u32; 3 * 5];
     rt.run(fill::task(MatMut::strided(&mut v, 3, 2, 5), 1)).expect("fill");
     assert_eq!(v, [[8, 8, 7, 7, 7], [8, 8, 7, 7, 7], [8, 8, 7, 7, 7]].concat());
+}
+
+/// The view fixtures and the multiply in one program, as the cuda backend assembles it for the
+/// persistent scheduler, compiled by NVRTC (no GPU needed; skipped with a reason without NVRTC
+/// unless `GPU_CILK_REQUIRE_NVRTC=1`). `tests/nvrtc_compile.rs` compiles `matmul` alone for both
+/// schedulers.
+#[test]
+fn the_view_tasks_compile_with_nvrtc() {
+    use gpu_cilk::runtime::backend::cuda::program::assemble_for;
+    use gpu_cilk::runtime::backend::cuda::{compile_ptx, nvrtc_version, Arch, DeviceScheduler};
+    use gpu_cilk::runtime::{CilkTask, Registry};
+    if let Err(e) = nvrtc_version() {
+        backends::gate::nvrtc_missing("the_view_tasks_compile_with_nvrtc", &e);
+        return;
+    }
+    let mut reg = Registry::new();
+    <quads_then_rows::Task as CilkTask>::register(&mut reg);
+    <two_columns::Task as CilkTask>::register(&mut reg);
+    <get::Task as CilkTask>::register(&mut reg);
+    <matmul::Task as CilkTask>::register(&mut reg);
+    let src = assemble_for(&reg, DeviceScheduler::Persistent).expect("every task has a CUDA fragment").source;
+    let ptx = compile_ptx(&src, "views", Arch::new(8, 0)).unwrap_or_else(|e| panic!("{e}"));
+    assert!(ptx.contains(".entry gc_persistent("));
 }
