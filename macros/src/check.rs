@@ -146,7 +146,8 @@ fn slice_provenance(item: &ItemFn, errors: &mut Errors) {
             let narrows =
                 method == "split_at" || method == "split_at_mut" || syntax::VIEW_SPLITS.contains(&method.as_str());
             if narrows && !self.is_name(&m.receiver) {
-                self.errors.push(error::SLICE_BASE.on(&m.receiver));
+                let msg = if method.starts_with("split_at") { error::SLICE_BASE } else { error::VIEW_BASE };
+                self.errors.push(msg.on(&m.receiver));
             }
             syn::visit::visit_expr_method_call(self, m);
         }
@@ -313,7 +314,9 @@ pub fn check_type(ty: &Type) -> Result<(), syn::Error> {
             }
             Err(error::TYPE_OTHER.on(ty))
         }
-        Type::Array(a) if syntax::slice_type(&a.elem).is_some() => Err(error::TYPE_SLICE_NESTED.on(ty)),
+        Type::Array(a) if syntax::slice_type(&a.elem).is_some() => {
+            Err(error::slice_or_view(&a.elem, error::TYPE_SLICE_NESTED, error::TYPE_VIEW_NESTED).on(ty))
+        }
         Type::Array(a) => check_type(&a.elem),
         Type::Paren(p) => check_type(&p.elem),
         Type::Group(g) => check_type(&g.elem),
@@ -331,7 +334,7 @@ pub fn check_type(ty: &Type) -> Result<(), syn::Error> {
                     return Err(error::TYPE_TUPLE.on(ty));
                 }
                 if syntax::slice_type(e).is_some() {
-                    return Err(error::TYPE_SLICE_NESTED.on(ty));
+                    return Err(error::slice_or_view(e, error::TYPE_SLICE_NESTED, error::TYPE_VIEW_NESTED).on(ty));
                 }
                 check_type(e)?;
             }
@@ -453,7 +456,9 @@ impl Checker<'_> {
             match &**ty {
                 Type::Tuple(t) if t.elems.is_empty() => {}
                 other if syntax::temp_type_elem(other).is_some() => self.err(error::RETURN_TEMP.on(ty)),
-                other if syntax::slice_type(other).is_some() => self.err(error::RETURN_SLICE.on(ty)),
+                other if syntax::slice_type(other).is_some() => {
+                    self.err(error::slice_or_view(other, error::RETURN_SLICE, error::RETURN_VIEW).on(ty))
+                }
                 other if syntax::bound_type(other).is_some() => self.err(error::RETURN_BOUND.on(ty)),
                 other => self.ty(other),
             }
