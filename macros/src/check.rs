@@ -315,7 +315,7 @@ pub fn check_type(ty: &Type) -> Result<(), syn::Error> {
             Err(error::TYPE_OTHER.on(ty))
         }
         Type::Array(a) if syntax::slice_type(&a.elem).is_some() => {
-            Err(error::slice_or_view(&a.elem, error::TYPE_SLICE_NESTED, error::TYPE_VIEW_NESTED).on(ty))
+            Err(crate::syntax::slice_or_view(&a.elem, error::TYPE_SLICE_NESTED, error::TYPE_VIEW_NESTED).on(ty))
         }
         Type::Array(a) => check_type(&a.elem),
         Type::Paren(p) => check_type(&p.elem),
@@ -334,7 +334,9 @@ pub fn check_type(ty: &Type) -> Result<(), syn::Error> {
                     return Err(error::TYPE_TUPLE.on(ty));
                 }
                 if syntax::slice_type(e).is_some() {
-                    return Err(error::slice_or_view(e, error::TYPE_SLICE_NESTED, error::TYPE_VIEW_NESTED).on(ty));
+                    return Err(
+                        crate::syntax::slice_or_view(e, error::TYPE_SLICE_NESTED, error::TYPE_VIEW_NESTED).on(ty)
+                    );
                 }
                 check_type(e)?;
             }
@@ -457,7 +459,7 @@ impl Checker<'_> {
                 Type::Tuple(t) if t.elems.is_empty() => {}
                 other if syntax::temp_type_elem(other).is_some() => self.err(error::RETURN_TEMP.on(ty)),
                 other if syntax::slice_type(other).is_some() => {
-                    self.err(error::slice_or_view(other, error::RETURN_SLICE, error::RETURN_VIEW).on(ty))
+                    self.err(crate::syntax::slice_or_view(other, error::RETURN_SLICE, error::RETURN_VIEW).on(ty))
                 }
                 other if syntax::bound_type(other).is_some() => self.err(error::RETURN_BOUND.on(ty)),
                 other => self.ty(other),

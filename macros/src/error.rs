@@ -261,14 +261,6 @@ pub const VIEW_FRAME: Msg = Msg {
     text: "a matrix view local cannot live across a `sync!()`: only view parameters are kept in the task frame",
     hint: "narrow the parameter again after the `sync!()` (`let (d00, d01, d10, d11) = c.quadrants_mut(h, h);`)",
 };
-/// The slice message, or its view form when `ty` is a view `Mat<T>`/`MatMut<T>`.
-pub fn slice_or_view(ty: &syn::Type, slice: Msg, view: Msg) -> Msg {
-    if crate::syntax::view_type(ty).is_some() {
-        view
-    } else {
-        slice
-    }
-}
 /// A slice-typed local that lives across a `sync!()`.
 pub const SLICE_FRAME: Msg = Msg {
     text: "a slice local cannot live across a `sync!()`: only slice parameters are kept in the task frame",

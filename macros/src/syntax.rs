@@ -325,6 +325,15 @@ pub fn view_type(ty: &Type) -> Option<(bool, &Type)> {
     }
 }
 
+/// The slice message, or its view form when `ty` is a view `Mat<T>`/`MatMut<T>`.
+pub fn slice_or_view(ty: &Type, slice: error::Msg, view: error::Msg) -> error::Msg {
+    if view_type(ty).is_some() {
+        view
+    } else {
+        slice
+    }
+}
+
 /// The methods that narrow a view (`c.quadrants_mut(h, h)`, ..): like a sub-slice, their value
 /// lies inside the receiver.
 pub const VIEW_SPLITS: &[&str] = &[

@@ -195,16 +195,6 @@ pub(crate) fn read_field<A>(args: &A, f: &SliceField) -> Option<(usize, usize)> 
     Some((raw.as_ptr() as usize, raw.len()))
 }
 
-/// The view `f` (a [`SliceField::view`]) in `args`, or `None` when it does not lie inside `args`.
-pub(crate) fn read_view<A>(args: &A, f: &SliceField) -> Option<crate::RawMat<u8>> {
-    if f.offset + std::mem::size_of::<crate::RawMat<u8>>() > std::mem::size_of::<A>() {
-        return None;
-    }
-    // SAFETY: in bounds (checked above); `Args` is `#[repr(C)]` with a `RawMat<T>` at
-    // `f.offset`, whose layout does not depend on `T`; read unaligned, touching no element.
-    Some(unsafe { std::ptr::read_unaligned((args as *const A).cast::<u8>().add(f.offset).cast::<crate::RawMat<u8>>()) })
-}
-
 /// A value of any type, for the borrow-check witnesses that `#[gpu_cilk]` writes into the serial
 /// function (`macros/src/expand/race_witness.rs`): they stand for the arguments that are not
 /// slices in a closure that is never called. A call (not `unreachable!()`, whose type `!` would

@@ -175,6 +175,16 @@ impl<T> RawMat<T> {
     }
 }
 
+/// The view `f` (a [`SliceField::view`](crate::SliceField::view)) in `args`, or `None` when it does not lie inside `args`.
+pub(crate) fn read_view<A>(args: &A, f: &crate::SliceField) -> Option<RawMat<u8>> {
+    if f.offset + std::mem::size_of::<RawMat<u8>>() > std::mem::size_of::<A>() {
+        return None;
+    }
+    // SAFETY: in bounds (checked above); `Args` is `#[repr(C)]` with a `RawMat<T>` at
+    // `f.offset`, whose layout does not depend on `T`; read unaligned, touching no element.
+    Some(unsafe { std::ptr::read_unaligned((args as *const A).cast::<u8>().add(f.offset).cast::<RawMat<u8>>()) })
+}
+
 /// A set of row ranges in bytes: `rows` ranges of `width` bytes from `lo`, `stride` bytes apart
 /// (a slice is one row). What the race check compares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -75,7 +75,7 @@ pub fn task(f: Function) -> Result<Task, syn::Error> {
             && matches!(&ty, crate::ir::FieldType::Declared(t) if crate::syntax::slice_type(t).is_some())
         {
             let crate::ir::FieldType::Declared(t) = &ty else { continue };
-            errors.push(error::slice_or_view(t, error::SLICE_FRAME, error::VIEW_FRAME).on(&d.name));
+            errors.push(crate::syntax::slice_or_view(t, error::SLICE_FRAME, error::VIEW_FRAME).on(&d.name));
             continue;
         }
         if d.origin == FieldOrigin::Local

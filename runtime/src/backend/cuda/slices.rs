@@ -60,7 +60,7 @@ pub(crate) fn with_device_slices<D: Target, A: Copy, R>(
         let data = dev.dtoh(buf)?;
         if f.view {
             // A view owns its rows, not the gaps between them: write back only the rows.
-            let m = crate::slice::read_view(&args_in, f).ok_or_else(|| outside(f))?;
+            let m = crate::view::read_view(&args_in, f).ok_or_else(|| outside(f))?;
             let (w, s) = (m.cols() * f.elem_size, m.stride() * f.elem_size);
             for r in 0..m.rows() {
                 // SAFETY: as for an upload, and the view is `&mut` (its rows are the run's until it

@@ -83,7 +83,7 @@ struct Given {
 /// What a child's argument `f` covers, in bytes.
 fn covered<A>(args: &A, f: &crate::slice::SliceField) -> Option<Strided> {
     if f.view {
-        return crate::slice::read_view(args, f).map(|m| m.strided(f.elem_size));
+        return crate::view::read_view(args, f).map(|m| m.strided(f.elem_size));
     }
     let (ptr, len) = crate::slice::read_field(args, f)?;
     Some(Strided::contiguous(ptr, ptr.saturating_add(len.saturating_mul(f.elem_size))))
