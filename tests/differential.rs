@@ -207,13 +207,14 @@ fn strassen_equals_serial(rts: &[Runtime]) {
         let (a, b) = (matrix(n, 11), matrix(n, 12));
         let m = padded_size(n);
         let mut want = vec![0f32; n * n];
-        strassen_root(&a, &b, &mut want, n, m);
+        strassen_root(Mat::new(&a, n, n), Mat::new(&b, n, n), MatMut::new(&mut want, n, n), m);
         let rows: Vec<usize> = (0..n).collect();
         let acc = accuracy(&a, &b, &want, n, &rows);
         assert!(acc.ok(), "n {n}: the serial function is off: {acc:?}");
         for rt in rts {
             let mut c = vec![f32::NAN; n * n];
-            rt.run(strassen_root::task(&a, &b, &mut c, n, m)).unwrap_or_else(|e| panic!("{} n {n}: {e}", rt.backend()));
+            rt.run(strassen_root::task(Mat::new(&a, n, n), Mat::new(&b, n, n), MatMut::new(&mut c, n, n), m))
+                .unwrap_or_else(|e| panic!("{} n {n}: {e}", rt.backend()));
             if matches!(rt.backend(), BackendKind::Serial | BackendKind::Cpu) {
                 assert!(c == want, "{} n {n}: differs from the serial function", rt.backend());
             } else {

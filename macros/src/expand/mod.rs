@@ -126,6 +126,13 @@ struct Emitter<'t> {
 /// parent's sub-slice, both valid until this task ends (runtime `slice` module, rules 1 and 2).
 fn rebind_slice(name: &syn::Ident, mutable: bool, ty: &Type) -> TokenStream {
     match from_stored(name, ty) {
+        Some(_) if syntax::view_type(ty).is_some() => {
+            // A view keeps its raw pair for the frame (`stored::raw_name`).
+            let m = mutable.then(|| quote!(mut));
+            let raw = stored::raw_name(name);
+            let e = from_stored(&raw, ty);
+            quote!(let #raw = #name; let #m #name: #ty = #e;)
+        }
         Some(e) => {
             let m = mutable.then(|| quote!(mut));
             quote!(let #m #name: #ty = #e;)
@@ -636,7 +643,7 @@ impl<'t> Emitter<'t> {
                     let n = &f.name;
                     if f.segment <= seg.index {
                         match &f.ty {
-                            FieldType::Declared(ty) => to_stored(n, ty),
+                            FieldType::Declared(ty) => stored::to_stored_again(n, ty),
                             FieldType::OutputOf(_) => quote!(#n),
                         }
                     } else {
@@ -683,7 +690,7 @@ impl<'t> Emitter<'t> {
             .frame
             .iter()
             .map(|f| match &f.ty {
-                FieldType::Declared(ty) if slice_param(&f) => to_stored(&f.name, ty),
+                FieldType::Declared(ty) if slice_param(&f) => stored::to_stored_again(&f.name, ty),
                 _ => {
                     let n = &f.name;
                     quote!(#n)

@@ -71,3 +71,21 @@ pub(super) fn from_stored(name: &syn::Ident, ty: &Type) -> Option<TokenStream> {
         None => None,
     }
 }
+
+/// The hidden local that keeps a view parameter's `RawMat` in a segment (`__gc_raw_<name>`): a
+/// `MatMut` is not `Copy`, so a spawn may move the view itself before the sync that stores it in
+/// the frame again; the raw pair is stored instead (the child got a narrowing or the view, and
+/// the continuation runs only after the child ended: runtime `slice` module, rule 2).
+pub(super) fn raw_name(name: &syn::Ident) -> syn::Ident {
+    syn::Ident::new(&format!("__gc_raw_{name}"), proc_macro2::Span::mixed_site())
+}
+
+/// `name` as stored in the frame again at a sync: as [`to_stored`], but a view is its raw pair
+/// from the segment's start ([`raw_name`]).
+pub(super) fn to_stored_again(name: &syn::Ident, ty: &Type) -> TokenStream {
+    if syntax::view_type(ty).is_some() {
+        let raw = raw_name(name);
+        return quote!(#name: #raw);
+    }
+    to_stored(name, ty)
+}
