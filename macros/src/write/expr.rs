@@ -140,6 +140,13 @@ impl Writer<'_> {
                     _ => None,
                 }
                 .or_else(|| a.elems.iter().find_map(|x| self.ty_of(x)))
+                // An element of a type the writer cannot name (`s.c[1]` of a device struct): its
+                // C++ type, not a literal's default (`[s.c[1], s.c[0] ^ 5]` of `u16`s).
+                .or_else(|| {
+                    let x = a.elems.iter().find(|x| !is_poly_literal(x))?;
+                    let text = self.probe().expr(x, None);
+                    self.ty_or_decltype(x, &text)
+                })
                 .unwrap_or_else(|| untyped_array_elem(a));
                 let vals: Vec<String> = a.elems.iter().map(|x| self.expr(x, Some(&elem))).collect();
                 format!("gc_array<{}, {}>{{{{{}}}}}", elem.cxx(), a.elems.len(), vals.join(", "))
