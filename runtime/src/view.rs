@@ -224,6 +224,26 @@ impl Strided {
     }
 }
 
+/// `rows()`, `cols()` and `stride()` of a view type holding a `raw: RawMat<T>`.
+macro_rules! shape_accessors {
+    () => {
+        /// The number of rows.
+        pub fn rows(&self) -> usize {
+            self.raw.rows()
+        }
+
+        /// The number of columns.
+        pub fn cols(&self) -> usize {
+            self.raw.cols()
+        }
+
+        /// The distance between two rows, in elements.
+        pub fn stride(&self) -> usize {
+            self.raw.stride()
+        }
+    };
+}
+
 /// A shared view of a row-major matrix block: `rows` rows of `cols` elements, `stride` apart.
 /// `Copy`, as `&[T]` is. Index with `m[(i, j)]`.
 pub struct Mat<'a, T> {
@@ -285,20 +305,7 @@ impl<'a, T> Mat<'a, T> {
         Mat { raw: RawMat::at(data.as_ptr().cast_mut(), rows, cols, stride), _borrow: PhantomData }
     }
 
-    /// The number of rows.
-    pub fn rows(&self) -> usize {
-        self.raw.rows()
-    }
-
-    /// The number of columns.
-    pub fn cols(&self) -> usize {
-        self.raw.cols()
-    }
-
-    /// The distance between two rows, in elements.
-    pub fn stride(&self) -> usize {
-        self.raw.stride()
-    }
+    shape_accessors!();
 
     fn wrap(raw: RawMat<T>) -> Self {
         Mat { raw, _borrow: PhantomData }
@@ -350,20 +357,7 @@ impl<'a, T> MatMut<'a, T> {
         MatMut { raw: RawMat::at(data.as_mut_ptr(), rows, cols, stride), _borrow: PhantomData }
     }
 
-    /// The number of rows.
-    pub fn rows(&self) -> usize {
-        self.raw.rows()
-    }
-
-    /// The number of columns.
-    pub fn cols(&self) -> usize {
-        self.raw.cols()
-    }
-
-    /// The distance between two rows, in elements.
-    pub fn stride(&self) -> usize {
-        self.raw.stride()
-    }
+    shape_accessors!();
 
     fn wrap<'b>(raw: RawMat<T>) -> MatMut<'b, T> {
         MatMut { raw, _borrow: PhantomData }
