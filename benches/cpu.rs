@@ -491,7 +491,7 @@ fn strassen_row(args: &Args, pool: &rayon::ThreadPool, base: &Config, n: usize) 
         .expect("cpu backend");
     let (a, b) = (matrix(n, 1), matrix(n, 2));
     let mut oracle = vec![0f32; n * n];
-    strassen_root(&a, &b, &mut oracle, n, m);
+    strassen_root(Mat::new(&a, n, n), Mat::new(&b, n, n), MatMut::new(&mut oracle, n, n), m);
     let bound = higham_bound(&a, &b, m);
     let mut c = vec![0f32; n * n];
     let mut timed = |f: &mut dyn FnMut(&mut [f32]) -> Result<(), String>| {
@@ -509,7 +509,7 @@ fn strassen_row(args: &Args, pool: &rayon::ThreadPool, base: &Config, n: usize) 
         })
     };
     let serial = timed(&mut |c| {
-        strassen_root(&a, &b, c, n, m);
+        strassen_root(Mat::new(&a, n, n), Mat::new(&b, n, n), MatMut::new(c, n, n), m);
         Ok(())
     });
     let rayon = timed(&mut |c| {
@@ -520,8 +520,11 @@ fn strassen_row(args: &Args, pool: &rayon::ThreadPool, base: &Config, n: usize) 
         pool.install(|| strassen_rayon(&a, &b, c, n, m));
         Ok(())
     });
-    let st =
-        timed(&mut |c| rt.run(strassen_root::task(&a, &b, c, n, m)).map(|_| ()).map_err(|e| format!("error: {e}")));
+    let st = timed(&mut |c| {
+        rt.run(strassen_root::task(Mat::new(&a, n, n), Mat::new(&b, n, n), MatMut::new(c, n, n), m))
+            .map(|_| ())
+            .map_err(|e| format!("error: {e}"))
+    });
     let lv: Cell = Err("not run".into());
     let label = format!(
         "strassen({n}); rayon = join over the 7 products, scope over the sums, the annotated leaves and \
@@ -529,7 +532,16 @@ fn strassen_row(args: &Args, pool: &rayon::ThreadPool, base: &Config, n: usize) 
     );
     row(&label, &serial, &rayon, &copies, &st, &lv);
     if args.stats {
-        print_stats(&label, rt.run_with_stats(strassen_root::task(&a, &b, &mut c, n, m)).map(|r| r.stats));
+        print_stats(
+            &label,
+            rt.run_with_stats(strassen_root::task(
+                Mat::new(&a, n, n),
+                Mat::new(&b, n, n),
+                MatMut::new(&mut c, n, n),
+                m,
+            ))
+            .map(|r| r.stats),
+        );
     }
 }
 
@@ -598,16 +610,16 @@ fn strassen_rayon_same(a: &[f32], b: &[f32], c: &mut [f32], n: usize, m: usize) 
     let (ta, tb, tc) = (scope.alloc::<f32>(m * m), scope.alloc::<f32>(m * m), scope.alloc::<f32>(m * m));
     rayon::join(
         || {
-            pad_in(a, n, 0, ta, m);
+            pad_in(Mat::new(a, n, n), 0, ta, m);
             zero_fill(ta, n * m, m * m);
         },
         || {
-            pad_in(b, n, 0, tb, m);
+            pad_in(Mat::new(b, n, n), 0, tb, m);
             zero_fill(tb, n * m, m * m);
         },
     );
     mul(m, (ta, 0, m), (tb, 0, m), (tc, 0, m));
-    copy_out(tc, m, c, n, 0);
+    copy_out(tc, m, MatMut::new(c, n, n), 0);
 }
 
 /// Strassen's `c = a · b` (`n × n`, row-major) with rayon, as a user would write it: zero-padded

@@ -1,7 +1,7 @@
 //! Strassen: multiply two `n × n` f32 matrices with the annotated Rust of
 //! `workloads/strassen.rs` (the ten sums and the seven products into task-scoped temporaries,
 //! quadrants as strided views, a dense base case at `n <= 64`; sizes that do not halve to the
-//! base case are zero-padded). The matrices travel as `&[f32]` / `&mut [f32]` into the root task
+//! base case are zero-padded). The matrices travel as views (`Mat<f32>` / `MatMut<f32>`) into the root task
 //! and the product comes back in the caller's `Vec` (on cuda the runtime uploads before the run
 //! and downloads after; see "slice transfers" in the stats).
 //!
@@ -110,7 +110,8 @@ fn run(cli: &Cli) -> Result<bool, Error> {
     let (median, stats) = common::timed_runs(cli.common.reps, &format!("strassen({n}) on {}", rt.backend()), |t| {
         c.fill(f32::NAN);
         *t = Instant::now();
-        rt.run_with_stats(strassen_root::task(&a, &b, &mut c, n, m)).map(|r| r.stats)
+        rt.run_with_stats(strassen_root::task(Mat::new(&a, n, n), Mat::new(&b, n, n), MatMut::new(&mut c, n, n), m))
+            .map(|r| r.stats)
     })?;
     println!("strassen({n}) padded to {m} = {m0} · 2^{k}");
     let gflops = 2.0 * (n as f64).powi(3) / median.as_secs_f64() / 1e9;
@@ -130,7 +131,7 @@ fn run(cli: &Cli) -> Result<bool, Error> {
         let mut oracle = vec![0f32; n * n];
         let t = Instant::now();
         common::with_spinner(format!("verifying: strassen({n}) as a plain serial call"), || {
-            strassen_root(&a, &b, &mut oracle, n, m)
+            strassen_root(Mat::new(&a, n, n), Mat::new(&b, n, n), MatMut::new(&mut oracle, n, n), m)
         });
         let serial = t.elapsed();
         let apart = c.iter().zip(&oracle).fold(0f64, |x, (p, q)| x.max(f64::from((p - q).abs())));

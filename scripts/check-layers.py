@@ -52,7 +52,7 @@ after the rows). Every unit must match a row.
     macros   BASE                       : BASE
 
     runtime  CORE   = task stats config temp key device_struct
-    runtime  BASE   = error slice alloc heap channel ticket_queue backoff bound priority
+    runtime  BASE   = error slice view alloc heap channel ticket_queue backoff bound priority
     macros   STAGES = check parse lower write expand host
     macros   BASE   = ir error
 

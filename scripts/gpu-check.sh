@@ -75,6 +75,9 @@ step "sort-10000000-cuda" "$here/sort" 10000000 --backend cuda --reps 3 --stats 
 # products; checked against an f64 reference (Higham's bound and the relative Frobenius error).
 # 1, 17, 100 and 1000 are not powers of two (1000 is padded to 1008 = 63 * 2^4).
 for n in 1 17 100 512 1000; do step "strassen-$n-cuda" "$here/strassen" "$n" --backend cuda --reps 3 --stats; done
+# Matmul: quadrant views of the caller's matrices (no temporaries), checked equal to the triple loop.
+for n in 17 100 512; do step "matmul-$n-cuda" "$here/matmul" "$n" --backend cuda --reps 3 --stats; done
+step "matmul-300x70x200-cuda" "$here/matmul" 300 --cols 70 --inner 200 --backend cuda --stats
 # The large sizes only with GPU_CHECK_LARGE=1 (minutes each; the device tool allows 10 per call).
 if [ -n "${GPU_CHECK_LARGE:-}" ]; then
   STEP_TIMEOUT=300 step "strassen-2048-cuda" "$here/strassen" 2048 --backend cuda --reps 3 --stats

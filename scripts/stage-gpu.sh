@@ -19,14 +19,14 @@ for line in sys.stdin:
         if b"needs a CUDA GPU" in open(m["executable"], "rb").read():
             shutil.copy(m["executable"], ".carry/tests/" + name)
 '
-cp target/release/examples/fib target/release/examples/queens target/release/examples/chain target/release/examples/sort target/release/examples/strassen target/release/examples/knapsack target/release/examples/closest "$out/"
+cp target/release/examples/fib target/release/examples/queens target/release/examples/chain target/release/examples/sort target/release/examples/strassen target/release/examples/matmul target/release/examples/knapsack target/release/examples/closest "$out/"
 cargo bench --no-run --bench gpu_suite
 f=$(ls -t target/release/deps/gpu_suite-* | grep -v '\.d$' | head -1) && cp "$f" "$out/gpu_suite"
 # The cpu backend against serial and rayon join (benches/cpu.rs): runs on the GPU machine's host cores.
 cargo bench --no-run --bench cpu
 f=$(ls -t target/release/deps/cpu-* | grep -v '\.d$' | head -1) && cp "$f" "$out/cpu_bench"
 cp scripts/gpu-check.sh scripts/gpu-tune.sh scripts/cpu-tune.sh scripts/gpu-profile.sh "$out/"
-strip --strip-debug "$out"/fib "$out"/queens "$out"/chain "$out"/sort "$out"/strassen "$out"/knapsack "$out"/closest "$out"/tests/* 2>/dev/null || true
+strip --strip-debug "$out"/fib "$out"/queens "$out"/chain "$out"/sort "$out"/strassen "$out"/matmul "$out"/knapsack "$out"/closest "$out"/tests/* 2>/dev/null || true
 [ -f "$out/cpu_bench" ] && strip --strip-debug "$out/cpu_bench"
 [ -f "$out/gpu_suite" ] && strip --strip-debug "$out/gpu_suite"
 du -sh "$out"

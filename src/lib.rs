@@ -89,5 +89,5 @@ pub mod prelude {
     pub use gpu_cilk_runtime::{
         BackendKind, Config, Error, Report, ResidentBuffer, Runtime, SchedulerKind, Stats, Temp,
     };
-    pub use gpu_cilk_runtime::{Key, Max, Min, Sum};
+    pub use gpu_cilk_runtime::{Key, Mat, MatMut, Max, Min, Sum};
 }

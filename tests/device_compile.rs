@@ -21,6 +21,7 @@ use gpu_cilk::runtime::backend::cuda::{compile_ptx, Arch, DeviceScheduler};
 use gpu_cilk::runtime::{CilkTask, Registry};
 
 use gpu_cilk_examples::workloads::knapsack as knapsack_workload;
+use gpu_cilk_examples::workloads::matmul as matmul_workload;
 use gpu_cilk_examples::workloads::queens as queens_workload;
 use gpu_cilk_examples::workloads::sort as sort_workload;
 use gpu_cilk_examples::workloads::strassen as strassen_workload;
@@ -95,6 +96,7 @@ fn programs() -> Vec<(&'static str, [(DeviceScheduler, String); 2])> {
         ("gfirst__gc_f32", assemble::<generics::gfirst::Task<f32>>()),
         ("closest", assemble::<closest_workload::closest::Task>()),
         ("strassen_root", assemble::<strassen_workload::strassen_root::Task>()),
+        ("matmul", assemble::<matmul_workload::matmul::Task>()),
         ("uts", assemble::<unbalanced_workload::uts::Task>()),
         ("knapsack", assemble::<knapsack_workload::knapsack::Task>()),
         ("bound_mix", assemble::<bound_mix::Task>()),

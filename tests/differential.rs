@@ -6,6 +6,7 @@
 
 use gpu_cilk_examples::workloads::fib as fib_workload;
 use gpu_cilk_examples::workloads::knapsack as knapsack_workload;
+use gpu_cilk_examples::workloads::matmul as matmul_workload;
 use gpu_cilk_examples::workloads::queens as queens_workload;
 use gpu_cilk_examples::workloads::sort as sort_workload;
 use gpu_cilk_examples::workloads::strassen as strassen_workload;
@@ -193,13 +194,14 @@ fn strassen_equals_serial(rts: &[Runtime]) {
         let (a, b) = (matrix(n, 11), matrix(n, 12));
         let m = padded_size(n);
         let mut want = vec![0f32; n * n];
-        strassen_root(&a, &b, &mut want, n, m);
+        strassen_root(Mat::new(&a, n, n), Mat::new(&b, n, n), MatMut::new(&mut want, n, n), m);
         let rows: Vec<usize> = (0..n).collect();
         let acc = accuracy(&a, &b, &want, n, &rows);
         assert!(acc.ok(), "n {n}: the serial function is off: {acc:?}");
         for rt in rts {
             let mut c = vec![f32::NAN; n * n];
-            rt.run(strassen_root::task(&a, &b, &mut c, n, m)).unwrap_or_else(|e| panic!("{} n {n}: {e}", rt.backend()));
+            rt.run(strassen_root::task(Mat::new(&a, n, n), Mat::new(&b, n, n), MatMut::new(&mut c, n, n), m))
+                .unwrap_or_else(|e| panic!("{} n {n}: {e}", rt.backend()));
             if matches!(rt.backend(), BackendKind::Serial | BackendKind::Cpu) {
                 assert!(c == want, "{} n {n}: differs from the serial function", rt.backend());
             } else {
@@ -221,6 +223,49 @@ fn strassen_equals_serial_on_the_host_backends() {
 #[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
 fn strassen_equals_serial_on_cuda() {
     strassen_equals_serial(&cuda());
+}
+
+/// Matmul: quadrant views of the caller's matrices (`Mat`/`MatMut`), two rounds of four parallel
+/// children. `C += A · B` on `m × n` (`k` inner) blocks at `(r0, c0)` of matrices `pad` columns wider
+/// and `pad` rows taller than the blocks, on `rt`, checked against [`reference`] on the block and
+/// against the old values outside it.
+fn check_matmul(rt: &Runtime, m: usize, n: usize, k: usize, pad: usize) {
+    use matmul_workload::{matmul, matrix, reference};
+    let (r0, c0) = (pad / 2, pad - pad / 2);
+    let (ldc, lda, ldb) = (n + pad, k + pad, n + pad);
+    let a = matrix(m + pad, lda, 1);
+    let b = matrix(k + pad, ldb, 2);
+    let c0v = matrix(m + pad, ldc, 3);
+    let mut c = c0v.clone();
+    let av = Mat::strided(&a, m + pad, lda, lda).block(r0, c0, m, k);
+    let bv = Mat::strided(&b, k + pad, ldb, ldb).block(r0, c0, k, n);
+    let mut whole = MatMut::new(&mut c, m + pad, ldc);
+    let cv = whole.block_mut(r0, c0, m, n);
+    rt.run(matmul::task(cv, av, bv)).unwrap_or_else(|e| panic!("{} {m}x{n}x{k} pad {pad}: {e}", rt.backend()));
+    // The expected block, by the plain loop on dense copies.
+    let dense = |v: &[f32], ld: usize, rows: usize, cols: usize| -> Vec<f32> {
+        (0..rows).flat_map(|i| (0..cols).map(move |j| (i, j))).map(|(i, j)| v[(r0 + i) * ld + c0 + j]).collect()
+    };
+    let mut want = dense(&c0v, ldc, m, n);
+    reference(&mut want, &dense(&a, lda, m, k), &dense(&b, ldb, k, n), m, n, k);
+    for i in 0..m + pad {
+        for j in 0..ldc {
+            let inside = (r0..r0 + m).contains(&i) && (c0..c0 + n).contains(&j);
+            let w = if inside { want[(i - r0) * n + j - c0] } else { c0v[i * ldc + j] };
+            assert_eq!(c[i * ldc + j], w, "{} {m}x{n}x{k} pad {pad}: element ({i}, {j})", rt.backend());
+        }
+    }
+}
+
+#[test]
+fn matmul_equals_the_triple_loop_on_the_host_backends() {
+    for rt in backends::host(Config::default()) {
+        for (m, n, k, pad) in
+            [(1, 1, 1, 0), (16, 16, 16, 0), (17, 33, 20, 0), (64, 64, 64, 0), (40, 70, 90, 3), (100, 37, 65, 5)]
+        {
+            check_matmul(&rt, m, n, k, pad);
+        }
+    }
 }
 
 #[test]

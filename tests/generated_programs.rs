@@ -8,7 +8,8 @@
 //!   (`GPU_CILK_REGENERATE=1` rewrites it), and it covers every feature the issue names.
 //! - every program's root gives the plain Rust root's value on every host backend (serial, every
 //!   cpu configuration, cuda-sim with tiny capacities; `gpu_cilk_test_support::programs::backends`) and, in an
-//!   `#[ignore]`d GPU test, on every cuda configuration;
+//!   `#[ignore]`d GPU test, on every cuda configuration; so does every slice root `sroot` (value
+//!   and the slice it rewrote, on inputs of 0, 1, 97 and 300 elements);
 //! - every program's CUDA compiles with NVRTC for both device schedulers (skips without NVRTC
 //!   unless `GPU_CILK_REQUIRE_NVRTC=1`).
 //!
@@ -25,7 +26,7 @@ use gpu_cilk_test_support::program_gen;
 use gpu_cilk::prelude::*;
 use gpu_cilk::runtime::backend::cuda::program::assemble_for;
 use gpu_cilk::runtime::backend::cuda::{compile_ptx, Arch, DeviceScheduler};
-use gpu_cilk::runtime::{Call, CilkTask, Registry};
+use gpu_cilk::runtime::{Call, CilkTask, Registry, SchedulerKind};
 
 const CHECKED_IN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/generated/programs.rs");
 
@@ -68,6 +69,10 @@ fn fresh() {
     assert!(cov.early_returns_with_children > 0 && cov.serial_calls > 0, "{cov:?}");
     assert!(cov.mut_params > 0 && cov.typed_frame_locals > 0 && cov.loops_with_break > 0, "{cov:?}");
     assert!(cov.temps > 0, "{cov:?}");
+    // Issue 28: generic tasks over u32, i64 and f32, a struct parameter and result, slices in a
+    // state machine (a sync in a loop, and in a branch).
+    assert!(cov.generic_spawns.iter().all(|&n| n > 0) && cov.struct_spawns > 0, "{cov:?}");
+    assert!(cov.slice_roots > 0 && cov.slice_branch_syncs > 0, "{cov:?}");
     for t in ["u32", "u64", "i32", "i64", "bool", "()", "[u32; 4]"] {
         assert!(cov.types.contains(&t), "no {t} in {cov:?}");
     }
@@ -100,6 +105,42 @@ impl programs::Roots for Check<'_> {
             }
         }
     }
+
+    fn slice_root<T: CilkTask<Output = u64>>(
+        &mut self,
+        program: &'static str,
+        serial: fn(&mut [u64]) -> u64,
+        task: for<'a> fn(&'a mut [u64]) -> Call<'a, T>,
+    ) {
+        if std::env::var("GPU_CILK_GEN_ONLY").is_ok_and(|only| !only.split(',').any(|p| p.trim() == program)) {
+            return;
+        }
+        // Lengths that leave a short last chunk, an empty slice among them.
+        for n in [0usize, 1, 97, 300] {
+            let input: Vec<u64> = (0..n as u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 7).collect();
+            let mut want = input.clone();
+            let expected = serial(&mut want);
+            // `sroot` is a state machine: the levels schedulers refuse it (documented, an
+            // `Error::InvalidConfig`); every other configuration runs it.
+            for rt in self.rts.iter().filter(|rt| !is_levels(rt)) {
+                let mut got = input.clone();
+                match rt.run(task(&mut got)) {
+                    Ok(v) if v == expected && got == want => {}
+                    Ok(v) => self.failures.push(format!(
+                        "{program}::sroot (len {n}): {v}, expected {expected} (slice {}) on {:?}",
+                        if got == want { "equal" } else { "differs" },
+                        rt.config()
+                    )),
+                    Err(e) => self.failures.push(format!("{program}::sroot (len {n}): {e} on {:?}", rt.config())),
+                }
+            }
+        }
+    }
+}
+
+/// The levelized scheduler (cpu or cuda), which refuses state machines.
+fn is_levels(rt: &Runtime) -> bool {
+    rt.config().scheduler == SchedulerKind::Levels
 }
 
 fn check(rts: &[Runtime]) {
@@ -129,6 +170,21 @@ impl programs::Roots for Nvrtc {
     where
         T::Output: PartialEq + std::fmt::Debug,
     {
+        self.compile::<T>(program);
+    }
+
+    fn slice_root<T: CilkTask<Output = u64>>(
+        &mut self,
+        program: &'static str,
+        _: fn(&mut [u64]) -> u64,
+        _: for<'a> fn(&'a mut [u64]) -> Call<'a, T>,
+    ) {
+        self.compile::<T>(program);
+    }
+}
+
+impl Nvrtc {
+    fn compile<T: CilkTask>(&mut self, program: &'static str) {
         for sched in [DeviceScheduler::Persistent, DeviceScheduler::Levels] {
             let src = match assemble_for(&Registry::of::<T>(), sched) {
                 Ok(p) => p.source,

@@ -4,6 +4,7 @@
 
 use gpu_cilk_examples::workloads::strassen as strassen_workload;
 
+use gpu_cilk::runtime::{Mat, MatMut};
 use strassen_workload::{accuracy, levels, matrix, padded_size, strassen_root, BASE};
 
 #[test]
@@ -25,7 +26,7 @@ fn the_serial_function_multiplies() {
     for n in [1, 2, 17, 100, 130] {
         let (a, b) = (matrix(n, 1), matrix(n, 2));
         let mut c = vec![0f32; n * n];
-        strassen_root(&a, &b, &mut c, n, padded_size(n));
+        strassen_root(Mat::new(&a, n, n), Mat::new(&b, n, n), MatMut::new(&mut c, n, n), padded_size(n));
         let rows: Vec<usize> = (0..n).collect();
         let acc = accuracy(&a, &b, &c, n, &rows);
         assert!(acc.ok(), "n {n}: {acc:?}");
@@ -37,7 +38,7 @@ fn the_check_rejects_a_wrong_product() {
     let n = 100;
     let (a, b) = (matrix(n, 1), matrix(n, 2));
     let mut c = vec![0f32; n * n];
-    strassen_root(&a, &b, &mut c, n, padded_size(n));
+    strassen_root(Mat::new(&a, n, n), Mat::new(&b, n, n), MatMut::new(&mut c, n, n), padded_size(n));
     let rows: Vec<usize> = (0..n).collect();
     // One element off by a little more than the max-norm bound.
     let acc = accuracy(&a, &b, &c, n, &rows);

@@ -20,6 +20,7 @@ use crate::common::{measure, timed, Device, Row};
 use crate::data::{cilk_configs, host_slices, median_ms, plot_times, run_note, runtime};
 use crate::nvcc::NvccProgram;
 use crate::Args;
+use gpu_cilk::runtime::{Mat, MatMut};
 use gpu_cilk::{BackendKind, Runtime};
 use rayon::prelude::*;
 use std::cell::RefCell;
@@ -64,7 +65,9 @@ pub(crate) fn bench_strassen(args: &Args, device: Device) -> Vec<Row> {
                     args.reps,
                     || {
                         let mut c = vec![f32::NAN; n * n];
-                        let (t, ()) = timed(|| strassen_root(&a, &b, &mut c, n, m));
+                        let (t, ()) = timed(|| {
+                            strassen_root(Mat::new(&a, n, n), Mat::new(&b, n, n), MatMut::new(&mut c, n, n), m)
+                        });
                         Ok((t, c))
                     },
                     check,
@@ -196,7 +199,14 @@ fn resident_row(
         args.reps,
         || {
             dc.upload(&nans).map_err(|e| format!("n/a: {e}"))?;
-            let (t, r) = timed(|| rt.run_with_stats(strassen_root::task(da.arg(), db.arg(), dc.arg_mut(), n, m)));
+            let (t, r) = timed(|| {
+                rt.run_with_stats(strassen_root::task(
+                    Mat::new(da.arg(), n, n),
+                    Mat::new(db.arg(), n, n),
+                    MatMut::new(dc.arg_mut(), n, n),
+                    m,
+                ))
+            });
             *last.borrow_mut() = Some(r.map_err(|e| format!("n/a: {e}"))?.stats);
             let (t_down, c) = timed(|| dc.to_vec());
             downs.borrow_mut().push(t_down);
@@ -227,7 +237,14 @@ fn host_slice_row(
 ) -> Row {
     host_slices(args, rt, row, check, || {
         let mut c = vec![f32::NAN; n * n];
-        let (t, r) = timed(|| rt.run_with_stats(strassen_root::task(a, b, &mut c, n, m)));
+        let (t, r) = timed(|| {
+            rt.run_with_stats(strassen_root::task(
+                Mat::new(a, n, n),
+                Mat::new(b, n, n),
+                MatMut::new(&mut c, n, n),
+                m,
+            ))
+        });
         (t, r.map(|r| r.stats), c)
     })
 }

@@ -5,6 +5,7 @@ pub mod chain;
 pub mod closest;
 pub mod fib;
 pub mod knapsack;
+pub mod matmul;
 // Written in the supported subset (index loops), not in idiomatic Rust.
 #[allow(clippy::needless_range_loop)]
 pub mod queens;

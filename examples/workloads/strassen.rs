@@ -1,8 +1,8 @@
 //! Strassen's matrix product as annotated Rust: f32, square, row-major. Shared by
 //! `examples/strassen.rs`, the differential tests and the NVRTC compile test.
 //!
-//! - [`strassen_root`]`(a, b, c, n, m)`: `c = a · b` for `n × n` row-major slices. It copies `a` and
-//!   `b` into zero-padded `m × m` temporaries ([`padded_size`] picks `m`: `n` times a power of two
+//! - [`strassen_root`]`(a, b, c, m)`: `c = a · b` for `n × n` views of the caller's row-major
+//!   matrices (`Mat<f32>`, `MatMut<f32>`: `Mat::new(&a, n, n)`). It copies `a` and `b` into zero-padded `m × m` temporaries ([`padded_size`] picks `m`: `n` times a power of two
 //!   rounded up so that halving reaches a base case of at most [`BASE`] without odd sizes), runs
 //!   [`strassen`] on them and copies the top-left `n × n` of the product back into `c`.
 //! - [`strassen`]`(n, a, a0, lda, b, b0, ldb, c, c0, ldc)`: `C = A · B` where each matrix is an
@@ -14,16 +14,16 @@
 //! - [`comb`]: `out = s1·X1 + s2·X2 (+ s3·X3 + s4·X4)` over a rectangle of strided views, split
 //!   by rows into parallel children while large, each rectangle then a warp task
 //!   ([`comb_rect`]); used for the sums and for assembling `C`.
-//! - [`pad_in`] / [`copy_out`]: the parallel copies between the caller's slices and the padded
-//!   temporaries, split by rows, each block of rows a warp task ([`pad_rows`], [`copy_rows`]);
+//! - [`pad_in`] / [`copy_out`]: the parallel copies between the caller's views and the padded
+//!   temporaries, split by rows (`split_rows`), each block of rows a warp task ([`pad_rows`], [`copy_rows`]);
 //!   [`zero_fill`] zeroes the padding rows (the temporaries are `alloc!(.., uninit)`).
 //!
-//! Why temporaries with offsets and strides rather than slices: the products must go into
-//! task-scoped temporaries (`alloc!`), and a temporary cannot be viewed as a slice (`&t[..]` of a
-//! `Temp` is not in the subset), so one task function cannot take "a slice or a temporary". And a
-//! quadrant of a row-major matrix is not a contiguous sub-slice anyway. So the recursion works on
-//! `Temp<f32>` handles with an offset and a leading dimension; slices appear only at the root,
-//! where the caller's data comes in and goes out.
+//! Why temporaries with offsets and strides rather than views (`Mat<f32>`, as
+//! `examples/workloads/matmul.rs` recurses on): the products must go into task-scoped temporaries
+//! (`alloc!`), and a view is of the caller's memory, never of a `Temp`, so one task function
+//! cannot take "a view or a temporary". So the recursion works on `Temp<f32>` handles with an
+//! offset and a leading dimension; views appear only at the root, where the caller's data comes
+//! in and goes out.
 
 use gpu_cilk::prelude::*;
 
@@ -242,34 +242,34 @@ pub fn strassen(
     sync!();
 }
 
-/// Copies the rows of `src` (row-major, `n` per row, its first row is row `r0` of the matrix)
-/// into the top-left of the `m × m` temporary `t`; split by rows while large.
+/// Copies the rows of the view `src` (its first row is row `r0` of the matrix) into the top-left
+/// of the `m × m` temporary `t`; split by rows while large.
 #[gpu_cilk]
-pub fn pad_in(src: &[f32], n: usize, r0: usize, t: Temp<f32>, m: usize) {
-    let rows: usize = src.len() / n;
-    if rows * n > 4096 && rows > 1 {
+pub fn pad_in(src: Mat<f32>, r0: usize, t: Temp<f32>, m: usize) {
+    let rows: usize = src.rows();
+    if rows * src.cols() > 4096 && rows > 1 {
         let h: usize = rows / 2;
-        spawn!(pad_in(&src[..h * n], n, r0, t, m));
-        spawn!(pad_in(&src[h * n..], n, r0 + h, t, m));
+        let (top, bottom) = src.split_rows(h);
+        spawn!(pad_in(top, r0, t, m));
+        spawn!(pad_in(bottom, r0 + h, t, m));
         return; // the implicit sync of a return
     }
-    spawn!(pad_rows(src, n, r0, t, m));
+    spawn!(pad_rows(src, r0, t, m));
     // the implicit sync of the return
 }
 
 /// The rows of [`pad_in`] that one task copies, a warp task: row `r0 + i` of `t` gets row `i` of
-/// `src` in its first `n` columns and zeros in the other `m - n` (lanes take the row-major
+/// `src` in its first `src.cols()` columns and zeros in the others (lanes take the row-major
 /// elements of the `m`-wide rows in turn).
 #[gpu_cilk(warp)]
-pub fn pad_rows(src: &[f32], n: usize, r0: usize, t: Temp<f32>, m: usize) {
+pub fn pad_rows(src: Mat<f32>, r0: usize, t: Temp<f32>, m: usize) {
     if m == 0 {
         return;
     }
-    let rows: usize = src.len() / n;
-    for e in lanes(0, rows * m) {
+    for e in lanes(0, src.rows() * m) {
         let i: usize = e / m;
         let j: usize = e % m;
-        t[(r0 + i) * m + j] = if j < n { src[i * n + j] } else { 0.0 };
+        t[(r0 + i) * m + j] = if j < src.cols() { src[(i, j)] } else { 0.0 };
     }
 }
 
@@ -295,34 +295,41 @@ pub fn zero_span(t: Temp<f32>, lo: usize, hi: usize) {
     }
 }
 
-/// Copies the top-left `n`-wide rows of the `m × m` temporary `t`, from row `r0`, into `dst`
-/// (row-major, `n` per row); split by rows while large.
+/// Copies the top-left block of the `m × m` temporary `t` from row `r0` into the view `dst`
+/// (as many rows and columns as it has); split by rows while large.
 #[gpu_cilk]
-pub fn copy_out(t: Temp<f32>, m: usize, dst: &mut [f32], n: usize, r0: usize) {
-    let rows: usize = dst.len() / n;
-    if rows * n > 4096 && rows > 1 {
+pub fn copy_out(t: Temp<f32>, m: usize, mut dst: MatMut<f32>, r0: usize) {
+    let rows: usize = dst.rows();
+    if rows * dst.cols() > 4096 && rows > 1 {
         let h: usize = rows / 2;
-        spawn!(copy_out(t, m, &mut dst[..h * n], n, r0));
-        spawn!(copy_out(t, m, &mut dst[h * n..], n, r0 + h));
+        let (top, bottom) = dst.split_rows_mut(h);
+        spawn!(copy_out(t, m, top, r0));
+        spawn!(copy_out(t, m, bottom, r0 + h));
         return; // the implicit sync of a return
     }
-    spawn!(copy_rows(t, m, dst, n, r0));
+    spawn!(copy_rows(t, m, dst, r0));
     // the implicit sync of the return
 }
 
 /// The rows of [`copy_out`] that one task copies, a warp task (lanes take the elements of `dst`
-/// in turn).
+/// in row-major order in turn).
 #[gpu_cilk(warp)]
-pub fn copy_rows(t: Temp<f32>, m: usize, dst: &mut [f32], n: usize, r0: usize) {
-    for e in lanes(0, dst.len()) {
-        dst[e] = t[(r0 + e / n) * m + e % n];
+pub fn copy_rows(t: Temp<f32>, m: usize, mut dst: MatMut<f32>, r0: usize) {
+    let n: usize = dst.cols();
+    if n == 0 {
+        return;
+    }
+    for e in lanes(0, dst.rows() * n) {
+        dst[(e / n, e % n)] = t[(r0 + e / n) * m + e % n];
     }
 }
 
-/// `c = a · b` for `n × n` row-major `a`, `b`, `c`, through `m × m` padded temporaries
-/// (`m = padded_size(n)`; any `m >= n` that halves down to odd sizes or sizes `<= BASE` works).
+/// `c = a · b` for `n × n` views `a`, `b`, `c` (`Mat::new(&a, n, n)`, ..), through `m × m`
+/// padded temporaries (`m = padded_size(n)`; any `m >= n` that halves down to odd sizes or sizes
+/// `<= BASE` works).
 #[gpu_cilk]
-pub fn strassen_root(a: &[f32], b: &[f32], c: &mut [f32], n: usize, m: usize) {
+pub fn strassen_root(a: Mat<f32>, b: Mat<f32>, c: MatMut<f32>, m: usize) {
+    let n: usize = c.rows();
     if n == 0 {
         return;
     }
@@ -332,14 +339,14 @@ pub fn strassen_root(a: &[f32], b: &[f32], c: &mut [f32], n: usize, m: usize) {
     let ta = alloc!(f32, m * m, uninit);
     let tb = alloc!(f32, m * m, uninit);
     let tc = alloc!(f32, m * m, uninit);
-    spawn!(pad_in(a, n, 0, ta, m));
-    spawn!(pad_in(b, n, 0, tb, m));
+    spawn!(pad_in(a, 0, ta, m));
+    spawn!(pad_in(b, 0, tb, m));
     spawn!(zero_fill(ta, n * m, m * m));
     spawn!(zero_fill(tb, n * m, m * m));
     sync!();
     spawn!(strassen(m, ta, 0, m, tb, 0, m, tc, 0, m));
     sync!();
-    spawn!(copy_out(tc, m, c, n, 0));
+    spawn!(copy_out(tc, m, c, 0));
     sync!();
 }
 

@@ -142,8 +142,12 @@ fn slice_provenance(item: &ItemFn, errors: &mut Errors) {
             syn::visit::visit_expr_reference(self, r);
         }
         fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
-            if (m.method == "split_at" || m.method == "split_at_mut") && !self.is_name(&m.receiver) {
-                self.errors.push(error::SLICE_BASE.on(&m.receiver));
+            let method = m.method.to_string();
+            let narrows =
+                method == "split_at" || method == "split_at_mut" || syntax::VIEW_SPLITS.contains(&method.as_str());
+            if narrows && !self.is_name(&m.receiver) {
+                let msg = if method.starts_with("split_at") { error::SLICE_BASE } else { error::VIEW_BASE };
+                self.errors.push(msg.on(&m.receiver));
             }
             syn::visit::visit_expr_method_call(self, m);
         }
@@ -256,7 +260,11 @@ const BOUND_WRITES: &[&str] =
     &["store", "swap", "fetch_sub", "fetch_update", "compare_exchange", "get_mut", "into_inner"];
 
 fn method_allowed(name: &str) -> bool {
-    METHODS.contains(&name) || name.starts_with("wrapping_") || name.starts_with("saturating_")
+    METHODS.contains(&name)
+        || name.starts_with("wrapping_")
+        || name.starts_with("saturating_")
+        || syntax::VIEW_SPLITS.contains(&name)
+        || ["rows", "cols", "stride"].contains(&name)
 }
 
 const SCALARS: &[&str] =
@@ -276,9 +284,13 @@ pub fn check_type(ty: &Type) -> Result<(), syn::Error> {
         return Err(error::BOUND_FORM.on(ty));
     }
     match ty {
+        _ if syntax::view_type(ty).is_some() => Ok(()),
         Type::Path(p) if p.qself.is_none() => {
             let seg = p.path.segments.last();
             let name = seg.map(|s| s.ident.to_string()).unwrap_or_default();
+            if name == "Mat" || name == "MatMut" {
+                return Err(error::VIEW_ELEM.on(ty));
+            }
             if syntax::is_struct_type(ty) {
                 // A device struct: rustc checks that it derives `DeviceStruct`.
                 return Ok(());
@@ -302,7 +314,9 @@ pub fn check_type(ty: &Type) -> Result<(), syn::Error> {
             }
             Err(error::TYPE_OTHER.on(ty))
         }
-        Type::Array(a) if syntax::slice_type(&a.elem).is_some() => Err(error::TYPE_SLICE_NESTED.on(ty)),
+        Type::Array(a) if syntax::slice_type(&a.elem).is_some() => {
+            Err(crate::syntax::slice_or_view(&a.elem, error::TYPE_SLICE_NESTED, error::TYPE_VIEW_NESTED).on(ty))
+        }
         Type::Array(a) => check_type(&a.elem),
         Type::Paren(p) => check_type(&p.elem),
         Type::Group(g) => check_type(&g.elem),
@@ -320,7 +334,9 @@ pub fn check_type(ty: &Type) -> Result<(), syn::Error> {
                     return Err(error::TYPE_TUPLE.on(ty));
                 }
                 if syntax::slice_type(e).is_some() {
-                    return Err(error::TYPE_SLICE_NESTED.on(ty));
+                    return Err(
+                        crate::syntax::slice_or_view(e, error::TYPE_SLICE_NESTED, error::TYPE_VIEW_NESTED).on(ty)
+                    );
                 }
                 check_type(e)?;
             }
@@ -442,7 +458,9 @@ impl Checker<'_> {
             match &**ty {
                 Type::Tuple(t) if t.elems.is_empty() => {}
                 other if syntax::temp_type_elem(other).is_some() => self.err(error::RETURN_TEMP.on(ty)),
-                other if syntax::slice_type(other).is_some() => self.err(error::RETURN_SLICE.on(ty)),
+                other if syntax::slice_type(other).is_some() => {
+                    self.err(crate::syntax::slice_or_view(other, error::RETURN_SLICE, error::RETURN_VIEW).on(ty))
+                }
                 other if syntax::bound_type(other).is_some() => self.err(error::RETURN_BOUND.on(ty)),
                 other => self.ty(other),
             }

@@ -236,6 +236,31 @@ pub const SLICE_BASE: Msg = Msg {
     text: "sub-slices can only be taken of a slice parameter or of a local bound to a slice of one",
     hint: "a slice of a local array would dangle once this task's children run: pass the array by value, or slice a `&[T]`/`&mut [T]` parameter",
 };
+/// A view `Mat<T>` / `MatMut<T>` of an element a view cannot hold.
+pub const VIEW_ELEM: Msg = Msg {
+    text: "a matrix view `Mat<T>` / `MatMut<T>` holds integer or float scalars or device structs",
+    hint: "view a matrix of `u32`, `f32`, .. (or of a `#[derive(DeviceStruct)]` struct), written without a lifetime: `MatMut<f32>`",
+};
+/// A view narrowed from something that is not a view it was given.
+pub const VIEW_BASE: Msg = Msg {
+    text: "a matrix view can only be narrowed (`block`, `split_rows`, `quadrants`, ..) from a view parameter or a local bound to a view of one",
+    hint: "narrow a `Mat<T>`/`MatMut<T>` parameter, or a block of it bound with `let`",
+};
+/// A view as a function's result.
+pub const RETURN_VIEW: Msg = Msg {
+    text: "a `#[gpu_cilk]` task or helper cannot return a matrix view",
+    hint: "take a `MatMut<T>` parameter and write the result into it",
+};
+/// A view inside an array or tuple type.
+pub const TYPE_VIEW_NESTED: Msg = Msg {
+    text: "a matrix view cannot be an element of an array or a tuple type",
+    hint: "pass each view as a parameter of its own; bind the blocks of a split without a type: `let (top, bottom) = a.split_rows_mut(h);`",
+};
+/// A view local that lives across a `sync!()`.
+pub const VIEW_FRAME: Msg = Msg {
+    text: "a matrix view local cannot live across a `sync!()`: only view parameters are kept in the task frame",
+    hint: "narrow the parameter again after the `sync!()` (`let (d00, d01, d10, d11) = c.quadrants_mut(h, h);`)",
+};
 /// A slice-typed local that lives across a `sync!()`.
 pub const SLICE_FRAME: Msg = Msg {
     text: "a slice local cannot live across a `sync!()`: only slice parameters are kept in the task frame",

@@ -89,7 +89,7 @@ pub fn is_type_param(name: &str) -> bool {
 /// Names of library types that are never device structs (they have their own rules or errors).
 const NOT_STRUCTS: &[&str] = &[
     "Vec", "VecDeque", "Box", "String", "str", "HashMap", "BTreeMap", "Rc", "Arc", "Temp", "Max", "Min", "Sum",
-    "Option", "Result", "Self",
+    "Option", "Result", "Self", "Mat", "MatMut",
 ];
 
 /// `ty` is a plain name that may be a device struct (`#[derive(DeviceStruct)]`): one path
@@ -278,8 +278,13 @@ pub fn temp_type_elem(ty: &Type) -> Option<&Type> {
 }
 
 /// For `&[T]` / `&mut [T]` with `T` a [`TEMP_SCALARS`] type (no lifetime written): `Some((mutable,
-/// T))`. The slice parameters of the subset.
+/// T))`. The slice parameters of the subset; a strided view `Mat<T>` / `MatMut<T>` ([`view_type`])
+/// is one too (it narrows, crosses the task boundary and is race-checked like a slice; where the
+/// two differ, callers ask [`view_type`]).
 pub fn slice_type(ty: &Type) -> Option<(bool, &Type)> {
+    if let Some(v) = view_type(ty) {
+        return Some(v);
+    }
     match ty {
         Type::Reference(r) if r.lifetime.is_none() => match &*r.elem {
             Type::Slice(s) if temp_elem_name(&s.elem).is_some() || is_struct_type(&s.elem) => {
@@ -292,6 +297,55 @@ pub fn slice_type(ty: &Type) -> Option<(bool, &Type)> {
         _ => None,
     }
 }
+
+/// For a strided 2-D view `Mat<T>` / `MatMut<T>` (any path ending so, one type argument, no
+/// lifetime written) with `T` a slice element: `Some((mutable, T))`.
+pub fn view_type(ty: &Type) -> Option<(bool, &Type)> {
+    match ty {
+        Type::Path(p) if p.qself.is_none() => {
+            let seg = p.path.segments.last()?;
+            let mutable = match seg.ident.to_string().as_str() {
+                "Mat" => false,
+                "MatMut" => true,
+                _ => return None,
+            };
+            match &seg.arguments {
+                syn::PathArguments::AngleBracketed(a) if a.args.len() == 1 => match a.args.first() {
+                    Some(syn::GenericArgument::Type(t)) if temp_elem_name(t).is_some() || is_struct_type(t) => {
+                        Some((mutable, t))
+                    }
+                    _ => None,
+                },
+                _ => None,
+            }
+        }
+        Type::Paren(p) => view_type(&p.elem),
+        Type::Group(g) => view_type(&g.elem),
+        _ => None,
+    }
+}
+
+/// The slice message, or its view form when `ty` is a view `Mat<T>`/`MatMut<T>`.
+pub fn slice_or_view(ty: &Type, slice: error::Msg, view: error::Msg) -> error::Msg {
+    if view_type(ty).is_some() {
+        view
+    } else {
+        slice
+    }
+}
+
+/// The methods that narrow a view (`c.quadrants_mut(h, h)`, ..): like a sub-slice, their value
+/// lies inside the receiver.
+pub const VIEW_SPLITS: &[&str] = &[
+    "block",
+    "block_mut",
+    "split_rows",
+    "split_rows_mut",
+    "split_cols",
+    "split_cols_mut",
+    "quadrants",
+    "quadrants_mut",
+];
 
 /// The kinds of shared monotone bounds (`gpu_cilk::Max`, `Min`, `Sum`).
 pub const BOUND_KINDS: &[&str] = &["Max", "Min", "Sum"];
@@ -599,7 +653,11 @@ pub fn slice_name(e: &Expr, names: &HashSet<String>) -> Option<String> {
 pub fn local_binds_slice(l: &syn::Local, names: &HashSet<String>) -> bool {
     fn is_slice(e: &Expr, names: &HashSet<String>) -> bool {
         match e {
-            Expr::MethodCall(m) => m.method == "split_at" || m.method == "split_at_mut",
+            Expr::MethodCall(m) => {
+                m.method == "split_at"
+                    || m.method == "split_at_mut"
+                    || VIEW_SPLITS.contains(&m.method.to_string().as_str())
+            }
             Expr::Paren(p) => is_slice(&p.expr, names),
             Expr::Group(g) => is_slice(&g.expr, names),
             e => slice_name(e, names).is_some() || sub_slice(e).is_some(),

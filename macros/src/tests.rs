@@ -4,6 +4,7 @@
 //! reading it: they are the contract with the runtime (compare `tests/hand_expanded.rs`).
 
 mod dump;
+mod views;
 
 use crate::ir;
 use dump::dump;
@@ -737,7 +738,7 @@ fn tuple_helper_cuda() {
     insta::assert_snapshot!(device(tuple_helper()));
 }
 
-// ---- issue 8: what the random program generator (tests/support/program_gen.rs) found ----
+// ---- issue 8: what the random program generator (test-support/src/program_gen.rs) found ----
 
 #[test]
 fn parenthesized_comparisons_keep_their_parentheses() {

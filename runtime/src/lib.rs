@@ -9,6 +9,7 @@
 //! - [`channel`]: the array channel of Orr et al. (Rust twin of `kernels/channel.cuh`).
 //! - [`backend`]: `serial`, `cpu` (channel stacks + levelized scheduler on rayon), `cuda`.
 //! - [`slice`](mod@slice): `&[T]`/`&mut [T]` parameters across the task boundary ([`RawSlice`]).
+//! - [`view`]: strided 2-D sub-blocks of a matrix ([`Mat`], [`MatMut`]) across the task boundary.
 //! - [`priority`]: the keys of priority spawns ([`Priority`]).
 //! - [`bound`]: shared monotone bounds ([`Max`], [`Min`], [`Sum`]).
 //! - [`temp`]: task-scoped temporaries (`alloc!`): [`Temp`] and its host storage.
@@ -44,6 +45,7 @@ pub mod task;
 pub mod temp;
 #[cfg(feature = "test-support")]
 pub mod ticket_queue;
+pub mod view;
 
 pub use bound::{BoundValue, Max, Min, Sum};
 pub use config::{BackendKind, Config, SchedulerKind};
@@ -60,3 +62,4 @@ pub use task::{
     Registrar, Registry, Spawn, Step, TaskFunction,
 };
 pub use temp::{Scalar, Temp, TempScope};
+pub use view::{Mat, MatMut, RawMat};

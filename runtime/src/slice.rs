@@ -92,6 +92,14 @@ impl<T> RawSlice<T> {
         RawSlice { ptr: s.as_mut_ptr(), len: s.len() as u64, _elem: PhantomData }
     }
 
+    /// The pair of `len` elements at `ptr` (a view's extent, `crate::view`).
+    ///
+    /// # Safety
+    /// As [`RawSlice::from_ref`] (or `from_mut`), for the `len` elements at `ptr`.
+    pub(crate) unsafe fn from_parts(ptr: *mut T, len: usize) -> Self {
+        RawSlice { ptr, len: len as u64, _elem: PhantomData }
+    }
+
     /// The one-element pair of a shared value (a shared bound, `crate::bound`).
     ///
     /// # Safety
@@ -169,6 +177,10 @@ pub struct SliceField {
     /// after the run like a `&mut` slice, and never a race (every task may improve it at once,
     /// through atomics), so the race check skips it.
     pub bound: bool,
+    /// A strided 2-D view `Mat<T>`/`MatMut<T>` (a [`RawMat`](crate::RawMat), whose first 16
+    /// bytes are the `RawSlice` of its extent): the race check compares its rows, and the cuda
+    /// backend copies back only its rows.
+    pub view: bool,
 }
 
 /// The `(address, length)` of the slice `f` in `args` (the `Args` of a task whose `SLICES`

@@ -36,6 +36,14 @@
 //!   literal argument: `h0(x, 3).wrapping_add(7)`), `len()` of arrays, and calls of device helpers
 //!   `h0 .. hM` (`(a: u64, b: u32[, c: bool | i32 | i64]) -> u64 | u32 | i64 | bool`, with
 //!   `else if`; a helper calls only helpers with a smaller index).
+//! - In two programs of three, a generic task `gk<T: Key>(x: T, y: T, d: u32) -> T` (compares
+//!   and picks, with operators and `total_lt`/`total_le`) that the root spawns for a random
+//!   non-empty subset of u32, i64 and f32, and a struct `Sv { a: u32, b: i64, c: [u16; 2] }`
+//!   (`#[derive(DeviceStruct)]`) with `fs(s: Sv, d: u32) -> Sv`, whose children's results are
+//!   struct fields of its frame; in half the programs a second root `sroot(a: &mut [u64]) ->
+//!   u64`, a state machine (a `sync!()` in a `while` loop over chunks, each chunk's halves to two
+//!   children `fz(a: &mut [u64], k: u32) -> u64`, and often a `split_at_mut` with a `sync!()` in
+//!   an `if`), listed by `roots` through the generated `Roots` trait's `slice_root`.
 //! - A task's value depends on every child's result (folded into `acc` after the sync), so a
 //!   wrong child value changes the root's value.
 //!
@@ -138,6 +146,14 @@ pub struct Coverage {
     pub method_on_call: usize,
     pub paren_comparisons: usize,
     pub unit_roots: usize,
+    /// Spawns of the generic task `gk<T: Key>` per instantiation (u32, i64, f32).
+    pub generic_spawns: [usize; 3],
+    /// Spawns of the struct task `fs(s: Sv, d: u32) -> Sv`.
+    pub struct_spawns: usize,
+    /// Programs with the slice root `sroot(a: &mut [u64])`, a state machine.
+    pub slice_roots: usize,
+    /// Of those, the ones with a `sync!()` in a branch as well as in the loop.
+    pub slice_branch_syncs: usize,
     pub types: Vec<&'static str>,
 }
 
@@ -149,6 +165,11 @@ struct Gen<'a> {
     helper_sigs: Vec<(Option<Ty>, Ty)>,
     /// The program has the unit task `fw(t: Temp<u64>, i: usize, x: u64)` (writes `t[i]`).
     writer: bool,
+    /// The program has the generic task `gk<T: Key>` and the struct task `fs` (the root spawns
+    /// them).
+    extras: bool,
+    /// The program has the slice root `sroot(a: &mut [u64]) -> u64`.
+    slice_root: bool,
     cov: &'a mut Coverage,
 }
 
@@ -165,19 +186,36 @@ pub fn generate(seed: u64, count: usize) -> (String, Coverage) {
          pub trait Roots {\n    \
              /// `serial` is the plain Rust root (the oracle), `task` its root call.\n    \
              fn root<T: CilkTask>(&mut self, program: &'static str, serial: fn() -> T::Output, task: fn() -> Call<'static, T>)\n    \
-             where\n        T::Output: PartialEq + std::fmt::Debug;\n}\n\n",
+             where\n        T::Output: PartialEq + std::fmt::Debug;\n    \
+             /// A root over the caller's `&mut [u64]` (`sroot`): its value and the slice must agree.\n    \
+             fn slice_root<T: CilkTask<Output = u64>>(&mut self, program: &'static str, serial: fn(&mut [u64]) -> u64, task: for<'a> fn(&'a mut [u64]) -> Call<'a, T>);\n}\n\n",
     );
     let mut rng = Rng(seed);
     let mut names = Vec::new();
+    let mut slice_roots = Vec::new();
     for p in 0..count {
-        let mut g = Gen { rng: Rng(rng.next()), helpers: 0, helper_sigs: Vec::new(), writer: false, cov: &mut cov };
+        let mut g = Gen {
+            rng: Rng(rng.next()),
+            helpers: 0,
+            helper_sigs: Vec::new(),
+            writer: false,
+            extras: false,
+            slice_root: false,
+            cov: &mut cov,
+        };
         let name = format!("p{p}");
         out.push_str(&g.program(&name, p));
+        if g.slice_root {
+            slice_roots.push(name.clone());
+        }
         names.push(name);
     }
     out.push_str("/// Calls `v.root` for every program.\npub fn roots(v: &mut impl Roots) {\n");
     for n in &names {
         let _ = writeln!(out, "    v.root(\"{n}\", {n}::root, {n}::root::task);");
+    }
+    for n in &slice_roots {
+        let _ = writeln!(out, "    v.slice_root(\"{n}\", {n}::sroot, {n}::sroot::task);");
     }
     out.push_str("}\n");
     cov.programs = count;
@@ -239,6 +277,12 @@ impl Gen<'_> {
             self.cov.tasks += 1;
             self.cov.unit_tasks += 1;
         }
+        // A generic task and a struct task that the root spawns, in two programs of three.
+        self.extras = self.rng.chance(2, 3);
+        if self.extras {
+            out.push_str(&self.generic_and_struct_tasks());
+            self.cov.tasks += 2;
+        }
         // Bodies, callees first.
         let mut bodies = vec![String::new(); funcs.len()];
         for k in (0..funcs.len()).rev() {
@@ -273,7 +317,136 @@ impl Gen<'_> {
         if root_ret == Ty::Unit {
             self.cov.unit_roots += 1;
         }
+        // A second root over a caller's slice, in half the programs.
+        self.slice_root = self.rng.chance(1, 2);
+        if self.slice_root {
+            out.push_str(&self.slice_tasks());
+            self.cov.tasks += 2;
+            self.cov.slice_roots += 1;
+        }
         out.push_str("}\n\n");
+        out
+    }
+
+    /// A comparison of `p` and `q` (of a `T: Key`): an operator or `Key`'s total order.
+    fn key_cmp(&mut self, p: &str, q: &str) -> String {
+        match self.rng.below(5) {
+            0 => format!("{p} < {q}"),
+            1 => format!("{p} >= {q}"),
+            2 => format!("{p}.total_lt({q})"),
+            3 => format!("{q}.total_le({p})"),
+            _ => format!("{p} != {q} && {p} > {q}"),
+        }
+    }
+
+    /// `gk<T: Key>(x: T, y: T, d: u32) -> T`, a recursion that only compares and picks (all a
+    /// `T: Key` allows), and the struct `Sv` with `fs(s: Sv, d: u32) -> Sv`, whose children's
+    /// struct results live in its frame.
+    fn generic_and_struct_tasks(&mut self) -> String {
+        let (c0, c1) = (self.key_cmp("x", "y"), self.key_cmp("a", "b"));
+        let (sx, sy) = if self.rng.chance(1, 2) { ("y", "x") } else { ("x", "y") };
+        let k: Vec<u64> = (0..8).map(|_| 1 + self.rng.below(60_000)).collect();
+        format!(
+            "\n    #[gpu_cilk]\n    pub fn gk<T: Key>(x: T, y: T, d: u32) -> T {{\n        \
+             if d == 0 {{\n            return if {c0} {{ x }} else {{ y }};\n        }}\n        \
+             let a = spawn!(gk::<T>({sx}, {sy}, d - 1));\n        \
+             let b = spawn!(gk::<T>(y, x, d - 1));\n        \
+             sync!();\n        \
+             if {c1} {{ a }} else {{ b }}\n    }}\n\
+             \n    #[derive(Clone, Copy, Debug, Default, PartialEq, DeviceStruct)]\n    #[repr(C)]\n    \
+             pub struct Sv {{\n        pub a: u32,\n        pub b: i64,\n        pub c: [u16; 2],\n    }}\n\
+             \n    #[gpu_cilk]\n    pub fn fs(s: Sv, d: u32) -> Sv {{\n        \
+             if d == 0 {{\n            \
+             return Sv {{ a: s.a.wrapping_mul({k0}) ^ {k1}, b: s.b.wrapping_sub({k2}), c: [s.c[1], s.c[0] ^ {k3}] }};\n        }}\n        \
+             let l = spawn!(fs(Sv {{ a: s.a ^ {k4}, b: s.b, c: s.c }}, d - 1));\n        \
+             let r = spawn!(fs(Sv {{ a: s.a.rotate_left({k5}), b: s.b ^ {k6}, c: [s.c[0], {k7}] }}, d - 1));\n        \
+             sync!();\n        \
+             Sv {{ a: l.a.wrapping_add(r.a), b: l.b.wrapping_mul(3).wrapping_add(r.b), c: [l.c[0] ^ r.c[1], r.c[0]] }}\n    }}\n",
+            k0 = k[0],
+            k1 = k[1],
+            k2 = k[2],
+            k3 = k[3] % 65_536,
+            k4 = k[4],
+            k5 = k[5] % 32,
+            k6 = k[6],
+            k7 = k[7] % 65_536,
+        )
+    }
+
+    /// The root's spawns of `gk` (a random subset of its u32, i64 and f32 instantiations) and
+    /// `fs`: the spawns (before the sync) and the folds into `acc` (after it).
+    fn extra_spawns(&mut self, vars: &[String]) -> (String, String) {
+        let (mut spawns, mut folds) = (String::new(), String::new());
+        let pick = 1 + self.rng.below(7); // a non-empty subset of the three instantiations
+        for (i, t) in ["u32", "i64", "f32"].iter().enumerate() {
+            if pick & (1 << i) == 0 {
+                continue;
+            }
+            self.cov.generic_spawns[i] += 1;
+            let d = self.rng.below(MAX_DEPTH + 1);
+            let (x, y) = (self.expr(vars, 1), self.expr(vars, 1));
+            let (x, y) = if *t == "f32" {
+                // Small integers: exact in f32, so the casts back agree on every backend.
+                (format!("(({x}) % 100000) as f32"), format!("(({y}) % 100000) as f32"))
+            } else {
+                (format!("({x}) as {t}"), format!("({y}) as {t}"))
+            };
+            let _ = writeln!(spawns, "        let gq{i} = spawn!(gk::<{t}>({x}, {y}, {d}));");
+            let _ = writeln!(folds, "        acc = acc.rotate_left(9) ^ (gq{i} as u64);");
+        }
+        self.cov.struct_spawns += 1;
+        let d = self.rng.below(MAX_DEPTH + 1);
+        let (a, b, c) = (self.expr(vars, 1), self.expr(vars, 1), self.expr(vars, 0));
+        let _ = writeln!(
+            spawns,
+            "        let sq = spawn!(fs(Sv {{ a: ({a}) as u32, b: ({b}) as i64, c: [({c}) as u16, {}] }}, {d}));",
+            self.rng.below(65_536)
+        );
+        let _ = writeln!(
+            folds,
+            "        acc = acc.wrapping_mul(31).wrapping_add(sq.a as u64) ^ (sq.b as u64) ^ ((sq.c[0] as u64) << 16) ^ (sq.c[1] as u64);"
+        );
+        (spawns, folds)
+    }
+
+    /// `fz(a: &mut [u64], k: u32) -> u64` (rewrites and sums its slice) and the root over a
+    /// caller's slice `sroot(a: &mut [u64]) -> u64`, a state machine: a `while` loop over chunks
+    /// with a `sync!()` in it, two children on the disjoint halves of each chunk, and maybe a
+    /// `sync!()` in a branch after a `split_at_mut`.
+    fn slice_tasks(&mut self) -> String {
+        let (r, r0, chunk, k1) =
+            (self.rng.below(1 << 20), self.rng.below(1 << 20), 1 + self.rng.below(97), self.rng.below(64));
+        let mut out = format!(
+            "\n    #[gpu_cilk]\n    pub fn fz(a: &mut [u64], k: u32) -> u64 {{\n        \
+             let mut s: u64 = 0;\n        \
+             for i in 0..a.len() {{\n            a[i] = a[i].rotate_left(k % 64) ^ {r};\n            s = s.wrapping_add(a[i]);\n        }}\n        \
+             s\n    }}\n\
+             \n    #[gpu_cilk]\n    pub fn sroot(a: &mut [u64]) -> u64 {{\n        \
+             let mut acc: u64 = {r0};\n        \
+             let mut lo: usize = 0;\n        \
+             while lo < a.len() {{\n            \
+             let hi: usize = (lo + {chunk}).min(a.len());\n            \
+             let mid: usize = lo + (hi - lo) / 2;\n            \
+             let x = spawn!(fz(&mut a[lo..mid], {k1}));\n            \
+             let y = spawn!(fz(&mut a[mid..hi], (acc % 64) as u32));\n            \
+             sync!();\n            \
+             acc = acc.rotate_left(7) ^ x.wrapping_mul(3) ^ y;\n            \
+             lo = hi;\n        }}\n"
+        );
+        if self.rng.chance(2, 3) {
+            self.cov.slice_branch_syncs += 1;
+            let (m, k2, k3) = (2 + self.rng.below(3), self.rng.below(64), self.rng.below(64));
+            let _ = write!(
+                out,
+                "        if acc % {m} != 0 {{\n            \
+                 let (l, r) = a.split_at_mut(a.len() / 2);\n            \
+                 let p = spawn!(fz(l, {k2}));\n            \
+                 let q = spawn!(fz(r, {k3}));\n            \
+                 sync!();\n            \
+                 acc ^= p.wrapping_add(q);\n        }}\n"
+            );
+        }
+        out.push_str("        acc\n    }\n");
         out
     }
 
@@ -675,6 +848,13 @@ impl Gen<'_> {
                 }
             }
         }
+        let mut extra_folds = String::new();
+        if is_root && self.extras {
+            let (spawns, folds) = self.extra_spawns(&vars);
+            b.push_str(&spawns);
+            extra_folds = folds;
+            spawned = true;
+        }
         if spawned && !temp && self.rng.chance(1, 3) {
             // A return with children outstanding: an implicit sync; the value ignores them.
             self.cov.early_returns_with_children += 1;
@@ -692,6 +872,7 @@ impl Gen<'_> {
             }
         }
         b.push_str("        sync!();\n");
+        b.push_str(&extra_folds);
         if temp {
             let _ = writeln!(
                 b,

@@ -10,6 +10,8 @@ pub trait Roots {
     fn root<T: CilkTask>(&mut self, program: &'static str, serial: fn() -> T::Output, task: fn() -> Call<'static, T>)
     where
         T::Output: PartialEq + std::fmt::Debug;
+    /// A root over the caller's `&mut [u64]` (`sroot`): its value and the slice must agree.
+    fn slice_root<T: CilkTask<Output = u64>>(&mut self, program: &'static str, serial: fn(&mut [u64]) -> u64, task: for<'a> fn(&'a mut [u64]) -> Call<'a, T>);
 }
 
 pub mod p0 {
@@ -64,128 +66,166 @@ pub mod p0 {
 
     #[gpu_cilk]
     pub fn root() -> u64 {
-        let mut acc: u64 = (72346u64.min(395928u64) & 395928u64.wrapping_add(395928u64));
-        let t0: i32 = (acc) as i32;
-        let mut n0: u32 = 0;
-        loop {
-            n0 += 1;
-            if n0 > (acc.max(51336u64) % 5) as u32 {
-                break;
+        let mut acc: u64 = (if 477896u64 > 477896u64 { ((477896u64 % 6 == 0) as u64) } else { 477896u64.wrapping_sub(477896u64) });
+        let mut a1: [i64; 2] = [0; 2];
+        for i in 0..2 {
+            if i % 3 != 0 {
+                a1[i] = spawn!(f1());
             }
-            if n0 % 2 == 0 {
-                continue;
+        }
+        let mut a2: [i64; 2] = [0; 2];
+        for i in 0..2 {
+            if i % 2 != 0 {
+                a2[i] = spawn!(f1());
             }
-            acc = acc.rotate_left(3) ^ (n0 as u64);
         }
-        let mut a1: [bool; 53] = [false; 53];
-        let mut w1: u32 = 0;
-        while w1 < (90482u64.wrapping_add(acc) % 54) as u32 {
-            a1[w1 as usize] = spawn!(f4(((if acc > acc { (w1 as u64) } else { (w1 as u64) })) as i64));
-            w1 += 1;
+        spawn!(f1());
+        let mut a4: [i64; 2] = [0; 2];
+        let mut w4: u32 = 0;
+        while w4 < ((if acc % 5 == 0 { 64126u64 } else { 84149u64 }) % 3) as u32 {
+            a4[w4 as usize] = spawn!(f1());
+            w4 += 1;
         }
-        let mut r2: i64 = 0;
-        if (acc & 1 == 1) && (acc <= acc) {
-            r2 = spawn!(f1());
-        }
-        let r3 = spawn!(f4((28290u64) as i64));
-        if acc % 6 == 1 {
-            return acc;
+        for k in 0..4u32 {
+            if ((k as u64) & 1 == 1) && (19869u64 <= acc) {
+                return ((acc >> 33) % 666);
+            }
         }
         sync!();
-        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
         for j in 0..a1.len() {
             acc = acc.rotate_left(5) ^ (a1[j] as u64);
         }
-        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
-        acc ^ acc
+        for j in 0..a2.len() {
+            acc = acc.rotate_left(5) ^ (a2[j] as u64);
+        }
+        for j in 0..a4.len() {
+            acc = acc.rotate_left(5) ^ (a4[j] as u64);
+        }
+        acc ^ 50966u64.wrapping_sub(acc)
     }
 
     #[gpu_cilk]
     pub fn f1() -> i64 {
-        if (470995u64 & 1 == 1) && (470995u64 <= 470995u64) {
-            return (28833u64.max((470995u64 & 470995u64))) as i64;
+        let mut acc: u64 = 975356u64.wrapping_add(975356u64);
+        let t0: bool = acc.wrapping_add(72346u64) % 2 == 0;
+        acc = acc.wrapping_add(f3((acc % 4) as u32) as u64);
+        let mut a2: [bool; 11] = [false; 11];
+        for i in 0..11 {
+            a2[i] = spawn!(f4((acc) as i64));
         }
-        let mut acc: u64 = 470995u64;
-        let mut n0: u32 = 0;
-        loop {
-            n0 += 1;
-            if n0 > ((acc << 17) % 5) as u32 {
-                break;
-            }
-            if n0 % 2 == 0 {
-                continue;
-            }
-            acc = acc.rotate_left(3) ^ (n0 as u64);
-        }
-        let mut a1: [i64; 6] = [0; 6];
-        for i in 0..6 {
-            a1[i] = spawn!(f3((43614u64 % 4) as u32));
-        }
+        spawn!(f4((51336u64) as i64));
         sync!();
-        for j in 0..a1.len() {
-            acc = acc.rotate_left(5) ^ (a1[j] as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        for j in 0..a2.len() {
+            acc = acc.rotate_left(5) ^ (a2[j] as u64);
         }
-        (acc ^ acc.rotate_left(6)) as i64
+        (acc ^ acc.wrapping_mul(acc)) as i64
     }
 
     #[gpu_cilk]
     pub fn f2() {
-        let mut acc: u64 = ((((4021u64 == 4021u64) != (4021u64 < 4021u64)) as u64) | 4021u64.wrapping_mul(4021u64));
-        let r1 = spawn!(f3((acc % 4) as u32));
-        let mut r2: bool = false;
-        if !(acc >= 96461u64) {
-            r2 = spawn!(f4((acc.wrapping_add(38895u64)) as i64));
+        let mut acc: u64 = 1041298u64.max(75927u64).wrapping_add(1041298u64.max(1041298u64));
+        let mut a1: [bool; 20] = [false; 20];
+        let mut w1: u32 = 0;
+        while w1 < (acc.rotate_left(51) % 21) as u32 {
+            a1[w1 as usize] = spawn!(f4((acc.wrapping_mul((w1 as u64))) as i64));
+            w1 += 1;
         }
-        let r3 = spawn!(f3(1));
+        let r2 = spawn!(f4(((acc & acc)) as i64));
         sync!();
-        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
+        for j in 0..a1.len() {
+            acc = acc.rotate_left(5) ^ (a1[j] as u64);
+        }
         acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
-        if acc % 4 == 1 {
-            acc = acc.max(acc);
-        } else {
-            acc = acc.wrapping_add(1);
+        if acc > 66832u64 {
+            spawn!(f4(((acc ^ acc)) as i64));
         }
     }
 
     #[gpu_cilk]
     pub fn f3(d: u32) -> i64 {
         if d == 0 {
-            return ((((((d as u64) % 795) as i32) % 5) as u64)) as i64;
+            return (((d as u64) | (d as u64)).max(((d as u64) ^ (d as u64)))) as i64;
         }
-        let mut acc: u64 = ((d as u64) ^ (d as u64)).wrapping_add((d as u64).rotate_left(19));
-        let t0: i64 = ((acc ^ acc)) as i64;
-        let tmp = alloc!(u64, 53);
-        for i in 0..53 {
-            spawn!(fw(tmp, i, (i as u64).wrapping_sub(70589u64)));
+        let mut acc: u64 = ((d as u64) & ((d as u64).count_ones() as u64));
+        let r1 = spawn!(f3(d - 1));
+        spawn!(f4(((d as u64).wrapping_sub(70589u64)) as i64));
+        let mut r3: bool = false;
+        if !(92138u64 >= 97797u64) {
+            r3 = spawn!(f4(((34488u64 >> 8)) as i64));
+        }
+        let mut r4: bool = false;
+        if (acc != 32008u64) == (acc == (d as u64)) {
+            r4 = spawn!(f4(((d as u64)) as i64));
+        } else {
+            spawn!(f4(((31011u64 | acc)) as i64));
+        }
+        for k in 0..4u32 {
+            if (d as u64) % 6 == 0 {
+                return ((acc.rotate_left(46) | (k as u64).rotate_left(48))) as i64;
+            }
+        }
+        sync!();
+        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r4 as u64);
+        (acc ^ (acc << 14)) as i64
+    }
+
+    #[gpu_cilk]
+    pub fn f4(mut x0: i64) -> bool {
+        let mut acc: u64 = (x0 as u64);
+        x0 = ((h1(48992u64, ((x0 as u64)) as u32, ((x0 as u64).max(acc)) as i64) as u64)) as i64;
+        let t0: bool = (acc & acc) % 2 == 0;
+        let t1: bool = ((!((x0 as u64) >= (x0 as u64))) as u64) % 2 == 0;
+        let mut n0: u32 = 0;
+        loop {
+            n0 += 1;
+            if n0 > ((x0 as u64).rotate_left(19) % 5) as u32 {
+                break;
+            }
+            if n0 % 2 == 0 {
+                continue;
+            }
+            acc = acc.rotate_left(3) ^ (n0 as u64);
+        }
+        let tmp = alloc!(u64, 25);
+        for i in 0..25 {
+            spawn!(fw(tmp, i, (x0 as u64).wrapping_mul((i as u64))));
         }
         sync!();
         for j in 0..tmp.len() {
             acc = acc.rotate_left(3) ^ tmp[j];
         }
         acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        let s2 = spawn!(f4(((acc.count_ones() as u64)) as i64));
-        sync!();
-        acc ^= s2 as u64;
-        (acc ^ acc.wrapping_mul((d as u64))) as i64
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
+        (acc ^ 78423u64) % 3 == 1
     }
 
     #[gpu_cilk]
-    pub fn f4(x0: i64) -> bool {
-        if !(27401u64 >= 46925u64) {
-            return (((14436u64 & 1 == 1) && ((x0 as u64) <= (x0 as u64))) as u64) % 3 == 1;
+    pub fn fz(a: &mut [u64], k: u32) -> u64 {
+        let mut s: u64 = 0;
+        for i in 0..a.len() {
+            a[i] = a[i].rotate_left(k % 64) ^ 487024;
+            s = s.wrapping_add(a[i]);
         }
-        let mut acc: u64 = ((x0 as u64) & (x0 as u64)).max(((!((x0 as u64) >= (x0 as u64))) as u64));
-        let tmp = alloc!(u64, 44);
-        for i in 0..44 {
-            spawn!(fw(tmp, i, (acc % 453)));
+        s
+    }
+
+    #[gpu_cilk]
+    pub fn sroot(a: &mut [u64]) -> u64 {
+        let mut acc: u64 = 596494;
+        let mut lo: usize = 0;
+        while lo < a.len() {
+            let hi: usize = (lo + 85).min(a.len());
+            let mid: usize = lo + (hi - lo) / 2;
+            let x = spawn!(fz(&mut a[lo..mid], 55));
+            let y = spawn!(fz(&mut a[mid..hi], (acc % 64) as u32));
+            sync!();
+            acc = acc.rotate_left(7) ^ x.wrapping_mul(3) ^ y;
+            lo = hi;
         }
-        sync!();
-        for j in 0..tmp.len() {
-            acc = acc.rotate_left(3) ^ tmp[j];
-        }
-        (acc ^ (x0 as u64).wrapping_sub(acc)) % 3 == 1
+        acc
     }
 }
 
@@ -212,6 +252,36 @@ pub mod p1 {
     }
 
     #[gpu_cilk]
+    pub fn gk<T: Key>(x: T, y: T, d: u32) -> T {
+        if d == 0 {
+            return if x != y && x > y { x } else { y };
+        }
+        let a = spawn!(gk::<T>(x, y, d - 1));
+        let b = spawn!(gk::<T>(y, x, d - 1));
+        sync!();
+        if a.total_lt(b) { a } else { b }
+    }
+
+    #[derive(Clone, Copy, Debug, Default, PartialEq, DeviceStruct)]
+    #[repr(C)]
+    pub struct Sv {
+        pub a: u32,
+        pub b: i64,
+        pub c: [u16; 2],
+    }
+
+    #[gpu_cilk]
+    pub fn fs(s: Sv, d: u32) -> Sv {
+        if d == 0 {
+            return Sv { a: s.a.wrapping_mul(53240) ^ 52021, b: s.b.wrapping_sub(24331), c: [s.c[1], s.c[0] ^ 32002] };
+        }
+        let l = spawn!(fs(Sv { a: s.a ^ 4202, b: s.b, c: s.c }, d - 1));
+        let r = spawn!(fs(Sv { a: s.a.rotate_left(3), b: s.b ^ 27927, c: [s.c[0], 35663] }, d - 1));
+        sync!();
+        Sv { a: l.a.wrapping_add(r.a), b: l.b.wrapping_mul(3).wrapping_add(r.b), c: [l.c[0] ^ r.c[1], r.c[0]] }
+    }
+
+    #[gpu_cilk]
     pub fn root() -> u64 {
         let mut acc: u64 = (24303u64 | 287248u64).wrapping_mul(287248u64.wrapping_add(287248u64));
         let mut a1: [i64; 256] = [0; 256];
@@ -220,11 +290,20 @@ pub mod p1 {
                 a1[i] = spawn!(f2(0));
             }
         }
+        let gq0 = spawn!(gk::<u32>((acc) as u32, (acc.wrapping_sub(acc)) as u32, 1));
+        let sq = spawn!(fs(Sv { a: (((acc % 2 == 0) as u64)) as u32, b: (acc) as i64, c: [(44265u64) as u16, 2137] }, 2));
+        for k in 0..4u32 {
+            if (87676u64 & 1 == 1) && (acc <= 74762u64) {
+                return ((acc % 2 == 1) as u64).wrapping_mul(((k as u64) << 6));
+            }
+        }
         sync!();
+        acc = acc.rotate_left(9) ^ (gq0 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(sq.a as u64) ^ (sq.b as u64) ^ ((sq.c[0] as u64) << 16) ^ (sq.c[1] as u64);
         for j in 0..a1.len() {
             acc = acc.rotate_left(5) ^ (a1[j] as u64);
         }
-        acc ^ acc
+        acc ^ ((acc % 5 == 0) as u64)
     }
 
     #[gpu_cilk]
@@ -248,7 +327,7 @@ pub mod p1 {
     #[gpu_cilk]
     pub fn f2(d: u32) -> i64 {
         if d == 0 {
-            return ((d as u64)) as i64;
+            return ((d as u64).wrapping_add((d as u64))) as i64;
         }
         let mut acc: u64 = (((d as u64).count_ones() as u64) << 15);
         let t0: bool = acc % 2 == 0;
@@ -268,53 +347,34 @@ pub mod p1 {
 
     #[gpu_cilk]
     pub fn f3() -> u32 {
-        let mut acc: u64 = 178416u64.wrapping_sub(178416u64.rotate_left(3));
-        let t0: i64 = (acc) as i64;
-        let mut n0: u32 = 0;
-        loop {
-            n0 += 1;
-            if n0 > ((acc ^ acc) % 5) as u32 {
-                break;
-            }
-            if n0 % 2 == 0 {
-                continue;
-            }
-            acc = acc.rotate_left(3) ^ (n0 as u64);
+        if 127180u64 % 2 == 0 {
+            return ((127180u64 % 946)) as u32;
+        }
+        let mut acc: u64 = (127180u64 ^ 127180u64).wrapping_sub(127180u64.wrapping_sub(127180u64));
+        let tmp = alloc!(u64, 2);
+        for i in 0..2 {
+            spawn!(fw(tmp, i, (i as u64)));
         }
         spawn!(f4());
-        for i in 0..104u32 {
+        spawn!(f4());
+        for i in 0..129u32 {
             spawn!(f4());
-        }
-        for i in 0..110u32 {
-            spawn!(f4());
-        }
-        for k in 0..4u32 {
-            if (acc == acc) != (76356u64 < acc) {
-                return (acc.min((k as u64)).wrapping_mul((k as u64))) as u32;
-            }
         }
         sync!();
-        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        (acc ^ acc) as u32
+        for j in 0..tmp.len() {
+            acc = acc.rotate_left(3) ^ tmp[j];
+        }
+        (acc ^ acc.wrapping_mul(acc)) as u32
     }
 
     #[gpu_cilk]
     pub fn f4() {
-        let mut acc: u64 = 794604u64.wrapping_add(794604u64).wrapping_add((794604u64.count_ones() as u64));
-        let t0: u32 = (acc) as u32;
-        let mut n0: u32 = 0;
-        loop {
-            n0 += 1;
-            if n0 > ((acc & acc) % 5) as u32 {
-                break;
-            }
-            if n0 % 2 == 0 {
-                continue;
-            }
-            acc = acc.rotate_left(3) ^ (n0 as u64);
-        }
+        let mut acc: u64 = (398064u64 & 398064u64);
+        let t0: i64 = (acc) as i64;
+        let t1: u32 = ((78308u64 << 39)) as u32;
         sync!();
         acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
     }
 }
 
@@ -370,13 +430,9 @@ pub mod p2 {
 
     #[gpu_cilk]
     pub fn root() -> u64 {
-        let mut acc: u64 = (((532280u64 as i64).wrapping_mul(-3) >> 2) as u64).min(532280u64.wrapping_add(75789u64));
-        let t0: bool = (acc << 21) % 2 == 0;
-        let t1: u32 = (acc.rotate_left(24)) as u32;
-        let tmp = alloc!(u64, 43);
-        for i in 0..43 {
-            spawn!(fw(tmp, i, (i as u64).rotate_left(30)));
-        }
+        let mut acc: u64 = (474285u64.wrapping_add(474285u64) >> 3);
+        let t0: i64 = (acc) as i64;
+        let t1: u32 = ((acc.count_ones() as u64)) as u32;
         let mut a1: [u64; 7] = [0; 7];
         for i in 0..7 {
             if i % 3 != 0 {
@@ -385,104 +441,81 @@ pub mod p2 {
         }
         let r2 = spawn!(f3((acc.wrapping_sub(93471u64)) as i32, (94424u64) as i64));
         sync!();
-        for j in 0..tmp.len() {
-            acc = acc.rotate_left(3) ^ tmp[j];
-        }
         acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
         acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
         for j in 0..a1.len() {
             acc = acc.rotate_left(5) ^ (a1[j] as u64);
         }
         acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        acc ^ acc.wrapping_sub(acc)
+        acc ^ (h0(acc, (acc) as u32) as u64)
     }
 
     #[gpu_cilk]
     pub fn f1(d: u32, x0: u64, x1: u32, x2: i64) -> u64 {
         if d == 0 {
-            return ((d as u64).min(x0) & ((x1 as u64) % 441));
+            return ((64531u64.count_ones() as u64) << 27);
         }
-        let mut acc: u64 = (x1 as u64);
-        let t0: i32 = ((h2((x2 as u64), ((x1 as u64)) as u32, (acc & acc) % 2 == 0) as u64)) as i32;
-        let t1: u32 = (acc.max(81706u64)) as u32;
-        let r1 = spawn!(f1(d - 1, 78515u64, ((if !((x2 as u64) >= (x1 as u64)) { (d as u64) } else { x0 })) as u32, ((x2 as u64)) as i64));
-        let r2 = spawn!(f1(d - 1, (((acc as i64).wrapping_mul(-3) >> 2) as u64), ((d as u64).wrapping_sub(acc)) as u32, ((acc << 3)) as i64));
-        spawn!(f2());
-        for k in 0..4u32 {
-            if (x1 as u64) % 4 == 0 {
-                return (if ((k as u64) == (x2 as u64)) != (1831u64 < acc) { (d as u64) } else { acc });
-            }
-        }
+        let mut acc: u64 = ((x1 as u64).max((x1 as u64)) >> 40);
+        let t0: bool = ((d as u64) >> 1) % 2 == 0;
+        let t1: i32 = ((x2 as u64).wrapping_add((d as u64))) as i32;
+        let r1 = spawn!(f1(d - 1, (x0 & (x2 as u64)), ((x0 % 534)) as u32, ((d as u64)) as i64));
         sync!();
         acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
         acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
         acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
-        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        acc ^ 26257u64
+        let s1 = spawn!(f2());
+        sync!();
+        acc ^= s1 as u64;
+        acc ^ (d as u64)
     }
 
     #[gpu_cilk]
     pub fn f2() -> u64 {
-        let mut acc: u64 = ((37780u64 << 14) | (if 37780u64 % 4 == 0 { 37780u64 } else { 37780u64 }));
-        let t0: bool = (acc >> 17) % 2 == 0;
-        let t1: bool = (acc & acc) % 2 == 0;
-        let tmp = alloc!(u64, 27);
-        for i in 0..27 {
-            spawn!(fw(tmp, i, 15225u64.wrapping_add(acc)));
+        let mut acc: u64 = (78371u64.rotate_left(44) % 946);
+        let mut n0: u32 = 0;
+        loop {
+            n0 += 1;
+            if n0 > (acc % 5) as u32 {
+                break;
+            }
+            if n0 % 2 == 0 {
+                continue;
+            }
+            acc = acc.rotate_left(3) ^ (n0 as u64);
         }
+        let tmp = alloc!(u64, 4);
+        for i in 0..4 {
+            spawn!(fw(tmp, i, (acc.count_ones() as u64)));
+        }
+        let mut a1: [u64; 12] = [0; 12];
+        let mut w1: u32 = 0;
+        while w1 < (acc.wrapping_add(acc) % 13) as u32 {
+            a1[w1 as usize] = spawn!(f5(((acc | acc)) as i64, ((if (acc != acc) == ((w1 as u64) >= acc) { acc } else { acc })) as i32, (acc.min(acc)) as u32));
+            w1 += 1;
+        }
+        let r2 = spawn!(f5(((((acc as i64) / -4) as u64)) as i64, (acc) as i32, (acc.wrapping_sub(acc)) as u32));
         sync!();
         for j in 0..tmp.len() {
             acc = acc.rotate_left(3) ^ tmp[j];
         }
-        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
-        acc ^ acc
+        for j in 0..a1.len() {
+            acc = acc.rotate_left(5) ^ (a1[j] as u64);
+        }
+        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
+        acc ^ (((acc as i64).wrapping_mul(-3) >> 2) as u64)
     }
 
     #[gpu_cilk]
     pub fn f3(x0: i32, mut x1: i64) -> u64 {
-        let mut acc: u64 = (x1 as u64).max(((x0 as u64) << 3));
-        x1 = (((((x0 as u64) as i64).wrapping_mul(-3) >> 2) as u64)) as i64;
-        let t0: bool = (x0 as u64).wrapping_add(acc) % 2 == 0;
-        let t1: i32 = (acc.rotate_left(8)) as i32;
-        let tmp = alloc!(u64, 48);
-        for i in 0..48 {
-            spawn!(fw(tmp, i, (i as u64)));
-        }
-        let r1 = spawn!(f5(((x0 as u64)) as i64, ((x0 as u64).max((x1 as u64))) as i32, (acc.max(acc)) as u32));
-        spawn!(f4(((((x0 as u64) as i64) / -3) as u64) % 2 == 0));
-        let mut a3: [u64; 2] = [0; 2];
-        let mut w3: u32 = 0;
-        while w3 < ((x1 as u64).wrapping_mul(9887u64) % 3) as u32 {
-            a3[w3 as usize] = spawn!(f5((((x1 as u64).count_ones() as u64)) as i64, (17323u64) as i32, ((x1 as u64).max((x1 as u64))) as u32));
-            w3 += 1;
-        }
-        sync!();
-        for j in 0..tmp.len() {
-            acc = acc.rotate_left(3) ^ tmp[j];
-        }
-        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
-        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
-        for j in 0..a3.len() {
-            acc = acc.rotate_left(5) ^ (a3[j] as u64);
-        }
-        acc ^ (x0 as u64)
-    }
-
-    #[gpu_cilk]
-    pub fn f4(x0: bool) -> u64 {
-        if ((x0 as u64) & 1 == 1) && (6288u64 <= (x0 as u64)) {
-            return ((x0 as u64) >> 27).rotate_left(61);
-        }
-        let mut acc: u64 = ((x0 as u64) >> 30);
-        let t0: u32 = ((x0 as u64)) as u32;
-        let t1: bool = (if !(53995u64 >= (x0 as u64)) { acc } else { (x0 as u64) }) % 2 == 0;
-        let mut a1: [u64; 10] = [0; 10];
-        let mut w1: u32 = 0;
-        while w1 < ((x0 as u64) % 11) as u32 {
-            a1[w1 as usize] = spawn!(f5((35124u64.max(acc)) as i64, (((w1 as u64) ^ (x0 as u64))) as i32, ((w1 as u64)) as u32));
-            w1 += 1;
+        let mut acc: u64 = ((x1 as u64).min((x0 as u64)).count_ones() as u64);
+        x1 = (17323u64) as i64;
+        let t0: u32 = (((x1 as u64).count_ones() as u64)) as u32;
+        let t1: i32 = ((x1 as u64).wrapping_mul(9887u64)) as i32;
+        let mut a1: [u64; 5] = [0; 5];
+        for i in 0..5 {
+            if i % 2 != 0 {
+                a1[i] = spawn!(f5((((x0 as u64).count_ones() as u64)) as i64, (((((x1 as u64) as i64) / -4) as u64)) as i32, ((66702u64 % 558)) as u32));
+            }
         }
         sync!();
         acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
@@ -490,25 +523,83 @@ pub mod p2 {
         for j in 0..a1.len() {
             acc = acc.rotate_left(5) ^ (a1[j] as u64);
         }
-        acc ^ acc.wrapping_mul(acc)
+        acc ^ (h2((x0 as u64), ((x0 as u64)) as u32, ((x1 as u64) & (x1 as u64)) % 2 == 0) as u64)
     }
 
     #[gpu_cilk]
-    pub fn f5(x0: i64, x1: i32, x2: u32) -> u64 {
-        let mut acc: u64 = (x1 as u64);
-        let t0: i32 = ((x0 as u64)) as i32;
-        let t1: u32 = ((acc.count_ones() as u64)) as u32;
-        let tmp = alloc!(u64, 41);
-        for i in 0..41 {
-            spawn!(fw(tmp, i, ((x0 as u64).count_ones() as u64)));
+    pub fn f4(x0: bool) -> u64 {
+        let mut acc: u64 = ((x0 as u64).min((x0 as u64)) ^ (if !(53995u64 >= (x0 as u64)) { (x0 as u64) } else { (x0 as u64) }));
+        let t0: u32 = (36819u64) as u32;
+        let t1: bool = (x0 as u64).max(acc) % 2 == 0;
+        acc = acc.wrapping_add(f5((acc) as i64, (acc.min((x0 as u64))) as i32, (acc.wrapping_mul(acc)) as u32) as u64);
+        let mut a2: [u64; 12] = [0; 12];
+        for i in 0..12 {
+            a2[i] = spawn!(f5((acc) as i64, (((x0 as u64) << 3)) as i32, (58163u64) as u32));
+        }
+        let r3 = spawn!(f5((66810u64.min((x0 as u64))) as i64, (acc) as i32, (acc.rotate_left(8)) as u32));
+        let r4 = spawn!(f5(((acc | acc)) as i64, ((48592u64 ^ (x0 as u64))) as i32, (((x0 as u64) & acc)) as u32));
+        sync!();
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
+        for j in 0..a2.len() {
+            acc = acc.rotate_left(5) ^ (a2[j] as u64);
+        }
+        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r4 as u64);
+        acc ^ (x0 as u64).wrapping_sub(acc)
+    }
+
+    #[gpu_cilk]
+    pub fn f5(x0: i64, mut x1: i32, x2: u32) -> u64 {
+        if 16636u64 % 5 == 0 {
+            return (x1 as u64);
+        }
+        let mut acc: u64 = (x0 as u64).wrapping_add(((x0 as u64) & (x0 as u64)));
+        x1 = ((x2 as u64).wrapping_mul(98033u64)) as i32;
+        let t0: u32 = ((x0 as u64).min((x0 as u64))) as u32;
+        let tmp = alloc!(u64, 30);
+        for i in 0..30 {
+            spawn!(fw(tmp, i, (x2 as u64).wrapping_add((x0 as u64))));
         }
         sync!();
         for j in 0..tmp.len() {
             acc = acc.rotate_left(3) ^ tmp[j];
         }
         acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
-        acc ^ ((x1 as u64) ^ acc)
+        acc ^ (x2 as u64)
+    }
+
+    #[gpu_cilk]
+    pub fn fz(a: &mut [u64], k: u32) -> u64 {
+        let mut s: u64 = 0;
+        for i in 0..a.len() {
+            a[i] = a[i].rotate_left(k % 64) ^ 982649;
+            s = s.wrapping_add(a[i]);
+        }
+        s
+    }
+
+    #[gpu_cilk]
+    pub fn sroot(a: &mut [u64]) -> u64 {
+        let mut acc: u64 = 902921;
+        let mut lo: usize = 0;
+        while lo < a.len() {
+            let hi: usize = (lo + 42).min(a.len());
+            let mid: usize = lo + (hi - lo) / 2;
+            let x = spawn!(fz(&mut a[lo..mid], 38));
+            let y = spawn!(fz(&mut a[mid..hi], (acc % 64) as u32));
+            sync!();
+            acc = acc.rotate_left(7) ^ x.wrapping_mul(3) ^ y;
+            lo = hi;
+        }
+        if acc % 4 != 0 {
+            let (l, r) = a.split_at_mut(a.len() / 2);
+            let p = spawn!(fz(l, 47));
+            let q = spawn!(fz(r, 20));
+            sync!();
+            acc ^= p.wrapping_add(q);
+        }
+        acc
     }
 }
 
@@ -530,114 +621,149 @@ pub mod p3 {
     }
 
     #[gpu_cilk]
-    pub fn root() -> u64 {
-        let mut acc: u64 = ((147300u64 << 19) % 198);
-        let t0: u32 = ((acc & 89405u64)) as u32;
-        let mut a1: [u64; 5] = [0; 5];
-        let mut w1: u32 = 0;
-        while w1 < ((((acc as i32) % 29) as u64) % 6) as u32 {
-            a1[w1 as usize] = spawn!(f1([54, 56, 64, 7]));
-            w1 += 1;
+    pub fn gk<T: Key>(x: T, y: T, d: u32) -> T {
+        if d == 0 {
+            return if x >= y { x } else { y };
         }
-        spawn!(f3());
+        let a = spawn!(gk::<T>(x, y, d - 1));
+        let b = spawn!(gk::<T>(y, x, d - 1));
         sync!();
+        if a < b { a } else { b }
+    }
+
+    #[derive(Clone, Copy, Debug, Default, PartialEq, DeviceStruct)]
+    #[repr(C)]
+    pub struct Sv {
+        pub a: u32,
+        pub b: i64,
+        pub c: [u16; 2],
+    }
+
+    #[gpu_cilk]
+    pub fn fs(s: Sv, d: u32) -> Sv {
+        if d == 0 {
+            return Sv { a: s.a.wrapping_mul(33122) ^ 4176, b: s.b.wrapping_sub(12537), c: [s.c[1], s.c[0] ^ 20453] };
+        }
+        let l = spawn!(fs(Sv { a: s.a ^ 1308, b: s.b, c: s.c }, d - 1));
+        let r = spawn!(fs(Sv { a: s.a.rotate_left(1), b: s.b ^ 46121, c: [s.c[0], 46675] }, d - 1));
+        sync!();
+        Sv { a: l.a.wrapping_add(r.a), b: l.b.wrapping_mul(3).wrapping_add(r.b), c: [l.c[0] ^ r.c[1], r.c[0]] }
+    }
+
+    #[gpu_cilk]
+    pub fn root() -> u64 {
+        let mut acc: u64 = (h0((86317u64 << 3), ((if 276374u64 > 276374u64 { 276374u64 } else { 276374u64 })) as u32, ((if 62339u64 > 276374u64 { 276374u64 } else { 89405u64 })) as i64).wrapping_add(957) as u64);
+        let t0: i32 = ((acc << 14)) as i32;
+        let t1: u32 = (5209u64) as u32;
+        let mut a1: [i32; 19] = [0; 19];
+        for i in 0..19 {
+            if i % 2 != 0 {
+                a1[i] = spawn!(f2((i as u64) % 2 == 0, [26, 28, 0, 7]));
+            }
+        }
+        let mut a2: [u64; 87] = [0; 87];
+        for i in 0..87 {
+            if i % 3 != 0 {
+                a2[i] = spawn!(f3());
+            }
+        }
+        let gq0 = spawn!(gk::<u32>(((((acc as i64).wrapping_mul(-3) >> 2) as u64)) as u32, ((if acc > acc { acc } else { 92529u64 })) as u32, 3));
+        let gq2 = spawn!(gk::<f32>((((if !(acc >= acc) { acc } else { acc })) % 100000) as f32, (((37060u64 << 21)) % 100000) as f32, 3));
+        let sq = spawn!(fs(Sv { a: (acc.wrapping_add(acc)) as u32, b: (acc) as i64, c: [(acc) as u16, 27869] }, 2));
+        sync!();
+        acc = acc.rotate_left(9) ^ (gq0 as u64);
+        acc = acc.rotate_left(9) ^ (gq2 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(sq.a as u64) ^ (sq.b as u64) ^ ((sq.c[0] as u64) << 16) ^ (sq.c[1] as u64);
         acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
         for j in 0..a1.len() {
             acc = acc.rotate_left(5) ^ (a1[j] as u64);
         }
-        acc ^ (43429u64 >> 26)
+        for j in 0..a2.len() {
+            acc = acc.rotate_left(5) ^ (a2[j] as u64);
+        }
+        acc ^ acc
     }
 
     #[gpu_cilk]
     pub fn f1(x0: [u32; 4]) -> u64 {
-        if (x0[2] as u64) > (x0[3] as u64) {
-            return 78321u64;
+        if (60921u64 & 1 == 1) && ((x0[3] as u64) <= (x0[3] as u64)) {
+            return (x0[3] as u64);
         }
-        let mut acc: u64 = ((((x0[3] as u64) != (x0[3] as u64)) == ((x0[2] as u64) >= 60921u64)) as u64);
-        let t0: u32 = ((x0[2] as u64).max(91737u64)) as u32;
-        let t1: u32 = ((if !(acc >= 87473u64) { 44174u64 } else { acc })) as u32;
-        let mut a1: [u64; 256] = [0; 256];
-        let mut w1: u32 = 0;
-        while w1 < ((x0[3] as u64).min((x0[2] as u64)) % 257) as u32 {
-            a1[w1 as usize] = spawn!(f4(acc));
-            w1 += 1;
-        }
-        let r2 = spawn!(f4((x0[2] as u64).wrapping_mul((x0[2] as u64))));
-        if ((x0[2] as u64) & 1 == 1) && (acc <= 40018u64) {
-            return (x0[2] as u64).wrapping_mul(acc).rotate_left(15);
-        }
+        let mut acc: u64 = ((((91737u64 as i64).wrapping_mul(-3) >> 2) as u64) << 15);
+        let t0: bool = h0(87473u64, (86089u64) as u32, (h0((x0[2] as u64), (acc) as u32, ((x0[3] as u64).min((x0[2] as u64))) as i64)) as i64) % 2 == 0;
+        let t1: i64 = (((x0[2] as u64) ^ (x0[2] as u64))) as i64;
+        acc = acc.wrapping_add(f3() as u64);
         sync!();
         acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
         acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
-        for j in 0..a1.len() {
-            acc = acc.rotate_left(5) ^ (a1[j] as u64);
-        }
-        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        acc ^ (((acc as i64) / -4) as u64)
+        acc ^ 40018u64.max(acc)
     }
 
     #[gpu_cilk]
     pub fn f2(x0: bool, x1: [u32; 4]) -> i32 {
-        let mut acc: u64 = ((x1[2] as u64) | (x1[3] as u64).min((x1[3] as u64)));
-        let t0: i64 = (acc) as i64;
-        let t1: i32 = (16650u64.max(acc)) as i32;
-        let mut n0: u32 = 0;
-        loop {
-            n0 += 1;
-            if n0 > ((x1[3] as u64) % 5) as u32 {
-                break;
-            }
-            if n0 % 2 == 0 {
-                continue;
-            }
-            acc = acc.rotate_left(3) ^ (n0 as u64);
-        }
-        acc = acc.wrapping_add(f3() as u64);
-        spawn!(f4((x1[3] as u64).wrapping_sub(acc)));
-        let mut a3: [u64; 256] = [0; 256];
-        for i in 0..256 {
+        let mut acc: u64 = (x0 as u64);
+        let t0: i64 = ((((acc as i64).wrapping_mul(-3) >> 2) as u64)) as i64;
+        let mut a1: [u64; 25] = [0; 25];
+        for i in 0..25 {
             if i % 3 != 0 {
-                a3[i] = spawn!(f4(((i as u64) ^ (x0 as u64))));
+                a1[i] = spawn!(f4((x1[3] as u64)));
             }
         }
-        let mut r4: u64 = 0;
-        if ((x1[2] as u64) == acc) != (72622u64 < 78309u64) {
-            r4 = spawn!(f4((x1[3] as u64)));
-        } else {
-            spawn!(f4(acc));
+        let r2 = spawn!(f4((if ((x0 as u64) != (x1[3] as u64)) == ((x1[2] as u64) == 52866u64) { 3784u64 } else { (x1[3] as u64) })));
+        let mut a3: [u64; 162] = [0; 162];
+        let mut w3: u32 = 0;
+        while w3 < ((x0 as u64) % 163) as u32 {
+            a3[w3 as usize] = spawn!(f4(((52484u64 > (x1[2] as u64)) as u64)));
+            w3 += 1;
+        }
+        if ((x1[3] as u64) & 1 == 1) && ((x1[3] as u64) <= (x1[2] as u64)) {
+            return (78321u64) as i32;
         }
         sync!();
         acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
+        for j in 0..a1.len() {
+            acc = acc.rotate_left(5) ^ (a1[j] as u64);
+        }
+        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
         for j in 0..a3.len() {
             acc = acc.rotate_left(5) ^ (a3[j] as u64);
         }
-        acc = acc.wrapping_mul(31).wrapping_add(r4 as u64);
-        (acc ^ 68774u64) as i32
+        let s3 = spawn!(f4((((acc as i64).wrapping_mul(-3) >> 2) as u64)));
+        sync!();
+        acc ^= s3 as u64;
+        (acc ^ (x1[2] as u64).wrapping_sub((x1[2] as u64))) as i32
     }
 
     #[gpu_cilk]
     pub fn f3() -> u64 {
-        let mut acc: u64 = h0(394146u64, ((394146u64.count_ones() as u64)) as u32, (394146u64) as i64);
+        let mut acc: u64 = 954576u64.min(954576u64);
+        let t0: i32 = (acc) as i32;
         let mut r1: u64 = 0;
-        if (acc == acc) != (60776u64 == acc) {
-            r1 = spawn!(f4(acc));
+        if acc > acc {
+            r1 = spawn!(f4((acc.count_ones() as u64)));
+        } else {
+            spawn!(f4(acc));
+        }
+        let r2 = spawn!(f4(acc));
+        let r3 = spawn!(f4(acc));
+        if (acc == acc) != (acc == acc) {
+            return (acc.wrapping_mul(acc) | (acc % 193));
         }
         sync!();
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
         acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
-        acc ^ acc.wrapping_sub(acc)
+        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
+        acc ^ acc.max(acc)
     }
 
     #[gpu_cilk]
-    pub fn f4(x0: u64) -> u64 {
-        if (41237u64 & 1 == 1) && (x0 <= x0) {
-            return 66674u64.rotate_left(56);
-        }
-        let mut acc: u64 = (28232u64.rotate_left(4) | (81204u64.count_ones() as u64));
-        let t0: i64 = ((x0 ^ x0)) as i64;
+    pub fn f4(mut x0: u64) -> u64 {
+        let mut acc: u64 = x0;
+        x0 = x0;
         sync!();
-        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        acc ^ x0.min(acc)
+        acc ^ acc
     }
 }
 
@@ -664,99 +790,132 @@ pub mod p4 {
     }
 
     #[gpu_cilk]
+    pub fn gk<T: Key>(x: T, y: T, d: u32) -> T {
+        if d == 0 {
+            return if y.total_le(x) { x } else { y };
+        }
+        let a = spawn!(gk::<T>(x, y, d - 1));
+        let b = spawn!(gk::<T>(y, x, d - 1));
+        sync!();
+        if a != b && a > b { a } else { b }
+    }
+
+    #[derive(Clone, Copy, Debug, Default, PartialEq, DeviceStruct)]
+    #[repr(C)]
+    pub struct Sv {
+        pub a: u32,
+        pub b: i64,
+        pub c: [u16; 2],
+    }
+
+    #[gpu_cilk]
+    pub fn fs(s: Sv, d: u32) -> Sv {
+        if d == 0 {
+            return Sv { a: s.a.wrapping_mul(47755) ^ 7845, b: s.b.wrapping_sub(44008), c: [s.c[1], s.c[0] ^ 4737] };
+        }
+        let l = spawn!(fs(Sv { a: s.a ^ 19465, b: s.b, c: s.c }, d - 1));
+        let r = spawn!(fs(Sv { a: s.a.rotate_left(23), b: s.b ^ 54726, c: [s.c[0], 18869] }, d - 1));
+        sync!();
+        Sv { a: l.a.wrapping_add(r.a), b: l.b.wrapping_mul(3).wrapping_add(r.b), c: [l.c[0] ^ r.c[1], r.c[0]] }
+    }
+
+    #[gpu_cilk]
     pub fn root() {
-        let mut acc: u64 = h0(420381u64.wrapping_sub(420381u64), ((if (74740u64 & 1 == 1) && (420381u64 <= 420381u64) { 420381u64 } else { 420381u64 })) as u32);
-        let t0: bool = acc.min(acc) % 2 == 0;
-        let mut a1: [u64; 2] = [0; 2];
+        let mut acc: u64 = (950270u64.max(950270u64) % 511);
+        let t0: u32 = ((92250u64 >> 26)) as u32;
+        let mut a1: [i64; 32] = [0; 32];
         let mut w1: u32 = 0;
-        while w1 < ((acc ^ acc) % 3) as u32 {
-            a1[w1 as usize] = spawn!(f1((acc.rotate_left(46)) as i64, (acc.wrapping_mul(99165u64)) as i32));
+        while w1 < ((acc >> 31) % 33) as u32 {
+            a1[w1 as usize] = spawn!(f3((((w1 as u64) << 40)) as i32, ((w1 as u64) % 597), acc.wrapping_mul((w1 as u64))));
             w1 += 1;
         }
-        spawn!(f3((acc) as i32, 76945u64.wrapping_sub(acc), (if acc % 2 == 0 { 40478u64 } else { acc })));
-        if (acc & 1 == 1) && (8126u64 <= 31145u64) {
-            return ;
-        }
+        let gq0 = spawn!(gk::<u32>((acc) as u32, (((acc % 4 == 0) as u64)) as u32, 0));
+        let gq1 = spawn!(gk::<i64>(((acc | acc)) as i64, (acc) as i64, 3));
+        let sq = spawn!(fs(Sv { a: (acc) as u32, b: ((acc & acc)) as i64, c: [(acc) as u16, 13872] }, 3));
         sync!();
+        acc = acc.rotate_left(9) ^ (gq0 as u64);
+        acc = acc.rotate_left(9) ^ (gq1 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(sq.a as u64) ^ (sq.b as u64) ^ ((sq.c[0] as u64) << 16) ^ (sq.c[1] as u64);
         acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
         for j in 0..a1.len() {
             acc = acc.rotate_left(5) ^ (a1[j] as u64);
         }
-        if 7574u64 % 3 == 0 {
-            spawn!(f2());
+        if (44884u64 != acc) == (acc < 16829u64) {
+            acc = 75400u64;
+        } else {
+            acc = acc.wrapping_add(1);
         }
     }
 
     #[gpu_cilk]
-    pub fn f1(x0: i64, x1: i32) -> u64 {
-        if (x0 as u64) > 37895u64 {
-            return ((x0 as u64) ^ (x1 as u64)).min(((x1 as u64) >> 10));
+    pub fn f1(x0: i64, mut x1: i32) -> u64 {
+        if ((x1 as u64) & 1 == 1) && ((x0 as u64) <= (x1 as u64)) {
+            return (x1 as u64).wrapping_sub((x1 as u64)).min((x0 as u64).wrapping_mul((x0 as u64)));
         }
-        let mut acc: u64 = ((!((x0 as u64) >= 67892u64)) as u64);
-        let t0: i64 = (66281u64) as i64;
-        let mut n0: u32 = 0;
-        loop {
-            n0 += 1;
-            if n0 > ((x0 as u64) % 5) as u32 {
-                break;
-            }
-            if n0 % 2 == 0 {
-                continue;
-            }
-            acc = acc.rotate_left(3) ^ (n0 as u64);
-        }
-        let tmp = alloc!(u64, 30);
-        for i in 0..30 {
-            spawn!(fw(tmp, i, acc.wrapping_add((i as u64))));
-        }
-        let mut a1: [i64; 10] = [0; 10];
-        for i in 0..10 {
+        let mut acc: u64 = (x0 as u64);
+        x1 = (((x1 as u64) | (x1 as u64))) as i32;
+        let t0: i32 = ((acc & (x0 as u64))) as i32;
+        let t1: bool = ((((x0 as u64) == (x0 as u64)) != (acc >= 33895u64)) as u64) % 2 == 0;
+        let r1 = spawn!(f2());
+        spawn!(f2());
+        spawn!(f3(((79566u64 ^ 86906u64)) as i32, (x0 as u64), acc));
+        let mut a4: [i64; 4] = [0; 4];
+        for i in 0..4 {
             if i % 2 != 0 {
-                a1[i] = spawn!(f3(((94473u64 << 14)) as i32, (x1 as u64).min((i as u64)), (x1 as u64)));
+                a4[i] = spawn!(f3((acc.rotate_left(46)) as i32, (x0 as u64).wrapping_mul(99165u64), (((i as u64) % 2 == 0) as u64)));
             }
-        }
-        let mut r2: u32 = 0;
-        if (68250u64 != (x1 as u64)) == ((x1 as u64) == acc) {
-            r2 = spawn!(f2());
         }
         sync!();
-        for j in 0..tmp.len() {
-            acc = acc.rotate_left(3) ^ tmp[j];
-        }
         acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        for j in 0..a1.len() {
-            acc = acc.rotate_left(5) ^ (a1[j] as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
+        for j in 0..a4.len() {
+            acc = acc.rotate_left(5) ^ (a4[j] as u64);
         }
-        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        acc ^ ((x0 as u64) & (x0 as u64))
+        acc ^ ((x1 as u64) & 46095u64)
     }
 
     #[gpu_cilk]
     pub fn f2() -> u32 {
-        if 651674u64 > 88698u64 {
-            return (651674u64.wrapping_mul(651674u64).wrapping_add(651674u64)) as u32;
+        if 157460u64 > 157460u64 {
+            return (157460u64) as u32;
         }
-        let mut acc: u64 = (651674u64 % 292).wrapping_sub((651674u64 % 29));
-        let t0: i64 = ((acc.count_ones() as u64)) as i64;
-        acc = acc.wrapping_add(f3(((acc % 756)) as i32, acc.max(79827u64), h0(acc, (acc) as u32)) as u64);
+        let mut acc: u64 = ((157460u64 % 29) | (((157460u64 & 1 == 1) && (157460u64 <= 4777u64)) as u64));
+        let t0: i64 = ((81895u64 << 6)) as i64;
+        let t1: u32 = (acc.wrapping_add(acc)) as u32;
+        let tmp = alloc!(u64, 52);
+        for i in 0..52 {
+            spawn!(fw(tmp, i, 58452u64.min(28788u64)));
+        }
+        spawn!(f3(((if acc % 5 == 1 { 55261u64 } else { 94677u64 })) as i32, acc.min(acc), acc));
         sync!();
+        for j in 0..tmp.len() {
+            acc = acc.rotate_left(3) ^ tmp[j];
+        }
         acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        (acc ^ 47205u64) as u32
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
+        let s1 = spawn!(f3(((48043u64 % 391)) as i32, acc, h0(acc, (acc) as u32)));
+        sync!();
+        acc ^= s1 as u64;
+        (acc ^ acc.min(acc)) as u32
     }
 
     #[gpu_cilk]
-    pub fn f3(x0: i32, x1: u64, mut x2: u64) -> i64 {
-        let mut acc: u64 = 47754u64.min(((x0 as u64) & 78868u64));
-        x2 = (x0 as u64).min(x1);
-        let tmp = alloc!(u64, 8);
-        for i in 0..8 {
-            spawn!(fw(tmp, i, acc));
+    pub fn f3(x0: i32, x1: u64, x2: u64) -> i64 {
+        let mut acc: u64 = 3734u64;
+        let t0: i32 = ((x0 as u64).max(70739u64)) as i32;
+        let t1: bool = 84660u64 % 2 == 0;
+        let tmp = alloc!(u64, 53);
+        for i in 0..53 {
+            spawn!(fw(tmp, i, x1.max(acc)));
         }
         sync!();
         for j in 0..tmp.len() {
             acc = acc.rotate_left(3) ^ tmp[j];
         }
-        (acc ^ 38697u64.wrapping_sub(x2)) as i64
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
+        (acc ^ h0(59181u64, (acc) as u32)) as i64
     }
 }
 
@@ -806,116 +965,221 @@ pub mod p5 {
     }
 
     #[gpu_cilk]
+    pub fn gk<T: Key>(x: T, y: T, d: u32) -> T {
+        if d == 0 {
+            return if x != y && x > y { x } else { y };
+        }
+        let a = spawn!(gk::<T>(x, y, d - 1));
+        let b = spawn!(gk::<T>(y, x, d - 1));
+        sync!();
+        if a >= b { a } else { b }
+    }
+
+    #[derive(Clone, Copy, Debug, Default, PartialEq, DeviceStruct)]
+    #[repr(C)]
+    pub struct Sv {
+        pub a: u32,
+        pub b: i64,
+        pub c: [u16; 2],
+    }
+
+    #[gpu_cilk]
+    pub fn fs(s: Sv, d: u32) -> Sv {
+        if d == 0 {
+            return Sv { a: s.a.wrapping_mul(4406) ^ 45006, b: s.b.wrapping_sub(54412), c: [s.c[1], s.c[0] ^ 38980] };
+        }
+        let l = spawn!(fs(Sv { a: s.a ^ 53501, b: s.b, c: s.c }, d - 1));
+        let r = spawn!(fs(Sv { a: s.a.rotate_left(6), b: s.b ^ 54278, c: [s.c[0], 20106] }, d - 1));
+        sync!();
+        Sv { a: l.a.wrapping_add(r.a), b: l.b.wrapping_mul(3).wrapping_add(r.b), c: [l.c[0] ^ r.c[1], r.c[0]] }
+    }
+
+    #[gpu_cilk]
     pub fn root() -> u64 {
-        let mut acc: u64 = h1((((594060u64 as i32) % 39) as u64), ((594060u64 ^ 45341u64)) as u32, (((!(68578u64 >= 594060u64)) as u64)) as i32);
-        let t0: i32 = (acc.max(64100u64)) as i32;
-        let t1: u32 = (acc.min(acc)) as u32;
-        let mut a1: [u64; 6] = [0; 6];
+        let mut acc: u64 = 74259u64;
+        let mut n0: u32 = 0;
+        loop {
+            n0 += 1;
+            if n0 > ((acc | acc) % 5) as u32 {
+                break;
+            }
+            if n0 % 2 == 0 {
+                continue;
+            }
+            acc = acc.rotate_left(3) ^ (n0 as u64);
+        }
+        let mut a1: [u32; 256] = [0; 256];
         let mut w1: u32 = 0;
-        while w1 < (acc.wrapping_mul(acc) % 7) as u32 {
-            a1[w1 as usize] = spawn!(f1(((w1 as u64) & acc) % 2 == 0, (if !(acc >= acc) { (w1 as u64) } else { acc })));
+        while w1 < ((acc % 457) % 257) as u32 {
+            a1[w1 as usize] = spawn!(f5((29605u64 << 25) % 2 == 0));
             w1 += 1;
         }
+        let r2 = spawn!(f5(acc % 2 == 0));
+        let gq2 = spawn!(gk::<f32>((((acc ^ 8402u64)) % 100000) as f32, (((((acc as i64) / -9) as u64)) % 100000) as f32, 1));
+        let sq = spawn!(fs(Sv { a: (acc.min(acc)) as u32, b: ((acc.count_ones() as u64)) as i64, c: [(acc) as u16, 492] }, 1));
+        for k in 0..4u32 {
+            if (k as u64) > 44839u64 {
+                return (if acc % 3 == 1 { (k as u64) } else { (acc | (k as u64)) });
+            }
+        }
         sync!();
-        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
+        acc = acc.rotate_left(9) ^ (gq2 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(sq.a as u64) ^ (sq.b as u64) ^ ((sq.c[0] as u64) << 16) ^ (sq.c[1] as u64);
         for j in 0..a1.len() {
             acc = acc.rotate_left(5) ^ (a1[j] as u64);
         }
-        let s1 = spawn!(f3(0, ((if !(acc >= acc) { acc } else { acc })) as u32, ((if 32807u64 % 3 == 1 { acc } else { 2735u64 })) as i32));
-        sync!();
-        acc ^= s1 as u64;
-        acc ^ (acc << 34)
-    }
-
-    #[gpu_cilk]
-    pub fn f1(x0: bool, x1: u64) -> u64 {
-        let mut acc: u64 = x1.wrapping_add(x1).wrapping_sub((x1 << 23));
-        spawn!(f3((x1.wrapping_mul(acc) % 4) as u32, (((x0 as u64) >> 21)) as u32, (acc.rotate_left(12)) as i32));
-        let r2 = spawn!(f3(2, (x1.wrapping_sub(acc)) as u32, (((((x0 as u64) as i64).wrapping_mul(-3) >> 2) as u64)) as i32));
-        if (acc != acc) == ((x0 as u64) >= x1) {
-            return acc;
-        }
-        sync!();
         acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        let s2 = spawn!(f2(1, x1.wrapping_sub(x1) % 2 == 0, (acc.wrapping_sub((x0 as u64))) as u32, [((acc | 95504u64)) as u32, 3, ((x0 as u64)) as u32, 532]));
+        let s2 = spawn!(f3(1, ((acc % 904)) as u32, ((acc >> 16)) as i32));
         sync!();
         acc ^= s2 as u64;
-        acc ^ acc.wrapping_add((x0 as u64))
+        acc ^ acc.max(acc)
     }
 
     #[gpu_cilk]
-    pub fn f2(d: u32, mut x0: bool, x1: u32, x2: [u32; 4]) -> i32 {
-        if d == 0 {
-            return ((x0 as u64).min(30128u64).wrapping_add((if ((d as u64) & 1 == 1) && ((d as u64) <= (x2[3] as u64)) { 93223u64 } else { (x2[3] as u64) }))) as i32;
+    pub fn f1(mut x0: bool, x1: u64) -> u64 {
+        let mut acc: u64 = x1;
+        x0 = 87939u64.max(acc) % 2 == 0;
+        let t0: i64 = (acc.wrapping_add((x0 as u64))) as i64;
+        let t1: i32 = ((x0 as u64).wrapping_sub((x0 as u64))) as i32;
+        let mut r1: i32 = 0;
+        if (acc & 1 == 1) && (x1 <= 43057u64) {
+            r1 = spawn!(f3(((60538u64 << 32) % 4) as u32, (acc.wrapping_sub((x0 as u64))) as u32, ((acc | 95504u64)) as i32));
         }
-        let mut acc: u64 = 80872u64;
-        x0 = ((x0 as u64) ^ (x1 as u64)) % 2 == 0;
-        acc = acc.wrapping_add(f3(2, (97770u64.wrapping_sub((x2[2] as u64))) as u32, ((if (d as u64) % 6 == 1 { (x0 as u64) } else { 73551u64 })) as i32) as u64);
-        acc = acc.wrapping_add(f4((acc.wrapping_sub((x1 as u64))) as i32, (acc.rotate_left(59)) as i32, acc % 2 == 0) as u64);
-        let r3 = spawn!(f3(0, ((19175u64 | (x1 as u64))) as u32, ((84326u64 & (x0 as u64))) as i32));
-        let r4 = spawn!(f3((h2((x2[2] as u64), ((d as u64)) as u32, (x2[2] as u64) % 2 == 0) % 4) as u32, (((x2[2] as u64) | 50403u64)) as u32, (45636u64) as i32));
-        sync!();
-        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
-        acc = acc.wrapping_mul(31).wrapping_add(r4 as u64);
-        let s4 = spawn!(f3(1, (((((x1 as u64) as i32) % 36) as u64)) as u32, (((x0 as u64) % 681)) as i32));
-        sync!();
-        acc ^= s4 as u64;
-        (acc ^ (d as u64).min((x2[3] as u64))) as i32
-    }
-
-    #[gpu_cilk]
-    pub fn f3(d: u32, x0: u32, mut x1: i32) -> i32 {
-        if d == 0 {
-            return (62451u64) as i32;
+        let r2 = spawn!(f3(1, (((x0 as u64) | (x0 as u64))) as u32, ((acc ^ 8588u64)) as i32));
+        let mut a3: [u32; 12] = [0; 12];
+        let mut w3: u32 = 0;
+        while w3 < (((!(68578u64 >= x1)) as u64) % 13) as u32 {
+            a3[w3 as usize] = spawn!(f5(((x0 as u64).count_ones() as u64) % 2 == 0));
+            w3 += 1;
         }
-        let mut acc: u64 = (((x0 as u64) % 882) % 109);
-        x1 = ((if ((x1 as u64) == acc) != (acc == (d as u64)) { 6300u64 } else { (d as u64) })) as i32;
-        let t0: u32 = (((x0 as u64) ^ (d as u64))) as u32;
-        let t1: u32 = ((x0 as u64)) as u32;
-        let r1 = spawn!(f5(54287u64.max(38283u64) % 2 == 0));
-        let r2 = spawn!(f5(((x0 as u64) >> 37) % 2 == 0));
         sync!();
         acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
         acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
         acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
         acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        (acc ^ (x0 as u64)) as i32
+        for j in 0..a3.len() {
+            acc = acc.rotate_left(5) ^ (a3[j] as u64);
+        }
+        acc ^ ((x0 as u64) << 30)
+    }
+
+    #[gpu_cilk]
+    pub fn f2(d: u32, x0: bool, mut x1: u32, mut x2: [u32; 4]) -> i32 {
+        if d == 0 {
+            return (h1(67682u64, (97770u64) as u32, ((if !((d as u64) >= 48077u64) { (d as u64) } else { 35599u64 })) as i32).wrapping_mul((if (x0 as u64) % 4 == 1 { (x0 as u64) } else { 3737u64 }))) as i32;
+        }
+        let mut acc: u64 = ((x1 as u64).count_ones() as u64).rotate_left(15);
+        x1 = ((28840u64 % 161)) as u32;
+        x2[2] = ((h0((x1 as u64), (acc) as u32) as u64)) as u32;
+        let mut n0: u32 = 0;
+        loop {
+            n0 += 1;
+            if n0 > ((x2[2] as u64) % 5) as u32 {
+                break;
+            }
+            if n0 % 2 == 0 {
+                continue;
+            }
+            acc = acc.rotate_left(3) ^ (n0 as u64);
+        }
+        let r1 = spawn!(f2(d - 1, (x2[2] as u64) % 2 == 0, ((x2[3] as u64)) as u32, [90, 4, 53, 7]));
+        let r2 = spawn!(f2(d - 1, (h1((x0 as u64), ((x0 as u64)) as u32, (27203u64.rotate_left(58)) as i32).wrapping_add(397) as u64) % 2 == 0, ((d as u64)) as u32, [7, 21, 81, 7]));
+        sync!();
+        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
+        let s2 = spawn!(f4(((x0 as u64)) as i32, ((acc & (x0 as u64))) as i32, (acc.count_ones() as u64) % 2 == 0));
+        sync!();
+        acc ^= s2 as u64;
+        (acc ^ (x1 as u64).max((x2[2] as u64))) as i32
+    }
+
+    #[gpu_cilk]
+    pub fn f3(d: u32, x0: u32, x1: i32) -> i32 {
+        if d == 0 {
+            return ((d as u64)) as i32;
+        }
+        let mut acc: u64 = (767u64 | ((x1 as u64) & (x0 as u64)));
+        let t0: i32 = (((((x0 as u64) != acc) == ((d as u64) == (d as u64))) as u64)) as i32;
+        let t1: i32 = ((98603u64 % 801)) as i32;
+        let r1 = spawn!(f3(d - 1, ((acc.count_ones() as u64)) as u32, (((x0 as u64) >> 37)) as i32));
+        let r3 = spawn!(f5((d as u64).min(30128u64) % 2 == 0));
+        let r4 = spawn!(f3(d - 1, ((if ((x0 as u64) & 1 == 1) && ((d as u64) <= (x1 as u64)) { 93223u64 } else { acc })) as u32, (80872u64) as i32));
+        sync!();
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r4 as u64);
+        let s4 = spawn!(f5((d as u64) % 2 == 0));
+        sync!();
+        acc ^= s4 as u64;
+        (acc ^ (acc << 24)) as i32
     }
 
     #[gpu_cilk]
     pub fn f4(x0: i32, x1: i32, x2: bool) -> u32 {
-        let mut acc: u64 = (((x1 as u64) | (x1 as u64)) << 25);
-        let t0: i32 = ((acc | 72152u64)) as i32;
-        let t1: bool = (x1 as u64).wrapping_mul(42074u64) % 2 == 0;
-        spawn!(f5((((x2 as u64) % 2 == 0) as u64) % 2 == 0));
-        let r2 = spawn!(f5((x2 as u64).min(acc) % 2 == 0));
-        let mut a3: [u32; 30] = [0; 30];
-        for i in 0..30 {
-            a3[i] = spawn!(f5((h0((i as u64), ((x2 as u64)) as u32) as u64) % 2 == 0));
+        if !((x0 as u64) >= (x1 as u64)) {
+            return ((((x2 as u64).count_ones() as u64) | (x0 as u64))) as u32;
         }
-        spawn!(f5((x2 as u64).max((x0 as u64)) % 2 == 0));
+        let mut acc: u64 = (x0 as u64);
+        let t0: i32 = ((x2 as u64).wrapping_sub((x1 as u64))) as i32;
+        let mut a1: [u32; 251] = [0; 251];
+        let mut w1: u32 = 0;
+        while w1 < ((x2 as u64).wrapping_add(25370u64) % 252) as u32 {
+            a1[w1 as usize] = spawn!(f5((x0 as u64).wrapping_sub(acc) % 2 == 0));
+            w1 += 1;
+        }
+        let mut r2: u32 = 0;
+        if ((x1 as u64) & 1 == 1) && (acc <= (x2 as u64)) {
+            r2 = spawn!(f5((x1 as u64).min(acc) % 2 == 0));
+        } else {
+            spawn!(f5(((((x1 as u64) == (x2 as u64)) != (acc < 84128u64)) as u64) % 2 == 0));
+        }
+        for k in 0..4u32 {
+            if !(acc >= (x0 as u64)) {
+                return ((x2 as u64)) as u32;
+            }
+        }
         sync!();
         acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
-        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        for j in 0..a3.len() {
-            acc = acc.rotate_left(5) ^ (a3[j] as u64);
+        for j in 0..a1.len() {
+            acc = acc.rotate_left(5) ^ (a1[j] as u64);
         }
-        let s4 = spawn!(f5(36143u64.wrapping_add((x0 as u64)) % 2 == 0));
-        sync!();
-        acc ^= s4 as u64;
-        (acc ^ (x0 as u64).wrapping_mul(acc)) as u32
+        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
+        (acc ^ ((((x1 as u64) & 1 == 1) && ((x2 as u64) <= (x0 as u64))) as u64)) as u32
     }
 
     #[gpu_cilk]
     pub fn f5(x0: bool) -> u32 {
-        if (x0 as u64) > 65005u64 {
-            return ((67909u64.wrapping_sub(34657u64) >> 25)) as u32;
-        }
-        let mut acc: u64 = ((x0 as u64).count_ones() as u64).rotate_left(55);
+        let mut acc: u64 = ((x0 as u64).count_ones() as u64);
         sync!();
-        (acc ^ acc.rotate_left(3)) as u32
+        (acc ^ 27943u64) as u32
+    }
+
+    #[gpu_cilk]
+    pub fn fz(a: &mut [u64], k: u32) -> u64 {
+        let mut s: u64 = 0;
+        for i in 0..a.len() {
+            a[i] = a[i].rotate_left(k % 64) ^ 1905;
+            s = s.wrapping_add(a[i]);
+        }
+        s
+    }
+
+    #[gpu_cilk]
+    pub fn sroot(a: &mut [u64]) -> u64 {
+        let mut acc: u64 = 624970;
+        let mut lo: usize = 0;
+        while lo < a.len() {
+            let hi: usize = (lo + 16).min(a.len());
+            let mid: usize = lo + (hi - lo) / 2;
+            let x = spawn!(fz(&mut a[lo..mid], 34));
+            let y = spawn!(fz(&mut a[mid..hi], (acc % 64) as u32));
+            sync!();
+            acc = acc.rotate_left(7) ^ x.wrapping_mul(3) ^ y;
+            lo = hi;
+        }
+        acc
     }
 }
 
@@ -956,20 +1220,55 @@ pub mod p6 {
     }
 
     #[gpu_cilk]
-    pub fn root() -> u64 {
-        let mut acc: u64 = 396032u64.wrapping_add(396032u64.wrapping_sub(396032u64));
-        let mut a1: [i64; 5] = [0; 5];
-        let mut w1: u32 = 0;
-        while w1 < ((((acc as i64).wrapping_mul(-3) >> 2) as u64) % 6) as u32 {
-            a1[w1 as usize] = spawn!(f1(((w1 as u64) & acc), (w1 as u64) % 2 == 0, (w1 as u64)));
-            w1 += 1;
+    pub fn gk<T: Key>(x: T, y: T, d: u32) -> T {
+        if d == 0 {
+            return if x != y && x > y { x } else { y };
         }
-        spawn!(f4(((acc > acc) as u64) % 2 == 0, acc));
+        let a = spawn!(gk::<T>(y, x, d - 1));
+        let b = spawn!(gk::<T>(y, x, d - 1));
         sync!();
+        if a >= b { a } else { b }
+    }
+
+    #[derive(Clone, Copy, Debug, Default, PartialEq, DeviceStruct)]
+    #[repr(C)]
+    pub struct Sv {
+        pub a: u32,
+        pub b: i64,
+        pub c: [u16; 2],
+    }
+
+    #[gpu_cilk]
+    pub fn fs(s: Sv, d: u32) -> Sv {
+        if d == 0 {
+            return Sv { a: s.a.wrapping_mul(49706) ^ 6635, b: s.b.wrapping_sub(32047), c: [s.c[1], s.c[0] ^ 8315] };
+        }
+        let l = spawn!(fs(Sv { a: s.a ^ 33643, b: s.b, c: s.c }, d - 1));
+        let r = spawn!(fs(Sv { a: s.a.rotate_left(2), b: s.b ^ 17709, c: [s.c[0], 24356] }, d - 1));
+        sync!();
+        Sv { a: l.a.wrapping_add(r.a), b: l.b.wrapping_mul(3).wrapping_add(r.b), c: [l.c[0] ^ r.c[1], r.c[0]] }
+    }
+
+    #[gpu_cilk]
+    pub fn root() -> u64 {
+        let mut acc: u64 = 144955u64;
+        let mut a1: [u64; 16] = [0; 16];
+        for i in 0..16 {
+            if i % 3 != 0 {
+                a1[i] = spawn!(f2((acc << 32) % 2 == 0, (acc.wrapping_add((i as u64))) as i64, ((5296u64 << 1)) as i64));
+            }
+        }
+        let r2 = spawn!(f3(1, (acc) as i32));
+        let gq0 = spawn!(gk::<u32>(((acc >> 12)) as u32, (75724u64.wrapping_sub(acc)) as u32, 2));
+        let sq = spawn!(fs(Sv { a: ((if 73466u64 % 3 == 0 { acc } else { acc })) as u32, b: (acc.max(35148u64)) as i64, c: [(acc) as u16, 1514] }, 3));
+        sync!();
+        acc = acc.rotate_left(9) ^ (gq0 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(sq.a as u64) ^ (sq.b as u64) ^ ((sq.c[0] as u64) << 16) ^ (sq.c[1] as u64);
         for j in 0..a1.len() {
             acc = acc.rotate_left(5) ^ (a1[j] as u64);
         }
-        acc ^ (acc & acc)
+        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
+        acc ^ (40162u64 ^ acc)
     }
 
     #[gpu_cilk]
@@ -983,16 +1282,30 @@ pub mod p6 {
             r1 = spawn!(f2(x0.wrapping_sub((x1 as u64)) % 2 == 0, ((x0 >> 31)) as i64, (x0.wrapping_mul(acc)) as i64));
         }
         let r2 = spawn!(f2((60245u64 << 3) % 2 == 0, ((x2 ^ x0)) as i64, (acc) as i64));
+        let mut a3: [u64; 85] = [0; 85];
+        let mut w3: u32 = 0;
+        while w3 < (19929u64.max(x0) % 86) as u32 {
+            a3[w3 as usize] = spawn!(f3(0, (((x1 as u64).count_ones() as u64)) as i32));
+            w3 += 1;
+        }
+        for k in 0..4u32 {
+            if (acc == (x1 as u64)) != ((x1 as u64) == (k as u64)) {
+                return ((x2 >> 9)) as i64;
+            }
+        }
         sync!();
         acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
         acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
         acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        (acc ^ x2) as i64
+        for j in 0..a3.len() {
+            acc = acc.rotate_left(5) ^ (a3[j] as u64);
+        }
+        (acc ^ (((x2 as i32) % 3) as u64)) as i64
     }
 
     #[gpu_cilk]
     pub fn f2(x0: bool, mut x1: i64, mut x2: i64) -> u64 {
-        let mut acc: u64 = ((x0 as u64).min((x0 as u64)) & ((x0 as u64) << 36));
+        let mut acc: u64 = ((x1 as u64).wrapping_mul((x0 as u64)) << 36);
         x1 = ((x0 as u64).max(65920u64)) as i64;
         x2 = (11584u64.wrapping_mul(acc)) as i64;
         let t0: i32 = ((x2 as u64).wrapping_mul(96705u64)) as i32;
@@ -1005,44 +1318,43 @@ pub mod p6 {
     }
 
     #[gpu_cilk]
-    pub fn f3(d: u32, x0: i32) -> u64 {
+    pub fn f3(d: u32, mut x0: i32) -> u64 {
         if d == 0 {
-            return (x0 as u64);
+            return 59260u64;
         }
-        let mut acc: u64 = ((if ((x0 as u64) != (d as u64)) == ((x0 as u64) >= (x0 as u64)) { (d as u64) } else { (x0 as u64) }) ^ (x0 as u64));
-        let t0: bool = (h1((d as u64), (acc) as u32, (acc) as i64) as u64) % 2 == 0;
-        let t1: i32 = (24984u64.wrapping_add(acc)) as i32;
-        for i in 0..70u32 {
-            spawn!(f4((acc.count_ones() as u64) % 2 == 0, acc));
-        }
-        for i in 0..9u32 {
-            spawn!(f4((d as u64) % 2 == 0, 86630u64));
-        }
-        spawn!(f4((d as u64) % 2 == 0, (if (17158u64 != (x0 as u64)) == ((x0 as u64) == acc) { (d as u64) } else { (x0 as u64) })));
-        let r4 = spawn!(f3(d - 1, (((d as u64) << 3)) as i32));
+        let mut acc: u64 = ((x0 as u64).max((d as u64)) & ((d as u64) % 59));
+        x0 = (acc.max(70197u64)) as i32;
+        let t0: u32 = (46427u64.min(61336u64)) as u32;
+        spawn!(f4((60924u64 >> 35) % 2 == 0, (if (17158u64 != (x0 as u64)) == ((x0 as u64) == acc) { (d as u64) } else { (x0 as u64) })));
         for k in 0..4u32 {
-            if (k as u64) % 3 == 1 {
-                return acc;
+            if ((d as u64) & 1 == 1) && (acc <= (k as u64)) {
+                return (((((((d as u64) as i32) % 39) as u64) as i64) / -8) as u64);
             }
         }
         sync!();
         acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
-        acc = acc.wrapping_mul(31).wrapping_add(r4 as u64);
-        acc ^ (x0 as u64).rotate_left(59)
+        acc ^ (((acc as i64) / -2) as u64)
     }
 
     #[gpu_cilk]
-    pub fn f4(mut x0: bool, mut x1: u64) {
-        let mut acc: u64 = (x0 as u64);
-        x0 = (x1 & acc) % 2 == 0;
-        x1 = x1.min(97109u64);
-        sync!();
-        if x1 > x1 {
-            acc = x1;
-        } else {
-            acc = acc.wrapping_add(1);
+    pub fn f4(x0: bool, x1: u64) {
+        let mut acc: u64 = (((x0 as u64) ^ x1) | (((x1 as i64) / -9) as u64));
+        let t0: u32 = (x1) as u32;
+        let t1: i32 = ((if ((x0 as u64) != x1) == (acc >= acc) { (x0 as u64) } else { acc })) as i32;
+        let mut n0: u32 = 0;
+        loop {
+            n0 += 1;
+            if n0 > (x1 % 5) as u32 {
+                break;
+            }
+            if n0 % 2 == 0 {
+                continue;
+            }
+            acc = acc.rotate_left(3) ^ (n0 as u64);
         }
+        sync!();
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
     }
 }
 
@@ -1069,24 +1381,57 @@ pub mod p7 {
     }
 
     #[gpu_cilk]
-    pub fn root() -> u64 {
-        let mut acc: u64 = (789174u64 << 15);
-        for i in 0..24u32 {
-            spawn!(f3((acc) as i32, 81982u64, ((acc & (i as u64))) as i32));
+    pub fn gk<T: Key>(x: T, y: T, d: u32) -> T {
+        if d == 0 {
+            return if x.total_lt(y) { x } else { y };
         }
-        let r2 = spawn!(f4((37885u64) as u32, acc.max(92320u64) % 2 == 0, acc));
-        let mut a3: [i32; 7] = [0; 7];
-        let mut w3: u32 = 0;
-        while w3 < (acc % 8) as u32 {
-            a3[w3 as usize] = spawn!(f2());
-            w3 += 1;
-        }
+        let a = spawn!(gk::<T>(x, y, d - 1));
+        let b = spawn!(gk::<T>(y, x, d - 1));
         sync!();
-        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        for j in 0..a3.len() {
-            acc = acc.rotate_left(5) ^ (a3[j] as u64);
+        if a < b { a } else { b }
+    }
+
+    #[derive(Clone, Copy, Debug, Default, PartialEq, DeviceStruct)]
+    #[repr(C)]
+    pub struct Sv {
+        pub a: u32,
+        pub b: i64,
+        pub c: [u16; 2],
+    }
+
+    #[gpu_cilk]
+    pub fn fs(s: Sv, d: u32) -> Sv {
+        if d == 0 {
+            return Sv { a: s.a.wrapping_mul(2884) ^ 42870, b: s.b.wrapping_sub(26689), c: [s.c[1], s.c[0] ^ 12312] };
         }
-        acc ^ acc.wrapping_mul(acc)
+        let l = spawn!(fs(Sv { a: s.a ^ 9553, b: s.b, c: s.c }, d - 1));
+        let r = spawn!(fs(Sv { a: s.a.rotate_left(30), b: s.b ^ 3526, c: [s.c[0], 13975] }, d - 1));
+        sync!();
+        Sv { a: l.a.wrapping_add(r.a), b: l.b.wrapping_mul(3).wrapping_add(r.b), c: [l.c[0] ^ r.c[1], r.c[0]] }
+    }
+
+    #[gpu_cilk]
+    pub fn root() -> u64 {
+        let mut acc: u64 = ((((if (167904u64 == 98083u64) != (167904u64 < 167904u64) { 167904u64 } else { 167904u64 }) as i32) % 22) as u64);
+        let t0: i32 = (acc) as i32;
+        let mut a1: [u32; 256] = [0; 256];
+        for i in 0..256 {
+            if i % 3 != 0 {
+                a1[i] = spawn!(f4(((i as u64).wrapping_sub(acc)) as u32, (acc ^ acc) % 2 == 0, h0((i as u64), ((i as u64)) as u32, (63815u64) as i64)));
+            }
+        }
+        let gq0 = spawn!(gk::<u32>(((acc.count_ones() as u64)) as u32, ((acc & acc)) as u32, 1));
+        let gq1 = spawn!(gk::<i64>((acc) as i64, (62178u64.max(acc)) as i64, 3));
+        let sq = spawn!(fs(Sv { a: ((acc | 13299u64)) as u32, b: ((acc.count_ones() as u64)) as i64, c: [(acc) as u16, 20522] }, 1));
+        sync!();
+        acc = acc.rotate_left(9) ^ (gq0 as u64);
+        acc = acc.rotate_left(9) ^ (gq1 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(sq.a as u64) ^ (sq.b as u64) ^ ((sq.c[0] as u64) << 16) ^ (sq.c[1] as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        for j in 0..a1.len() {
+            acc = acc.rotate_left(5) ^ (a1[j] as u64);
+        }
+        acc ^ acc.min(52306u64)
     }
 
     #[gpu_cilk]
@@ -1094,44 +1439,88 @@ pub mod p7 {
         if d == 0 {
             return ;
         }
-        let mut acc: u64 = (d as u64).max((d as u64));
-        let t0: bool = acc.rotate_left(5) % 2 == 0;
-        let t1: i64 = (((d as u64) ^ (d as u64))) as i64;
-        let mut a1: [u32; 60] = [0; 60];
-        for i in 0..60 {
-            if i % 2 != 0 {
-                a1[i] = spawn!(f4((63558u64.wrapping_add(73219u64)) as u32, 78615u64.min((d as u64)) % 2 == 0, ((((i as u64) as i64) / -3) as u64)));
+        let mut acc: u64 = ((if (d as u64) % 2 == 1 { (d as u64) } else { (d as u64) }) ^ (d as u64));
+        let t0: i32 = ((d as u64)) as i32;
+        let t1: bool = 63184u64.wrapping_sub(acc) % 2 == 0;
+        let tmp = alloc!(u64, 5);
+        for i in 0..5 {
+            spawn!(fw(tmp, i, (acc % 776)));
+        }
+        spawn!(f1(d - 1));
+        spawn!(f3(((acc & acc)) as i32, acc, (((acc % 2 == 0) as u64)) as i32));
+        let mut a3: [u32; 44] = [0; 44];
+        for i in 0..44 {
+            if i % 3 != 0 {
+                a3[i] = spawn!(f4((2168u64) as u32, 72952u64 % 2 == 0, (i as u64).max((d as u64))));
             }
         }
         spawn!(f1(d - 1));
-        spawn!(f1(d - 1));
         sync!();
+        for j in 0..tmp.len() {
+            acc = acc.rotate_left(3) ^ tmp[j];
+        }
         acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
         acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
-        for j in 0..a1.len() {
-            acc = acc.rotate_left(5) ^ (a1[j] as u64);
+        for j in 0..a3.len() {
+            acc = acc.rotate_left(5) ^ (a3[j] as u64);
         }
     }
 
     #[gpu_cilk]
     pub fn f2() -> i32 {
-        let mut acc: u64 = ((871414u64 & 871414u64) & (39035u64 | 7990u64));
-        let t0: i64 = (76869u64) as i64;
-        spawn!(f3((acc) as i32, acc.wrapping_mul(acc), (acc) as i32));
-        spawn!(f4((acc.rotate_left(24)) as u32, acc % 2 == 0, (acc % 927)));
+        let mut acc: u64 = 4498u64;
+        let t0: i64 = (acc.wrapping_sub(acc)) as i64;
+        let t1: i64 = ((if (acc != acc) == (acc == acc) { acc } else { acc })) as i64;
+        spawn!(f3((acc) as i32, (acc % 927), (acc) as i32));
+        let mut r2: u32 = 0;
+        if (acc & 1 == 1) && (acc <= acc) {
+            r2 = spawn!(f4((acc.wrapping_add(acc)) as u32, acc.wrapping_sub(87458u64) % 2 == 0, acc.wrapping_mul(acc)));
+        }
+        spawn!(f3((acc.wrapping_mul(acc)) as i32, (8288u64 << 26), ((if (acc & 1 == 1) && (38005u64 <= acc) { acc } else { acc })) as i32));
+        let mut r4: u32 = 0;
+        if 63558u64 % 4 == 0 {
+            r4 = spawn!(f4(((h0(acc, (acc) as u32, ((((acc as i64) / -3) as u64)) as i64).wrapping_add(731) as u64)) as u32, (acc.count_ones() as u64) % 2 == 0, (acc ^ acc)));
+        } else {
+            spawn!(f4(((if (acc != acc) == (acc >= acc) { acc } else { acc })) as u32, (66138u64 ^ acc) % 2 == 0, acc));
+        }
         sync!();
         acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        (acc ^ ((acc % 6 == 1) as u64)) as i32
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r4 as u64);
+        (acc ^ h0(acc, (acc) as u32, (37885u64) as i64)) as i32
     }
 
     #[gpu_cilk]
-    pub fn f3(x0: i32, x1: u64, mut x2: i32) {
-        let mut acc: u64 = ((60938u64 & x1) | (x0 as u64).min(x1));
-        x2 = (54606u64.rotate_left(18)) as i32;
+    pub fn f3(x0: i32, mut x1: u64, x2: i32) {
+        let mut acc: u64 = ((((x2 as u64) == 59105u64) != (x1 < (x0 as u64))) as u64).wrapping_mul((x1 & (x2 as u64)));
+        x1 = (x2 as u64).max((x0 as u64));
+        let r1 = spawn!(f4(((acc % 704)) as u32, acc.wrapping_sub(47533u64) % 2 == 0, (h0(x1, (acc) as u32, (((x2 as u64).count_ones() as u64)) as i64).wrapping_add(808) as u64)));
+        let mut r2: u32 = 0;
+        if x1 % 6 == 1 {
+            r2 = spawn!(f4((acc.max(acc)) as u32, acc.wrapping_sub(84740u64) % 2 == 0, (x1 >> 18)));
+        }
+        for k in 0..4u32 {
+            if ((x2 as u64) == x1) != (85566u64 < (x2 as u64)) {
+                return ;
+            }
+        }
+        sync!();
+        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
+        let s2 = spawn!(f4(((x0 as u64).wrapping_add((x2 as u64))) as u32, (x0 as u64) % 2 == 0, ((x2 as u64) % 951)));
+        sync!();
+        acc ^= s2 as u64;
+    }
+
+    #[gpu_cilk]
+    pub fn f4(x0: u32, x1: bool, x2: u64) -> u32 {
+        let mut acc: u64 = (x0 as u64);
+        let t0: u32 = (acc) as u32;
         let mut n0: u32 = 0;
         loop {
             n0 += 1;
-            if n0 > ((acc >> 29) % 5) as u32 {
+            if n0 > (h0((x0 as u64), (x2) as u32, (acc) as i64) % 5) as u32 {
                 break;
             }
             if n0 % 2 == 0 {
@@ -1139,37 +1528,42 @@ pub mod p7 {
             }
             acc = acc.rotate_left(3) ^ (n0 as u64);
         }
-        let tmp = alloc!(u64, 45);
-        for i in 0..45 {
-            spawn!(fw(tmp, i, (i as u64).wrapping_mul((i as u64))));
-        }
-        let r1 = spawn!(f4(((acc % 704)) as u32, acc.wrapping_sub(47533u64) % 2 == 0, (h0(x1, (acc) as u32, (((x2 as u64).count_ones() as u64)) as i64).wrapping_add(808) as u64)));
-        let mut r2: u32 = 0;
-        if x1 % 6 == 1 {
-            r2 = spawn!(f4((acc.max(acc)) as u32, acc.wrapping_sub(84740u64) % 2 == 0, (x1 >> 18)));
-        }
         sync!();
-        for j in 0..tmp.len() {
-            acc = acc.rotate_left(3) ^ tmp[j];
-        }
-        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
-        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        let s2 = spawn!(f4(((((x1 as i64) / -4) as u64)) as u32, ((x0 as u64) | (x0 as u64)) % 2 == 0, (15564u64 >> 15)));
-        sync!();
-        acc ^= s2 as u64;
-        if !(acc >= (x2 as u64)) {
-            acc = 90797u64.rotate_left(30);
-        } else {
-            acc = acc.wrapping_add(1);
-        }
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        (acc ^ acc) as u32
     }
 
     #[gpu_cilk]
-    pub fn f4(mut x0: u32, x1: bool, x2: u64) -> u32 {
-        let mut acc: u64 = (((x0 as u64) & x2).count_ones() as u64);
-        x0 = ((acc | acc)) as u32;
-        sync!();
-        (acc ^ (if (acc != x2) == ((x0 as u64) == acc) { (x0 as u64) } else { (x0 as u64) })) as u32
+    pub fn fz(a: &mut [u64], k: u32) -> u64 {
+        let mut s: u64 = 0;
+        for i in 0..a.len() {
+            a[i] = a[i].rotate_left(k % 64) ^ 859605;
+            s = s.wrapping_add(a[i]);
+        }
+        s
+    }
+
+    #[gpu_cilk]
+    pub fn sroot(a: &mut [u64]) -> u64 {
+        let mut acc: u64 = 131629;
+        let mut lo: usize = 0;
+        while lo < a.len() {
+            let hi: usize = (lo + 81).min(a.len());
+            let mid: usize = lo + (hi - lo) / 2;
+            let x = spawn!(fz(&mut a[lo..mid], 2));
+            let y = spawn!(fz(&mut a[mid..hi], (acc % 64) as u32));
+            sync!();
+            acc = acc.rotate_left(7) ^ x.wrapping_mul(3) ^ y;
+            lo = hi;
+        }
+        if acc % 4 != 0 {
+            let (l, r) = a.split_at_mut(a.len() / 2);
+            let p = spawn!(fz(l, 13));
+            let q = spawn!(fz(r, 20));
+            sync!();
+            acc ^= p.wrapping_add(q);
+        }
+        acc
     }
 }
 
@@ -1224,139 +1618,147 @@ pub mod p8 {
     }
 
     #[gpu_cilk]
-    pub fn root() -> u64 {
-        let mut acc: u64 = (933077u64.min(933077u64) | (933077u64.count_ones() as u64));
-        let t0: bool = (acc.count_ones() as u64) % 2 == 0;
-        let t1: i32 = ((acc | acc)) as i32;
-        let mut n0: u32 = 0;
-        loop {
-            n0 += 1;
-            if n0 > ((acc >> 19) % 5) as u32 {
-                break;
-            }
-            if n0 % 2 == 0 {
-                continue;
-            }
-            acc = acc.rotate_left(3) ^ (n0 as u64);
+    pub fn gk<T: Key>(x: T, y: T, d: u32) -> T {
+        if d == 0 {
+            return if x != y && x > y { x } else { y };
         }
-        let mut a1: [i32; 256] = [0; 256];
+        let a = spawn!(gk::<T>(x, y, d - 1));
+        let b = spawn!(gk::<T>(y, x, d - 1));
+        sync!();
+        if a.total_lt(b) { a } else { b }
+    }
+
+    #[derive(Clone, Copy, Debug, Default, PartialEq, DeviceStruct)]
+    #[repr(C)]
+    pub struct Sv {
+        pub a: u32,
+        pub b: i64,
+        pub c: [u16; 2],
+    }
+
+    #[gpu_cilk]
+    pub fn fs(s: Sv, d: u32) -> Sv {
+        if d == 0 {
+            return Sv { a: s.a.wrapping_mul(24513) ^ 34889, b: s.b.wrapping_sub(31185), c: [s.c[1], s.c[0] ^ 21029] };
+        }
+        let l = spawn!(fs(Sv { a: s.a ^ 35215, b: s.b, c: s.c }, d - 1));
+        let r = spawn!(fs(Sv { a: s.a.rotate_left(20), b: s.b ^ 45809, c: [s.c[0], 1017] }, d - 1));
+        sync!();
+        Sv { a: l.a.wrapping_add(r.a), b: l.b.wrapping_mul(3).wrapping_add(r.b), c: [l.c[0] ^ r.c[1], r.c[0]] }
+    }
+
+    #[gpu_cilk]
+    pub fn root() -> u64 {
+        let mut acc: u64 = (h0(133951u64.min(133951u64), (133951u64) as u32, (133951u64) as i64).wrapping_add(179) as u64);
+        let tmp = alloc!(u64, 36);
+        for i in 0..36 {
+            spawn!(fw(tmp, i, acc.rotate_left(52)));
+        }
+        let mut a1: [u32; 256] = [0; 256];
         for i in 0..256 {
             if i % 3 != 0 {
-                a1[i] = spawn!(f5((((i as u64).count_ones() as u64)) as i32, (acc << 25)));
+                a1[i] = spawn!(f2(((h2((i as u64), ((i as u64)) as u32, (((i as u64).count_ones() as u64)) as i32) as u64) % 4) as u32, (acc | acc), (acc) as i32, (acc.count_ones() as u64) % 2 == 0));
             }
         }
+        let gq1 = spawn!(gk::<i64>(((acc.count_ones() as u64)) as i64, (acc) as i64, 1));
+        let gq2 = spawn!(gk::<f32>(((30206u64) % 100000) as f32, ((acc) % 100000) as f32, 1));
+        let sq = spawn!(fs(Sv { a: ((acc | acc)) as u32, b: (acc.wrapping_sub(acc)) as i64, c: [(acc) as u16, 57023] }, 2));
         sync!();
-        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
+        acc = acc.rotate_left(9) ^ (gq1 as u64);
+        acc = acc.rotate_left(9) ^ (gq2 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(sq.a as u64) ^ (sq.b as u64) ^ ((sq.c[0] as u64) << 16) ^ (sq.c[1] as u64);
+        for j in 0..tmp.len() {
+            acc = acc.rotate_left(3) ^ tmp[j];
+        }
         for j in 0..a1.len() {
             acc = acc.rotate_left(5) ^ (a1[j] as u64);
         }
-        acc ^ 30206u64
+        acc ^ acc
     }
 
     #[gpu_cilk]
     pub fn f1(mut x0: u32, x1: u64) -> bool {
-        let mut acc: u64 = ((if !((x0 as u64) >= (x0 as u64)) { 41769u64 } else { x1 }) | (if !(x1 >= x1) { (x0 as u64) } else { (x0 as u64) }));
-        x0 = (((((x0 as u64) as i64) / -7) as u64)) as u32;
-        let t0: bool = ((x0 as u64) >> 4) % 2 == 0;
-        let tmp = alloc!(u64, 53);
-        for i in 0..53 {
-            spawn!(fw(tmp, i, 69396u64.wrapping_mul(acc)));
-        }
-        let mut r1: i32 = 0;
-        if (x0 as u64) % 5 == 0 {
-            r1 = spawn!(f5((x1) as i32, ((x0 as u64) & (x0 as u64))));
-        } else {
-            spawn!(f5(((x1 << 35)) as i32, ((x0 as u64).count_ones() as u64)));
-        }
-        let mut a2: [u64; 75] = [0; 75];
-        for i in 0..75 {
-            if i % 3 != 0 {
-                a2[i] = spawn!(f3(0, acc % 2 == 0, (i as u64)));
-            }
-        }
+        let mut acc: u64 = ((4615u64.count_ones() as u64) ^ x1.min(x1));
+        x0 = ((x0 as u64).max(x1)) as u32;
+        let t0: u32 = ((x0 as u64).rotate_left(60)) as u32;
+        let t1: i32 = (acc.wrapping_add(x1)) as i32;
+        acc = acc.wrapping_add(f4(acc % 2 == 0) as u64);
         sync!();
-        for j in 0..tmp.len() {
-            acc = acc.rotate_left(3) ^ tmp[j];
-        }
         acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
-        for j in 0..a2.len() {
-            acc = acc.rotate_left(5) ^ (a2[j] as u64);
-        }
-        (acc ^ (x0 as u64).max(acc)) % 3 == 1
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
+        (acc ^ (x1 << 3)) % 3 == 1
     }
 
     #[gpu_cilk]
-    pub fn f2(d: u32, mut x0: u64, x1: i32, mut x2: bool) -> u32 {
+    pub fn f2(d: u32, x0: u64, x1: i32, x2: bool) -> u32 {
         if d == 0 {
-            return (((!((x1 as u64) >= (x2 as u64))) as u64)) as u32;
+            return (((x2 as u64) << 36)) as u32;
         }
-        let mut acc: u64 = (67346u64 ^ 63372u64).max((63265u64 ^ (x2 as u64)));
-        x0 = (x0 % 265);
-        x2 = (if !((x1 as u64) >= x0) { (x2 as u64) } else { (x1 as u64) }) % 2 == 0;
-        let tmp = alloc!(u64, 25);
-        for i in 0..25 {
-            spawn!(fw(tmp, i, (x2 as u64)));
-        }
-        let r1 = spawn!(f2(d - 1, ((x2 as u64) >> 8), (acc) as i32, (37039u64 << 3) % 2 == 0));
-        let r2 = spawn!(f2(d - 1, (d as u64), ((((x0 as i64) / -2) as u64)) as i32, x0.max(19816u64) % 2 == 0));
-        let mut a3: [i32; 19] = [0; 19];
-        for i in 0..19 {
-            a3[i] = spawn!(f5((10754u64) as i32, (x1 as u64)));
-        }
-        let mut a4: [i32; 6] = [0; 6];
-        for i in 0..6 {
-            if i % 2 != 0 {
-                a4[i] = spawn!(f5((((i as u64) ^ x0)) as i32, h1((x2 as u64), (59996u64) as u32, ((acc >> 1)) as i32)));
-            }
+        let mut acc: u64 = (((x2 as u64) >> 8) & ((x2 as u64) & x0));
+        let t0: i32 = ((95071u64 | acc)) as i32;
+        let t1: i32 = (x0.max(19816u64)) as i32;
+        let r2 = spawn!(f2(d - 1, 39053u64.wrapping_sub((d as u64)), ((x2 as u64)) as i32, ((x2 as u64) ^ x0) % 2 == 0));
+        let r4 = spawn!(f2(d - 1, (59996u64 | x0), (67985u64) as i32, 150u64 % 2 == 0));
+        if (x2 as u64) > (x2 as u64) {
+            return (((((d as u64) as i64) / -6) as u64).max((x2 as u64))) as u32;
         }
         sync!();
-        for j in 0..tmp.len() {
-            acc = acc.rotate_left(3) ^ tmp[j];
-        }
-        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
         acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        for j in 0..a3.len() {
-            acc = acc.rotate_left(5) ^ (a3[j] as u64);
-        }
-        for j in 0..a4.len() {
-            acc = acc.rotate_left(5) ^ (a4[j] as u64);
-        }
-        (acc ^ (x1 as u64).wrapping_mul((x2 as u64))) as u32
+        acc = acc.wrapping_mul(31).wrapping_add(r4 as u64);
+        (acc ^ (if !((x2 as u64) >= (d as u64)) { acc } else { x0 })) as u32
     }
 
     #[gpu_cilk]
     pub fn f3(d: u32, mut x0: bool, x1: u64) -> u64 {
         if d == 0 {
-            return (x1.wrapping_mul((x0 as u64)) % 541);
+            return ((x1 >> 37) & (x1 & (d as u64)));
         }
-        let mut acc: u64 = x1;
-        x0 = (x0 as u64) % 2 == 0;
-        let t0: i64 = (acc) as i64;
-        let t1: i64 = ((d as u64).max(68490u64)) as i64;
-        let mut r1: u32 = 0;
-        if acc > acc {
-            r1 = spawn!(f4(x1 % 2 == 0));
-        }
+        let mut acc: u64 = (x0 as u64).max(x1).min((x0 as u64));
+        x0 = ((!(x1 >= acc)) as u64) % 2 == 0;
+        let r3 = spawn!(f3(d - 1, acc % 2 == 0, acc));
         sync!();
-        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
-        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
-        acc ^ acc.min(x1)
+        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
+        let s4 = spawn!(f4(x1.wrapping_sub(x1) % 2 == 0));
+        sync!();
+        acc ^= s4 as u64;
+        acc ^ ((d as u64) ^ (x0 as u64))
     }
 
     #[gpu_cilk]
-    pub fn f4(mut x0: bool) -> u32 {
-        if (x0 as u64) % 6 == 1 {
-            return ((x0 as u64)) as u32;
+    pub fn f4(x0: bool) -> u32 {
+        if !((x0 as u64) >= 70186u64) {
+            return ((if (x0 as u64) % 6 == 0 { 26736u64 } else { (x0 as u64) }).rotate_left(37)) as u32;
         }
-        let mut acc: u64 = (x0 as u64).max((x0 as u64));
-        x0 = (acc & 26736u64) % 2 == 0;
+        let mut acc: u64 = (x0 as u64).rotate_left(21).max((80874u64 % 229));
+        let t0: bool = acc.min((x0 as u64)) % 2 == 0;
+        let mut r1: i32 = 0;
+        if !((x0 as u64) >= acc) {
+            r1 = spawn!(f5((95570u64.wrapping_add(acc)) as i32, 80193u64.rotate_left(63)));
+        } else {
+            spawn!(f5((acc) as i32, (x0 as u64)));
+        }
+        if !(acc >= acc) {
+            return (acc.wrapping_add((x0 as u64)).wrapping_mul((x0 as u64).min(acc))) as u32;
+        }
+        sync!();
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
+        let s1 = spawn!(f5(((x0 as u64)) as i32, ((((x0 as u64) as i32) % 22) as u64)));
+        sync!();
+        acc ^= s1 as u64;
+        (acc ^ (x0 as u64).max(68490u64)) as u32
+    }
+
+    #[gpu_cilk]
+    pub fn f5(x0: i32, x1: u64) -> i32 {
+        let mut acc: u64 = (x1 << 28).wrapping_mul(((x0 as u64) | (x0 as u64)));
+        let t0: i32 = ((97667u64.count_ones() as u64)) as i32;
         let mut n0: u32 = 0;
         loop {
             n0 += 1;
-            if n0 > (((x0 as u64) % 833) % 5) as u32 {
+            if n0 > (x1.wrapping_mul(x1) % 5) as u32 {
                 break;
             }
             if n0 % 2 == 0 {
@@ -1364,28 +1766,49 @@ pub mod p8 {
             }
             acc = acc.rotate_left(3) ^ (n0 as u64);
         }
-        let mut r1: i32 = 0;
-        if !((x0 as u64) >= 66709u64) {
-            r1 = spawn!(f5((55780u64.min((x0 as u64))) as i32, acc.wrapping_add(acc)));
-        } else {
-            spawn!(f5(((x0 as u64).max(2262u64)) as i32, (acc & acc)));
+        let tmp = alloc!(u64, 55);
+        for i in 0..55 {
+            spawn!(fw(tmp, i, (x0 as u64).min(acc)));
         }
-        let r2 = spawn!(f5(((if 80193u64 > acc { (x0 as u64) } else { (x0 as u64) })) as i32, (x0 as u64).wrapping_sub((x0 as u64))));
         sync!();
-        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
-        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        (acc ^ (x0 as u64).wrapping_sub((x0 as u64))) as u32
+        for j in 0..tmp.len() {
+            acc = acc.rotate_left(3) ^ tmp[j];
+        }
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        (acc ^ (x0 as u64)) as i32
     }
 
     #[gpu_cilk]
-    pub fn f5(x0: i32, mut x1: u64) -> i32 {
-        if !(x1 >= (x0 as u64)) {
-            return ((x0 as u64)) as i32;
+    pub fn fz(a: &mut [u64], k: u32) -> u64 {
+        let mut s: u64 = 0;
+        for i in 0..a.len() {
+            a[i] = a[i].rotate_left(k % 64) ^ 632515;
+            s = s.wrapping_add(a[i]);
         }
-        let mut acc: u64 = x1.wrapping_add((x1 << 28));
-        x1 = (if x1 % 2 == 1 { x1 } else { (x0 as u64) });
-        sync!();
-        (acc ^ x1) as i32
+        s
+    }
+
+    #[gpu_cilk]
+    pub fn sroot(a: &mut [u64]) -> u64 {
+        let mut acc: u64 = 348683;
+        let mut lo: usize = 0;
+        while lo < a.len() {
+            let hi: usize = (lo + 31).min(a.len());
+            let mid: usize = lo + (hi - lo) / 2;
+            let x = spawn!(fz(&mut a[lo..mid], 48));
+            let y = spawn!(fz(&mut a[mid..hi], (acc % 64) as u32));
+            sync!();
+            acc = acc.rotate_left(7) ^ x.wrapping_mul(3) ^ y;
+            lo = hi;
+        }
+        if acc % 3 != 0 {
+            let (l, r) = a.split_at_mut(a.len() / 2);
+            let p = spawn!(fz(l, 3));
+            let q = spawn!(fz(r, 61));
+            sync!();
+            acc ^= p.wrapping_add(q);
+        }
+        acc
     }
 }
 
@@ -1468,16 +1891,14 @@ pub mod p9 {
 
     #[gpu_cilk]
     pub fn f1(x0: i32, x1: bool) -> bool {
-        let mut acc: u64 = (x1 as u64).wrapping_sub((x1 as u64)).wrapping_mul(((x0 as u64) << 24));
-        let t0: bool = (acc >> 13) % 2 == 0;
-        let t1: i32 = (9480u64.max(acc)) as i32;
+        let mut acc: u64 = ((35626u64 % 376) >> 13);
+        let t0: u32 = (acc) as u32;
         let mut a1: [bool; 142] = [false; 142];
         for i in 0..142 {
             a1[i] = spawn!(f3());
         }
         sync!();
         acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
         for j in 0..a1.len() {
             acc = acc.rotate_left(5) ^ (a1[j] as u64);
         }
@@ -1489,28 +1910,76 @@ pub mod p9 {
 
     #[gpu_cilk]
     pub fn f2(x0: i32, x1: i32) -> u64 {
-        if (x0 as u64) > (x0 as u64) {
-            return (if ((x1 as u64) & 1 == 1) && ((x0 as u64) <= (x0 as u64)) { (x1 as u64) } else { 57263u64 });
+        if (x0 as u64) > (x1 as u64) {
+            return (((((x1 as u64) >> 14) as i32) % 42) as u64);
         }
-        let mut acc: u64 = (x1 as u64);
-        let mut r1: bool = false;
-        if 45996u64 % 3 == 1 {
-            r1 = spawn!(f3());
+        let mut acc: u64 = 57263u64;
+        let t0: i32 = ((acc << 19)) as i32;
+        let mut n0: u32 = 0;
+        loop {
+            n0 += 1;
+            if n0 > ((if acc % 3 == 0 { 45996u64 } else { acc }) % 5) as u32 {
+                break;
+            }
+            if n0 % 2 == 0 {
+                continue;
+            }
+            acc = acc.rotate_left(3) ^ (n0 as u64);
         }
+        let r1 = spawn!(f3());
+        let r2 = spawn!(f3());
+        let r3 = spawn!(f3());
         sync!();
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
         acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
-        acc ^ acc
+        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
+        let s3 = spawn!(f3());
+        sync!();
+        acc ^= s3 as u64;
+        acc ^ (26560u64.count_ones() as u64)
     }
 
     #[gpu_cilk]
     pub fn f3() -> bool {
-        let mut acc: u64 = ((193901u64.count_ones() as u64) << 39);
-        let t0: i32 = ((acc << 34)) as i32;
-        let t1: i64 = ((acc >> 26)) as i64;
+        let mut acc: u64 = ((198907u64 << 39) & 87952u64.wrapping_sub(198907u64));
+        let t0: i64 = ((acc | acc)) as i64;
         sync!();
         acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
-        (acc ^ acc.rotate_left(39)) % 3 == 1
+        (acc ^ acc.wrapping_add(acc)) % 3 == 1
+    }
+
+    #[gpu_cilk]
+    pub fn fz(a: &mut [u64], k: u32) -> u64 {
+        let mut s: u64 = 0;
+        for i in 0..a.len() {
+            a[i] = a[i].rotate_left(k % 64) ^ 542104;
+            s = s.wrapping_add(a[i]);
+        }
+        s
+    }
+
+    #[gpu_cilk]
+    pub fn sroot(a: &mut [u64]) -> u64 {
+        let mut acc: u64 = 876806;
+        let mut lo: usize = 0;
+        while lo < a.len() {
+            let hi: usize = (lo + 72).min(a.len());
+            let mid: usize = lo + (hi - lo) / 2;
+            let x = spawn!(fz(&mut a[lo..mid], 59));
+            let y = spawn!(fz(&mut a[mid..hi], (acc % 64) as u32));
+            sync!();
+            acc = acc.rotate_left(7) ^ x.wrapping_mul(3) ^ y;
+            lo = hi;
+        }
+        if acc % 3 != 0 {
+            let (l, r) = a.split_at_mut(a.len() / 2);
+            let p = spawn!(fz(l, 4));
+            let q = spawn!(fz(r, 24));
+            sync!();
+            acc ^= p.wrapping_add(q);
+        }
+        acc
     }
 }
 
@@ -1533,66 +2002,32 @@ pub mod p10 {
 
     #[gpu_cilk]
     pub fn root() -> u64 {
-        let mut acc: u64 = 46004u64;
-        let t0: bool = acc % 2 == 0;
-        let mut a1: [i32; 256] = [0; 256];
-        for i in 0..256 {
-            if i % 2 != 0 {
-                a1[i] = spawn!(f1(2));
-            }
+        let mut acc: u64 = (((342459u64 as i64) / -6) as u64).wrapping_add(29083u64.rotate_left(37));
+        let mut a1: [i64; 13] = [0; 13];
+        for i in 0..13 {
+            a1[i] = spawn!(f2(((7914u64 | 54581u64)) as i32));
+        }
+        if !(acc >= acc) {
+            return ((acc ^ acc) << 22);
         }
         sync!();
-        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
         for j in 0..a1.len() {
             acc = acc.rotate_left(5) ^ (a1[j] as u64);
         }
-        acc ^ acc.min(acc)
+        acc ^ (74213u64 & acc)
     }
 
     #[gpu_cilk]
     pub fn f1(d: u32) -> i32 {
         if d == 0 {
-            return ((d as u64).rotate_left(56)) as i32;
+            return (((d as u64) << 13)) as i32;
         }
-        let mut acc: u64 = ((((d as u64) > (d as u64)) as u64) | ((d as u64).count_ones() as u64));
-        let r1 = spawn!(f2((acc.wrapping_add((d as u64))) as i32));
-        sync!();
-        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
-        let s1 = spawn!(f2(((acc << 39)) as i32));
-        sync!();
-        acc ^= s1 as u64;
-        (acc ^ (acc << 35)) as i32
-    }
-
-    #[gpu_cilk]
-    pub fn f2(x0: i32) -> i64 {
-        let mut acc: u64 = (x0 as u64).rotate_left(24);
-        let t0: bool = (x0 as u64) % 2 == 0;
-        let t1: bool = acc % 2 == 0;
-        acc = acc.wrapping_add(f3((8049u64.rotate_left(26)) as i64, acc.min((x0 as u64)) % 2 == 0, 75892u64.wrapping_sub((x0 as u64))) as u64);
-        spawn!(f3((((((x0 as u64) as i32) % 10) as u64)) as i64, (x0 as u64).min((x0 as u64)) % 2 == 0, acc.min(acc)));
-        let mut r3: bool = false;
-        if acc % 2 == 1 {
-            r3 = spawn!(f3(((acc.count_ones() as u64)) as i64, ((x0 as u64) | acc) % 2 == 0, (x0 as u64)));
-        } else {
-            spawn!(f3((acc.wrapping_sub((x0 as u64))) as i64, (((92635u64 as i64) / -10) as u64) % 2 == 0, 26233u64.wrapping_mul(acc)));
-        }
-        sync!();
-        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
-        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
-        (acc ^ (x0 as u64).wrapping_mul((x0 as u64))) as i64
-    }
-
-    #[gpu_cilk]
-    pub fn f3(x0: i64, mut x1: bool, x2: u64) -> bool {
-        let mut acc: u64 = (85591u64.count_ones() as u64);
-        x1 = 1121u64.wrapping_sub(acc) % 2 == 0;
-        let t0: bool = (x0 as u64) % 2 == 0;
+        let mut acc: u64 = (d as u64);
+        let t0: i64 = ((h0(acc, (acc) as u32, ((if (97697u64 == acc) != ((d as u64) >= (d as u64)) { (d as u64) } else { 72957u64 })) as i32).wrapping_add(640) as u64)) as i64;
         let mut n0: u32 = 0;
         loop {
             n0 += 1;
-            if n0 > ((x0 as u64).wrapping_mul(80667u64) % 5) as u32 {
+            if n0 > (((((d as u64) as i32) % 19) as u64) % 5) as u32 {
                 break;
             }
             if n0 % 2 == 0 {
@@ -1600,9 +2035,61 @@ pub mod p10 {
             }
             acc = acc.rotate_left(3) ^ (n0 as u64);
         }
+        spawn!(f3((acc.max(66781u64)) as i64, (if acc % 3 == 1 { acc } else { (d as u64) }) % 2 == 0, (d as u64).wrapping_sub(86669u64)));
+        let r3 = spawn!(f1(d - 1));
+        spawn!(f3((82707u64.wrapping_sub(acc)) as i64, (if acc % 4 == 0 { acc } else { 50899u64 }) % 2 == 0, ((((d as u64) as i32) % 32) as u64)));
         sync!();
         acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        (acc ^ (90982u64 ^ acc)) % 3 == 1
+        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
+        (acc ^ 7u64) as i32
+    }
+
+    #[gpu_cilk]
+    pub fn f2(x0: i32) -> i64 {
+        let mut acc: u64 = ((90982u64 ^ (x0 as u64)) | (h0((x0 as u64), ((x0 as u64)) as u32, (((x0 as u64) | (x0 as u64))) as i32).wrapping_add(318) as u64));
+        let t0: i64 = (67029u64.min((x0 as u64))) as i64;
+        let t1: i64 = (acc.min((x0 as u64))) as i64;
+        let mut a1: [bool; 87] = [false; 87];
+        let mut w1: u32 = 0;
+        while w1 < ((if !(acc >= 19663u64) { 95765u64 } else { (x0 as u64) }) % 88) as u32 {
+            a1[w1 as usize] = spawn!(f3((37245u64) as i64, (if ((w1 as u64) & 1 == 1) && ((w1 as u64) <= (x0 as u64)) { (x0 as u64) } else { (x0 as u64) }) % 2 == 0, ((x0 as u64) | 69722u64)));
+            w1 += 1;
+        }
+        let r2 = spawn!(f3((((x0 as u64) % 193)) as i64, acc.wrapping_sub((x0 as u64)) % 2 == 0, (((92635u64 as i64) / -10) as u64)));
+        let mut a3: [bool; 71] = [false; 71];
+        for i in 0..71 {
+            a3[i] = spawn!(f3((acc) as i64, ((x0 as u64).count_ones() as u64) % 2 == 0, (acc << 33)));
+        }
+        let mut a4: [bool; 96] = [false; 96];
+        let mut w4: u32 = 0;
+        while w4 < ((x0 as u64) % 97) as u32 {
+            a4[w4 as usize] = spawn!(f3(((((acc as i64).wrapping_mul(-3) >> 2) as u64)) as i64, (x0 as u64) % 2 == 0, acc.wrapping_sub((x0 as u64))));
+            w4 += 1;
+        }
+        sync!();
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
+        for j in 0..a1.len() {
+            acc = acc.rotate_left(5) ^ (a1[j] as u64);
+        }
+        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
+        for j in 0..a3.len() {
+            acc = acc.rotate_left(5) ^ (a3[j] as u64);
+        }
+        for j in 0..a4.len() {
+            acc = acc.rotate_left(5) ^ (a4[j] as u64);
+        }
+        (acc ^ (h0(10824u64, ((x0 as u64)) as u32, ((h0(40607u64, (acc) as u32, ((x0 as u64).rotate_left(21)) as i32).wrapping_add(360) as u64)) as i32).wrapping_add(934) as u64)) as i64
+    }
+
+    #[gpu_cilk]
+    pub fn f3(mut x0: i64, x1: bool, x2: u64) -> bool {
+        let mut acc: u64 = 85591u64;
+        x0 = (32121u64.max((x1 as u64))) as i64;
+        let t0: bool = ((x1 as u64) << 5) % 2 == 0;
+        sync!();
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        (acc ^ x2) % 3 == 1
     }
 }
 
@@ -1629,68 +2116,43 @@ pub mod p11 {
     }
 
     #[gpu_cilk]
+    pub fn gk<T: Key>(x: T, y: T, d: u32) -> T {
+        if d == 0 {
+            return if x.total_lt(y) { x } else { y };
+        }
+        let a = spawn!(gk::<T>(x, y, d - 1));
+        let b = spawn!(gk::<T>(y, x, d - 1));
+        sync!();
+        if a.total_lt(b) { a } else { b }
+    }
+
+    #[derive(Clone, Copy, Debug, Default, PartialEq, DeviceStruct)]
+    #[repr(C)]
+    pub struct Sv {
+        pub a: u32,
+        pub b: i64,
+        pub c: [u16; 2],
+    }
+
+    #[gpu_cilk]
+    pub fn fs(s: Sv, d: u32) -> Sv {
+        if d == 0 {
+            return Sv { a: s.a.wrapping_mul(13691) ^ 49001, b: s.b.wrapping_sub(39860), c: [s.c[1], s.c[0] ^ 15388] };
+        }
+        let l = spawn!(fs(Sv { a: s.a ^ 43965, b: s.b, c: s.c }, d - 1));
+        let r = spawn!(fs(Sv { a: s.a.rotate_left(22), b: s.b ^ 24160, c: [s.c[0], 45598] }, d - 1));
+        sync!();
+        Sv { a: l.a.wrapping_add(r.a), b: l.b.wrapping_mul(3).wrapping_add(r.b), c: [l.c[0] ^ r.c[1], r.c[0]] }
+    }
+
+    #[gpu_cilk]
     pub fn root() -> u64 {
-        let mut acc: u64 = 531438u64;
-        let t0: bool = (acc | 10958u64) % 2 == 0;
-        let tmp = alloc!(u64, 51);
-        for i in 0..51 {
-            spawn!(fw(tmp, i, acc.wrapping_add(38664u64)));
-        }
-        let mut a1: [u32; 98] = [0; 98];
-        for i in 0..98 {
-            a1[i] = spawn!(f3((acc) as i32, 30020u64));
-        }
-        let r2 = spawn!(f2(1));
-        let mut r3: i64 = 0;
-        if (21834u64 == acc) != (acc == acc) {
-            r3 = spawn!(f2(3));
-        } else {
-            spawn!(f2(((((acc & 1 == 1) && (acc <= acc)) as u64) % 4) as u32));
-        }
-        sync!();
-        for j in 0..tmp.len() {
-            acc = acc.rotate_left(3) ^ tmp[j];
-        }
-        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        for j in 0..a1.len() {
-            acc = acc.rotate_left(5) ^ (a1[j] as u64);
-        }
-        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        acc = acc.wrapping_mul(31).wrapping_add(r3 as u64);
-        acc ^ (acc >> 5)
-    }
-
-    #[gpu_cilk]
-    pub fn f1(d: u32) -> i32 {
-        if d == 0 {
-            return ((d as u64)) as i32;
-        }
-        let mut acc: u64 = (d as u64);
-        let t0: u32 = (((d as u64) | (d as u64))) as u32;
-        let t1: u32 = (acc) as u32;
-        let r1 = spawn!(f2(2));
-        let r2 = spawn!(f1(d - 1));
-        sync!();
-        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
-        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
-        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
-        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
-        let s2 = spawn!(f3(((d as u64)) as i32, (h0((d as u64), (45941u64) as u32).wrapping_add(542) as u64)));
-        sync!();
-        acc ^= s2 as u64;
-        (acc ^ acc.wrapping_mul(acc)) as i32
-    }
-
-    #[gpu_cilk]
-    pub fn f2(d: u32) -> i64 {
-        if d == 0 {
-            return (((((d as u64) == (d as u64)) != (4307u64 < (d as u64))) as u64)) as i64;
-        }
-        let mut acc: u64 = (if !(6534u64 >= (d as u64)) { ((d as u64).count_ones() as u64) } else { ((d as u64) >> 3) });
+        let mut acc: u64 = (if !(31739u64 >= 64670u64) { h0(31739u64, (31739u64) as u32) } else { 31739u64.min(31739u64) });
+        let t0: u32 = (43439u64.min(84146u64)) as u32;
         let mut n0: u32 = 0;
         loop {
             n0 += 1;
-            if n0 > (acc.wrapping_add((d as u64)) % 5) as u32 {
+            if n0 > (96830u64 % 5) as u32 {
                 break;
             }
             if n0 % 2 == 0 {
@@ -1698,27 +2160,147 @@ pub mod p11 {
             }
             acc = acc.rotate_left(3) ^ (n0 as u64);
         }
-        spawn!(f3(((acc % 80)) as i32, ((d as u64) & 79216u64)));
-        if (d as u64) % 5 == 1 {
-            return (((((d as u64) % 5 == 0) as u64) % 401)) as i64;
+        let mut a1: [u32; 256] = [0; 256];
+        let mut w1: u32 = 0;
+        while w1 < ((38963u64 & 21449u64) % 257) as u32 {
+            a1[w1 as usize] = spawn!(f3((acc) as i32, (61401u64 << 38)));
+            w1 += 1;
         }
+        let r2 = spawn!(f3((acc) as i32, acc));
+        let mut a3: [i64; 9] = [0; 9];
+        for i in 0..9 {
+            if i % 2 != 0 {
+                a3[i] = spawn!(f2(((40498u64 | acc) % 4) as u32));
+            }
+        }
+        let gq1 = spawn!(gk::<i64>((acc) as i64, (acc) as i64, 3));
+        let sq = spawn!(fs(Sv { a: ((if !(acc >= acc) { acc } else { acc })) as u32, b: ((acc % 808)) as i64, c: [(3931u64) as u16, 38539] }, 2));
         sync!();
-        (acc ^ 68124u64.wrapping_mul((d as u64))) as i64
+        acc = acc.rotate_left(9) ^ (gq1 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(sq.a as u64) ^ (sq.b as u64) ^ ((sq.c[0] as u64) << 16) ^ (sq.c[1] as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        for j in 0..a1.len() {
+            acc = acc.rotate_left(5) ^ (a1[j] as u64);
+        }
+        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
+        for j in 0..a3.len() {
+            acc = acc.rotate_left(5) ^ (a3[j] as u64);
+        }
+        acc ^ acc.wrapping_add(acc)
     }
 
     #[gpu_cilk]
-    pub fn f3(mut x0: i32, x1: u64) -> u32 {
-        let mut acc: u64 = x1;
-        x0 = ((x0 as u64)) as i32;
-        let tmp = alloc!(u64, 34);
-        for i in 0..34 {
-            spawn!(fw(tmp, i, (acc >> 16)));
+    pub fn f1(d: u32) -> i32 {
+        if d == 0 {
+            return ((61847u64 | (if ((d as u64) & 1 == 1) && ((d as u64) <= (d as u64)) { (d as u64) } else { 45941u64 }))) as i32;
+        }
+        let mut acc: u64 = (((((d as u64) << 24) as i32) % 2) as u64);
+        let t0: i64 = (acc.wrapping_add((d as u64))) as i64;
+        let mut n0: u32 = 0;
+        loop {
+            n0 += 1;
+            if n0 > (((d as u64).count_ones() as u64) % 5) as u32 {
+                break;
+            }
+            if n0 % 2 == 0 {
+                continue;
+            }
+            acc = acc.rotate_left(3) ^ (n0 as u64);
+        }
+        let mut a2: [u32; 73] = [0; 73];
+        let mut w2: u32 = 0;
+        while w2 < ((d as u64).wrapping_add(acc) % 74) as u32 {
+            a2[w2 as usize] = spawn!(f3(((((acc & 1 == 1) && (85344u64 <= acc)) as u64)) as i32, (if (w2 as u64) > acc { 56805u64 } else { acc })));
+            w2 += 1;
         }
         sync!();
-        for j in 0..tmp.len() {
-            acc = acc.rotate_left(3) ^ tmp[j];
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        for j in 0..a2.len() {
+            acc = acc.rotate_left(5) ^ (a2[j] as u64);
         }
-        (acc ^ ((x0 as u64) >> 25)) as u32
+        (acc ^ ((((d as u64) & 1 == 1) && ((d as u64) <= acc)) as u64)) as i32
+    }
+
+    #[gpu_cilk]
+    pub fn f2(d: u32) -> i64 {
+        if d == 0 {
+            return (73519u64.rotate_left(42)) as i64;
+        }
+        let mut acc: u64 = (d as u64).max(((d as u64) % 80));
+        let t0: u32 = ((d as u64)) as u32;
+        let mut n0: u32 = 0;
+        loop {
+            n0 += 1;
+            if n0 > (acc.rotate_left(20) % 5) as u32 {
+                break;
+            }
+            if n0 % 2 == 0 {
+                continue;
+            }
+            acc = acc.rotate_left(3) ^ (n0 as u64);
+        }
+        let r1 = spawn!(f2(d - 1));
+        let r2 = spawn!(f2(d - 1));
+        let mut a3: [u32; 22] = [0; 22];
+        let mut w3: u32 = 0;
+        while w3 < ((d as u64).min((d as u64)) % 23) as u32 {
+            a3[w3 as usize] = spawn!(f3((acc) as i32, 76542u64.wrapping_sub(68124u64)));
+            w3 += 1;
+        }
+        spawn!(f3(((acc << 29)) as i32, ((d as u64).count_ones() as u64)));
+        sync!();
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r1 as u64);
+        acc = acc.wrapping_mul(31).wrapping_add(r2 as u64);
+        for j in 0..a3.len() {
+            acc = acc.rotate_left(5) ^ (a3[j] as u64);
+        }
+        (acc ^ (((acc as i32) % 16) as u64)) as i64
+    }
+
+    #[gpu_cilk]
+    pub fn f3(x0: i32, mut x1: u64) -> u32 {
+        let mut acc: u64 = ((x0 as u64).max(x1) & (x0 as u64).wrapping_add((x0 as u64)));
+        x1 = (x0 as u64).min(98860u64);
+        let t0: bool = (x0 as u64).wrapping_add(49188u64) % 2 == 0;
+        let t1: i32 = ((((acc as i32) % 44) as u64)) as i32;
+        sync!();
+        acc = acc.wrapping_mul(7).wrapping_add(t0 as u64);
+        acc = acc.wrapping_mul(7).wrapping_add(t1 as u64);
+        (acc ^ x1.rotate_left(60)) as u32
+    }
+
+    #[gpu_cilk]
+    pub fn fz(a: &mut [u64], k: u32) -> u64 {
+        let mut s: u64 = 0;
+        for i in 0..a.len() {
+            a[i] = a[i].rotate_left(k % 64) ^ 598535;
+            s = s.wrapping_add(a[i]);
+        }
+        s
+    }
+
+    #[gpu_cilk]
+    pub fn sroot(a: &mut [u64]) -> u64 {
+        let mut acc: u64 = 736735;
+        let mut lo: usize = 0;
+        while lo < a.len() {
+            let hi: usize = (lo + 18).min(a.len());
+            let mid: usize = lo + (hi - lo) / 2;
+            let x = spawn!(fz(&mut a[lo..mid], 2));
+            let y = spawn!(fz(&mut a[mid..hi], (acc % 64) as u32));
+            sync!();
+            acc = acc.rotate_left(7) ^ x.wrapping_mul(3) ^ y;
+            lo = hi;
+        }
+        if acc % 4 != 0 {
+            let (l, r) = a.split_at_mut(a.len() / 2);
+            let p = spawn!(fz(l, 25));
+            let q = spawn!(fz(r, 37));
+            sync!();
+            acc ^= p.wrapping_add(q);
+        }
+        acc
     }
 }
 
@@ -1736,4 +2318,11 @@ pub fn roots(v: &mut impl Roots) {
     v.root("p9", p9::root, p9::root::task);
     v.root("p10", p10::root, p10::root::task);
     v.root("p11", p11::root, p11::root::task);
+    v.slice_root("p0", p0::sroot, p0::sroot::task);
+    v.slice_root("p2", p2::sroot, p2::sroot::task);
+    v.slice_root("p5", p5::sroot, p5::sroot::task);
+    v.slice_root("p7", p7::sroot, p7::sroot::task);
+    v.slice_root("p8", p8::sroot, p8::sroot::task);
+    v.slice_root("p9", p9::sroot, p9::sroot::task);
+    v.slice_root("p11", p11::sroot, p11::sroot::task);
 }

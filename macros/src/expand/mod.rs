@@ -126,6 +126,13 @@ struct Emitter<'t> {
 /// parent's sub-slice, both valid until this task ends (runtime `slice` module, rules 1 and 2).
 fn rebind_slice(name: &syn::Ident, mutable: bool, ty: &Type) -> TokenStream {
     match from_stored(name, ty) {
+        Some(_) if syntax::view_type(ty).is_some() => {
+            // A view keeps its raw pair for the frame (`stored::raw_name`).
+            let m = mutable.then(|| quote!(mut));
+            let raw = stored::raw_name(name);
+            let e = from_stored(&raw, ty);
+            quote!(let #raw = #name; let #m #name: #ty = #e;)
+        }
         Some(e) => {
             let m = mutable.then(|| quote!(mut));
             quote!(let #m #name: #ty = #e;)
@@ -318,6 +325,8 @@ impl<'t> Emitter<'t> {
         } else {
             let lt = syn::Lifetime::new("'__gc_borrow", Span::mixed_site());
             let borrowed = t.params.iter().map(|p| match syntax::slice_type(&p.ty) {
+                Some((true, e)) if syntax::view_type(&p.ty).is_some() => quote!(::gpu_cilk::runtime::MatMut<#lt, #e>),
+                Some((false, e)) if syntax::view_type(&p.ty).is_some() => quote!(::gpu_cilk::runtime::Mat<#lt, #e>),
                 Some((true, e)) => quote!(&#lt mut [#e]),
                 Some((false, e)) => quote!(&#lt [#e]),
                 None if bound_elem(&p.ty).is_some() => {
@@ -353,6 +362,7 @@ impl<'t> Emitter<'t> {
         } else {
             let fields = slices.iter().map(|(p, (m, e))| {
                 let (n, ns) = (&p.name, p.name.to_string());
+                let view = syntax::view_type(&p.ty).is_some();
                 quote! {
                     ::gpu_cilk::runtime::SliceField {
                         name: #ns,
@@ -360,6 +370,7 @@ impl<'t> Emitter<'t> {
                         elem_size: ::core::mem::size_of::<#e>(),
                         mutable: #m,
                         bound: false,
+                        view: #view,
                     }
                 }
             });
@@ -372,6 +383,7 @@ impl<'t> Emitter<'t> {
                         elem_size: ::core::mem::size_of::<#b>(),
                         mutable: false,
                         bound: true,
+                        view: false,
                     }
                 }
             });
@@ -631,7 +643,7 @@ impl<'t> Emitter<'t> {
                     let n = &f.name;
                     if f.segment <= seg.index {
                         match &f.ty {
-                            FieldType::Declared(ty) => to_stored(n, ty),
+                            FieldType::Declared(ty) => stored::to_stored_again(n, ty),
                             FieldType::OutputOf(_) => quote!(#n),
                         }
                     } else {
@@ -678,7 +690,7 @@ impl<'t> Emitter<'t> {
             .frame
             .iter()
             .map(|f| match &f.ty {
-                FieldType::Declared(ty) if slice_param(&f) => to_stored(&f.name, ty),
+                FieldType::Declared(ty) if slice_param(&f) => stored::to_stored_again(&f.name, ty),
                 _ => {
                     let n = &f.name;
                     quote!(#n)

@@ -20,6 +20,9 @@
 //! - arguments that are slice *names* (the slice parameters and locals bound to slices; the checks
 //!   forbid redeclaring them, so a name is one slice). Sub-slices (`&mut a[i..j]`) are not
 //!   compared: disjointness of ranges is the runtime race check's job (`GPU_CILK_CHECK_RACES`).
+//! - Strided views (`Mat<T>`/`MatMut<T>`) are left out: a `MatMut` is not `Copy`, so the serial
+//!   function's own spawns already move it (two spawns of one `MatMut` are E0382 there), and
+//!   `Mat`s only share.
 //!
 //! Owns only this rewrite of a clone of the user's function (before `serial::serial_fn`); it
 //! must not change what the serial function computes: the closure is never called.
@@ -35,6 +38,13 @@ use syn::{Block, Expr, ItemFn, Path, Stmt};
 pub fn with_witnesses(item: &ItemFn) -> ItemFn {
     let mut out = item.clone();
     let mut names = syntax::slice_params(item);
+    for arg in &item.sig.inputs {
+        if let syn::FnArg::Typed(pt) = arg {
+            if let (syn::Pat::Ident(pi), Some(_)) = (&*pt.pat, syntax::view_type(&pt.ty)) {
+                names.remove(&pi.ident.to_string());
+            }
+        }
+    }
     slice_locals(&item.block, &mut names);
     block(&mut out.block, false, &names);
     out
@@ -47,7 +57,10 @@ fn slice_locals(b: &Block, names: &mut HashSet<String>) {
     impl<'ast> syn::visit::Visit<'ast> for Locals<'_> {
         fn visit_local(&mut self, l: &'ast syn::Local) {
             syn::visit::visit_local(self, l);
-            if syntax::local_binds_slice(l, self.0) {
+            let view = l.init.as_ref().is_some_and(|i| {
+                matches!(&*i.expr, Expr::MethodCall(m) if syntax::VIEW_SPLITS.contains(&m.method.to_string().as_str()))
+            });
+            if syntax::local_binds_slice(l, self.0) && !view {
                 self.0.extend(syntax::pat_binders(&l.pat).iter().map(|i| i.to_string()));
             }
         }

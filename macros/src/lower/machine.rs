@@ -121,7 +121,7 @@ impl Builder<'_> {
         if origin == FieldOrigin::Local {
             if let FieldType::Declared(t) = &ty {
                 if crate::syntax::slice_type(t).is_some() {
-                    self.errors.push(error::SLICE_FRAME.on(name));
+                    self.errors.push(crate::syntax::slice_or_view(t, error::SLICE_FRAME, error::VIEW_FRAME).on(name));
                 } else if crate::syntax::bound_type(t).is_some() {
                     self.errors.push(error::BOUND_FRAME.on(name));
                 }

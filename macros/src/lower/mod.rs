@@ -74,7 +74,8 @@ pub fn task(f: Function) -> Result<Task, syn::Error> {
         if d.origin == FieldOrigin::Local
             && matches!(&ty, crate::ir::FieldType::Declared(t) if crate::syntax::slice_type(t).is_some())
         {
-            errors.push(error::SLICE_FRAME.on(&d.name));
+            let crate::ir::FieldType::Declared(t) = &ty else { continue };
+            errors.push(crate::syntax::slice_or_view(t, error::SLICE_FRAME, error::VIEW_FRAME).on(&d.name));
             continue;
         }
         if d.origin == FieldOrigin::Local

@@ -140,6 +140,13 @@ impl Writer<'_> {
                     _ => None,
                 }
                 .or_else(|| a.elems.iter().find_map(|x| self.ty_of(x)))
+                // An element of a type the writer cannot name (`s.c[1]` of a device struct): its
+                // C++ type, not a literal's default (`[s.c[1], s.c[0] ^ 5]` of `u16`s).
+                .or_else(|| {
+                    let x = a.elems.iter().find(|x| !is_poly_literal(x))?;
+                    let text = self.probe().expr(x, None);
+                    self.ty_or_decltype(x, &text)
+                })
                 .unwrap_or_else(|| untyped_array_elem(a));
                 let vals: Vec<String> = a.elems.iter().map(|x| self.expr(x, Some(&elem))).collect();
                 format!("gc_array<{}, {}>{{{{{}}}}}", elem.cxx(), a.elems.len(), vals.join(", "))
@@ -237,6 +244,13 @@ impl Writer<'_> {
 
     fn index(&mut self, i: &syn::ExprIndex) -> String {
         let base = self.expr(&i.expr, None);
+        if let (Some(Ty::Mat(_)), Expr::Tuple(t)) = (self.ty_of(&i.expr), &*i.index) {
+            // `m[(i, j)]` of a view: `m.at(cx, i, j, site)`.
+            let ij: Vec<String> =
+                t.elems.iter().map(|x| strip_usize_cast(&self.expr(x, Some(&prim("usize"))))).collect();
+            let s = self.site(i.index.span());
+            return format!("{base}.at(cx, (gc_u64)({}), (gc_u64)({}), {s})", ij[0], ij[1]);
+        }
         let idx = self.expr(&i.index, Some(&prim("usize")));
         let s = self.site(i.index.span());
         let idx = strip_usize_cast(&idx);
@@ -259,6 +273,23 @@ impl Writer<'_> {
         };
         let s = self.site(range.span());
         format!("{b}.sub(cx, (gc_u64)({lo}), (gc_u64)({hi}), {s})")
+    }
+
+    /// A view's method (`gc_mat`): its shape, or a checked narrowing (`c.quadrants_mut(h, h)` is
+    /// `c.quadrants(cx, h, h, site)`: the device view has no `&mut` to tell apart).
+    fn view_method(&mut self, name: &str, r: &str, args: &[&Expr], span: Span) -> Option<String> {
+        if matches!(name, "rows" | "cols" | "stride") {
+            return Some(format!("{r}.{name}()"));
+        }
+        let f = name.strip_suffix("_mut").unwrap_or(name);
+        if !matches!(f, "block" | "split_rows" | "split_cols" | "quadrants") {
+            return None;
+        }
+        let u = prim("usize");
+        let a: Vec<String> =
+            args.iter().map(|a| format!("(gc_u64)({})", strip_usize_cast(&self.expr(a, Some(&u))))).collect();
+        let s = self.site(span);
+        Some(format!("{r}.{f}(cx, {}, {s})", a.join(", ")))
     }
 
     fn method(&mut self, m: &Ident, recv: &Expr, args: &[&Expr], span: Span) -> String {
@@ -291,6 +322,11 @@ impl Writer<'_> {
             let m = args.first().map(|a| self.expr(a, Some(&prim("usize")))).unwrap_or_default();
             let s = self.site(span);
             return format!("{r}.split_at(cx, (gc_u64)({}), {s})", strip_usize_cast(&m));
+        }
+        if let Some(Ty::Mat(_)) = self.ty_of(recv) {
+            if let Some(v) = self.view_method(&name, &r, args, span) {
+                return v;
+            }
         }
         let arg = |w: &mut Self, i: usize, t: Option<&Ty>| args.get(i).map(|a| w.expr(a, t)).unwrap_or_default();
         let same = |w: &mut Self, f: &str| {

@@ -44,7 +44,7 @@ impl Writer<'_> {
                 _ => self.ty_of(&b.left).or_else(|| self.ty_of(&b.right)),
             },
             Expr::Index(i) => match self.ty_of(&i.expr) {
-                Some(Ty::Array(e, _)) | Some(Ty::Temp(e)) | Some(Ty::Slice(e)) => Some(*e),
+                Some(Ty::Array(e, _)) | Some(Ty::Temp(e)) | Some(Ty::Slice(e)) | Some(Ty::Mat(e)) => Some(*e),
                 _ => None,
             },
             Expr::MethodCall(m) => {
@@ -59,6 +59,17 @@ impl Writer<'_> {
                     },
                     "split_at" | "split_at_mut" => match self.ty_of(&m.receiver) {
                         Some(t @ Ty::Slice(_)) => Some(Ty::Tuple(vec![t.clone(), t])),
+                        _ => None,
+                    },
+                    // A view's shape and narrowings (`gc_mat`).
+                    "rows" | "cols" | "stride" if matches!(self.ty_of(&m.receiver), Some(Ty::Mat(_))) => {
+                        Some(prim("usize"))
+                    }
+                    "block" | "block_mut" | "split_rows" | "split_rows_mut" | "split_cols" | "split_cols_mut"
+                    | "quadrants" | "quadrants_mut" => match self.ty_of(&m.receiver) {
+                        Some(t @ Ty::Mat(_)) if name.starts_with("block") => Some(t),
+                        Some(t @ Ty::Mat(_)) if name.starts_with("quadrants") => Some(Ty::Tuple(vec![t; 4])),
+                        Some(t @ Ty::Mat(_)) => Some(Ty::Tuple(vec![t.clone(), t])),
                         _ => None,
                     },
                     _ => self.ty_of(&m.receiver).or_else(|| m.args.first().and_then(|a| self.ty_of(a))),

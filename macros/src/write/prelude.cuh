@@ -123,4 +123,49 @@ template <typename T> struct gc_slice {
     return gc_tuple2<gc_slice, gc_slice>{gc_slice{ptr, m}, gc_slice{ptr + m, n - m}};
   }
 };
+// Strided 2-D views `Mat<T>` / `MatMut<T>`: the Rust `RawMat<T>` (`#[repr(C)] { ptr, extent: u64,
+// rows: u64, cols: u64, stride: u64 }`, 40 bytes; `extent` is the element count from the first
+// element to the last row's end). Indexing and narrowing are checked as on the host (the runtime's
+// `view` module): a failure records a fault at the Rust location, the access goes to the sink, and
+// a failed narrowing gives an empty view.
+template <typename T> struct gc_mat {
+  T* ptr;
+  gc_u64 n;
+  gc_u64 nr, nc, ld;
+  __device__ gc_u64 rows() const { return nr; }
+  __device__ gc_u64 cols() const { return nc; }
+  __device__ gc_u64 stride() const { return ld; }
+  __device__ T& at(const gc_cx& cx, gc_u64 i, gc_u64 j, gc_u32 site) const {
+    if (i >= nr || j >= nc) {
+      gc_raise_cx(cx, GC_FAULT_INDEX, site, i >= nr ? i : j);
+      return *reinterpret_cast<T*>(gc_slice_sink);
+    }
+    return ptr[i * ld + j];
+  }
+  __device__ static gc_mat shape(T* p, gc_u64 r, gc_u64 c, gc_u64 ld) {
+    return gc_mat{p, (r == 0 || c == 0) ? 0 : (r - 1) * ld + c, r, c, ld};
+  }
+  __device__ gc_mat block(const gc_cx& cx, gc_u64 r0, gc_u64 c0, gc_u64 r, gc_u64 c, gc_u32 site) const {
+    if (r0 > nr || r > nr - r0 || c0 > nc || c > nc - c0) {
+      gc_raise_cx(cx, GC_FAULT_INDEX, site, (r0 > nr || r > nr - r0) ? r0 + r : c0 + c);
+      return shape(ptr, 0, 0, ld);
+    }
+    if (r == 0 || c == 0) return shape(ptr, r, c, ld);
+    return shape(ptr + r0 * ld + c0, r, c, ld);
+  }
+  __device__ gc_tuple2<gc_mat, gc_mat> split_rows(const gc_cx& cx, gc_u64 m, gc_u32 site) const {
+    if (m > nr) { gc_raise_cx(cx, GC_FAULT_INDEX, site, m); return gc_tuple2<gc_mat, gc_mat>{shape(ptr, 0, 0, ld), shape(ptr, 0, 0, ld)}; }
+    return gc_tuple2<gc_mat, gc_mat>{block(cx, 0, 0, m, nc, site), block(cx, m, 0, nr - m, nc, site)};
+  }
+  __device__ gc_tuple2<gc_mat, gc_mat> split_cols(const gc_cx& cx, gc_u64 m, gc_u32 site) const {
+    if (m > nc) { gc_raise_cx(cx, GC_FAULT_INDEX, site, m); return gc_tuple2<gc_mat, gc_mat>{shape(ptr, 0, 0, ld), shape(ptr, 0, 0, ld)}; }
+    return gc_tuple2<gc_mat, gc_mat>{block(cx, 0, 0, nr, m, site), block(cx, 0, m, nr, nc - m, site)};
+  }
+  __device__ gc_tuple4<gc_mat, gc_mat, gc_mat, gc_mat> quadrants(const gc_cx& cx, gc_u64 mr, gc_u64 mc, gc_u32 site) const {
+    gc_tuple2<gc_mat, gc_mat> tb = split_rows(cx, mr, site);
+    gc_tuple2<gc_mat, gc_mat> t = tb.f0.split_cols(cx, mc, site);
+    gc_tuple2<gc_mat, gc_mat> b = tb.f1.split_cols(cx, mc, site);
+    return gc_tuple4<gc_mat, gc_mat, gc_mat, gc_mat>{t.f0, t.f1, b.f0, b.f1};
+  }
+};
 #endif

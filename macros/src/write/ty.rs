@@ -18,6 +18,8 @@ pub(super) enum Ty {
     Temp(Box<Ty>),
     /// A slice `&[T]` / `&mut [T]` (`gc_slice<T>`, the device form of `RawSlice<T>`).
     Slice(Box<Ty>),
+    /// A strided view `Mat<T>` / `MatMut<T>` (`gc_mat<T>`, the device form of `RawMat<T>`).
+    Mat(Box<Ty>),
     /// A shared bound `&Max<T>` / `&Min<T>` / `&Sum<T>` (`gc_bound_max<T>`, .., the device
     /// form of the one-element `RawSlice<Max<T>>`): the kind in lower case, the value type.
     Bound(String, Box<Ty>),
@@ -40,6 +42,7 @@ impl Ty {
             Ty::Array(e, n) => format!("gc_array<{}, {n}>", e.cxx()),
             Ty::Temp(e) => format!("gc_temp<{}>", e.cxx()),
             Ty::Slice(e) => format!("gc_slice<{}>", e.cxx()),
+            Ty::Mat(e) => format!("gc_mat<{}>", e.cxx()),
             Ty::Bound(k, e) => format!("gc_bound_{k}<{}>", e.cxx()),
             Ty::Tuple(es) => {
                 let es: Vec<String> = es.iter().map(Ty::cxx).collect();
@@ -68,6 +71,9 @@ pub(super) fn prim(s: &str) -> Ty {
 pub(super) fn ty_of_type(t: &Type) -> Ty {
     if let Some(elem) = crate::syntax::temp_type_elem(t) {
         return Ty::Temp(Box::new(ty_of_type(elem)));
+    }
+    if let Some((_, elem)) = crate::syntax::view_type(t) {
+        return Ty::Mat(Box::new(ty_of_type(elem)));
     }
     if let Some((_, elem)) = crate::syntax::slice_type(t) {
         return Ty::Slice(Box::new(ty_of_type(elem)));

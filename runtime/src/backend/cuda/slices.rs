@@ -30,6 +30,7 @@ pub(crate) fn with_device_slices<D: Target, A: Copy, R>(
         return Ok((run(args)?, Duration::ZERO));
     }
     let start = Instant::now();
+    let args_in = args;
     let mut uploaded = Vec::with_capacity(fields.len());
     for f in fields {
         let raw = read_pair(&args, f)?;
@@ -57,6 +58,18 @@ pub(crate) fn with_device_slices<D: Target, A: Copy, R>(
             continue;
         }
         let data = dev.dtoh(buf)?;
+        if f.view {
+            // A view owns its rows, not the gaps between them: write back only the rows.
+            let m = crate::view::read_view(&args_in, f).ok_or_else(|| outside(f))?;
+            let (w, s) = (m.cols() * f.elem_size, m.stride() * f.elem_size);
+            for r in 0..m.rows() {
+                // SAFETY: as for an upload, and the view is `&mut` (its rows are the run's until it
+                // returns); row `r` lies inside the extent that was uploaded.
+                let row: &mut [u8] = unsafe { std::slice::from_raw_parts_mut(raw.as_ptr().cast::<u8>().add(r * s), w) };
+                row.copy_from_slice(&data[r * s..r * s + w]);
+            }
+            continue;
+        }
         // SAFETY: as above, and the slice is `&mut` (exclusively the run's until it returns).
         let host: &mut [u8] = unsafe { std::slice::from_raw_parts_mut(raw.as_ptr().cast::<u8>(), *bytes) };
         host.copy_from_slice(&data[..*bytes]);
@@ -67,6 +80,10 @@ pub(crate) fn with_device_slices<D: Target, A: Copy, R>(
     Ok((value, transfer))
 }
 
+fn outside(f: &SliceField) -> crate::Error {
+    crate::Error::Internal(format!("the slice `{}` lies outside the task's Args", f.name))
+}
+
 fn too_big(f: &SliceField) -> crate::Error {
     crate::Error::Internal(format!("the slice `{}` is larger than the address space", f.name))
 }
@@ -74,7 +91,7 @@ fn too_big(f: &SliceField) -> crate::Error {
 /// The `RawSlice` at `f.offset` of `args`.
 fn read_pair<A: Copy>(args: &A, f: &SliceField) -> Result<RawSlice<u8>> {
     if f.offset + std::mem::size_of::<RawSlice<u8>>() > std::mem::size_of::<A>() {
-        return Err(crate::Error::Internal(format!("the slice `{}` lies outside the task's Args", f.name)));
+        return Err(outside(f));
     }
     // SAFETY: in bounds (checked above); `Args` is `#[repr(C)]` with a `RawSlice<T>` there, whose
     // layout does not depend on `T`; read unaligned-safe.

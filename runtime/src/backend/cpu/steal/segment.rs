@@ -22,6 +22,7 @@ use super::worker::{Cell, Dest, Header, Job, Marks, Ready, Stealing, Worker};
 use crate::error::Error;
 use crate::task::{CilkTask, Place, Spawn, Step};
 use crate::temp::{Scalar, Temp};
+use crate::view::Strided;
 use std::marker::PhantomData;
 use std::mem::size_of;
 use std::ptr::{self, NonNull};
@@ -70,14 +71,39 @@ pub(super) struct Seg {
     given: Vec<Given>,
 }
 
-/// A slice range a segment gave to a child (`Config::check_races`).
+/// A slice range (or a view's rows) a segment gave to a child (`Config::check_races`).
 struct Given {
-    /// Byte addresses `[lo, hi)`.
-    lo: usize,
-    hi: usize,
+    /// The bytes: one range for a slice, a set of row ranges for a view.
+    at: Strided,
     elem: usize,
     mutable: bool,
     site: &'static str,
+}
+
+/// What a child's argument `f` covers, in bytes.
+fn covered<A>(args: &A, f: &crate::slice::SliceField) -> Option<Strided> {
+    if f.view {
+        return crate::view::read_view(args, f).map(|m| m.strided(f.elem_size));
+    }
+    let (ptr, len) = crate::slice::read_field(args, f)?;
+    Some(Strided::contiguous(ptr, ptr.saturating_add(len.saturating_mul(f.elem_size))))
+}
+
+/// `&mut elements 4..10` of a slice, `&mut 3x4 block at element 17 (row stride 8)` of a view,
+/// counted in elements from `base`.
+fn describe(at: &Strided, elem: usize, mutable: bool, base: usize) -> String {
+    let kind = if mutable { "&mut" } else { "&" };
+    let e = elem.max(1) as i128;
+    let rel = (at.lo as i128 - base as i128) / e;
+    if at.rows == 1 {
+        return format!("`{kind}` elements {rel}..{}", rel + at.width as i128 / e);
+    }
+    format!(
+        "`{kind}` {}x{} block at element {rel} (row stride {})",
+        at.rows,
+        at.width as i128 / e,
+        at.stride as i128 / e
+    )
 }
 
 impl Seg {
@@ -99,26 +125,23 @@ impl Seg {
     fn give<C: CilkTask>(&mut self, task: &'static str, args: &C::Args, site: &'static str) -> Option<Error> {
         let start = self.given.len();
         for f in C::SLICES.iter().filter(|f| !f.bound) {
-            let Some((ptr, len)) = crate::slice::read_field(args, f) else { continue };
-            let (lo, hi) = (ptr, ptr.saturating_add(len.saturating_mul(f.elem_size)));
-            if lo == hi {
+            let Some(at) = covered(args, f) else { continue };
+            if at.is_empty() {
                 continue;
             }
             // Ranges given by this same spawn cannot race each other (borrowck checked the call).
             for g in &self.given[..start] {
-                if lo < g.hi && g.lo < hi && (f.mutable || g.mutable) {
-                    let kind = |m: bool| if m { "&mut" } else { "&" };
-                    let rel = |a: usize| (a as i128 - g.lo as i128) / g.elem.max(1) as i128;
+                if (f.mutable || g.mutable) && at.overlaps(&g.at) {
                     return Some(Error::SliceRace {
                         task,
                         first_site: g.site,
-                        first: format!("`{}` elements 0..{}", kind(g.mutable), rel(g.hi)),
+                        first: describe(&g.at, g.elem, g.mutable, g.at.lo),
                         second_site: site,
-                        second: format!("`{}` elements {}..{}", kind(f.mutable), rel(lo), rel(hi)),
+                        second: describe(&at, f.elem_size, f.mutable, g.at.lo),
                     });
                 }
             }
-            self.given.push(Given { lo, hi, elem: f.elem_size, mutable: f.mutable, site });
+            self.given.push(Given { at, elem: f.elem_size, mutable: f.mutable, site });
         }
         None
     }
