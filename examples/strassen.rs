@@ -62,8 +62,8 @@ fn ms(d: Duration) -> f64 {
 
 /// Bytes of temporaries if every task of every level held its own at once (the breadth-first
 /// worst case): the three padded `m × m` matrices of the root, and at level `l` `7^l` tasks with
-/// 17 `(m / 2^(l+1))²` each; 8 bytes per element (a host temporary's word), a quarter more for the
-/// allocator's rounding.
+/// 17 `(m / 2^(l+1))²` each; 4 bytes per element (an `f32`, on the host too), a quarter more for
+/// the allocator's rounding.
 fn heap_bytes(m: usize) -> usize {
     let (k, _) = levels(m);
     let mut words = 3.0 * (m * m) as f64;
@@ -71,7 +71,7 @@ fn heap_bytes(m: usize) -> usize {
         let h = (m >> (l + 1)) as f64;
         words += 7f64.powi(l as i32) * 17.0 * h * h;
     }
-    ((words * 8.0 * 1.25) as usize).max(64 << 20)
+    ((words * 4.0 * 1.25) as usize).max(64 << 20)
 }
 
 fn checked_rows(n: usize, asked: usize) -> Vec<usize> {
