@@ -54,6 +54,11 @@ mod sealed {
 /// glue and an alignment of at most 8; and every byte of it must be accessed
 /// only through atomics of one fixed width per byte offset (so cells of one type never race with
 /// different-sized accesses).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be the element of a temporary",
+    label = "not an integer or float scalar or a `#[derive(gpu_cilk::DeviceStruct)]` struct",
+    note = "a struct element needs `#[derive(Clone, Copy, Default, Debug, gpu_cilk::DeviceStruct)] #[repr(C)]`"
+)]
 pub unsafe trait TempElem: Copy + Send + Sync + 'static {
     /// One element's shared storage.
     type Cell: Sync + 'static;
@@ -76,7 +81,9 @@ macro_rules! elem_atomic {
         // zero bytes are its zero, it has no drop glue and is only accessed at its own width.
         unsafe impl TempElem for $t {
             type Cell = $a;
+            #[inline]
             fn load(cell: &$a) -> Self { cell.load(Ordering::Relaxed) }
+            #[inline]
             fn store(cell: &$a, v: Self) { cell.store(v, Ordering::Relaxed) }
         }
     )*};
@@ -90,7 +97,9 @@ macro_rules! elem_float {
         // SAFETY: as the integers: the float's bits in the atomic of its width (zero bits are 0.0).
         unsafe impl TempElem for $t {
             type Cell = $a;
+            #[inline]
             fn load(cell: &$a) -> Self { <$t>::from_bits(cell.load(Ordering::Relaxed)) }
+            #[inline]
             fn store(cell: &$a, v: Self) { cell.store(v.to_bits(), Ordering::Relaxed) }
         }
     )*};
@@ -101,9 +110,11 @@ elem_float!(f32 => AtomicU32, f64 => AtomicU64);
 // and no drop glue when each cell does; each cell keeps its own widths.
 unsafe impl<T: TempElem, const N: usize> TempElem for [T; N] {
     type Cell = [T::Cell; N];
+    #[inline]
     fn load(cell: &Self::Cell) -> Self {
         std::array::from_fn(|i| T::load(&cell[i]))
     }
+    #[inline]
     fn store(cell: &Self::Cell, v: Self) {
         for (c, x) in cell.iter().zip(v) {
             T::store(c, x);
@@ -281,9 +292,13 @@ pub(crate) fn serial_alloc<T: TempElem>(len: usize) -> Temp<T> {
 
 /// Returns a block of [`serial_alloc`] to the pool (anything else, or a second free, is ignored).
 pub(crate) fn serial_free<T: TempElem>(t: Temp<T>) {
-    let addr = t.ptr.as_ptr() as usize;
+    serial_free_raw(t.ptr.as_ptr() as usize, TypeId::of::<T::Cell>());
+}
+
+/// [`serial_free`] of the block at `addr` made for cells of type `cell`.
+fn serial_free_raw(addr: usize, cell: TypeId) {
     let mut pool = serial_pool();
-    if pool.live.get(&addr).is_some_and(|k| k.0 == TypeId::of::<T::Cell>()) {
+    if pool.live.get(&addr).is_some_and(|k| k.0 == cell) {
         if let Some(key) = pool.live.remove(&addr) {
             pool.free.entry(key).or_default().push(addr);
         }
@@ -295,7 +310,8 @@ pub(crate) fn serial_free<T: TempElem>(t: Temp<T>) {
 /// serial function).
 #[derive(Default)]
 pub struct TempScope {
-    live: RefCell<Vec<Box<dyn FnOnce()>>>,
+    /// Each block's address and cell type.
+    live: RefCell<Vec<(usize, TypeId)>>,
 }
 
 impl TempScope {
@@ -307,15 +323,15 @@ impl TempScope {
     /// `len` zeroed elements, freed when the scope is dropped.
     pub fn alloc<T: TempElem>(&self, len: usize) -> Temp<T> {
         let t = serial_alloc::<T>(len);
-        self.live.borrow_mut().push(Box::new(move || serial_free(t)));
+        self.live.borrow_mut().push((t.ptr.as_ptr() as usize, TypeId::of::<T::Cell>()));
         t
     }
 }
 
 impl Drop for TempScope {
     fn drop(&mut self) {
-        for free in self.live.get_mut().drain(..) {
-            free();
+        for (addr, cell) in self.live.get_mut().drain(..) {
+            serial_free_raw(addr, cell);
         }
     }
 }

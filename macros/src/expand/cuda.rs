@@ -204,9 +204,11 @@ fn temp_elem_impl(s: &StructDecl) -> TokenStream {
             // and store, so the struct of them is too and has the struct's layout.
             unsafe impl #elem for #name {
                 type Cell = Cell;
+                #[inline]
                 fn load(c: &Cell) -> Self {
                     #name { #(#names: <#tys as #elem>::load(&c.#names)),* }
                 }
+                #[inline]
                 fn store(c: &Cell, v: Self) {
                     #(<#tys as #elem>::store(&c.#names, v.#names);)*
                 }
