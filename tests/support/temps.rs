@@ -145,7 +145,7 @@ pub fn rec_sum(k: u32, seed: u64) -> u64 {
     sync!();
     for i in 0..k as usize {
         let mut r = t[i];
-        r.w[1] = r.w[1] + i as u16;
+        r.w[1] += i as u16;
         t[i] = r;
     }
     for i in 0..k as usize {

@@ -195,21 +195,23 @@ fn temp_elem_impl(s: &StructDecl) -> TokenStream {
     let (names, tys): (Vec<_>, Vec<_>) = s.fields.iter().map(|(f, t)| (f, t)).unzip();
     quote! {
         const _: () = {
+            // `__` in the name: no device struct can be called this (`check::device_struct`).
             #[doc(hidden)]
+            #[allow(non_camel_case_types)]
             #[repr(C)]
-            pub struct Cell { #(#names: <#tys as #elem>::Cell),* }
+            pub struct __GcCell { #(#names: <#tys as #elem>::Cell),* }
             // SAFETY: a `#[repr(C)]` struct of the fields' cells, in the order of the
             // `#[repr(C)]` struct's fields: each is valid all-zero, has its field's size and
             // alignment (at most 8) and no drop glue, and is accessed only through its own load
             // and store, so the struct of them is too and has the struct's layout.
             unsafe impl #elem for #name {
-                type Cell = Cell;
+                type Cell = __GcCell;
                 #[inline]
-                fn load(c: &Cell) -> Self {
+                fn load(c: &__GcCell) -> Self {
                     #name { #(#names: <#tys as #elem>::load(&c.#names)),* }
                 }
                 #[inline]
-                fn store(c: &Cell, v: Self) {
+                fn store(c: &__GcCell, v: Self) {
                     #(<#tys as #elem>::store(&c.#names, v.#names);)*
                 }
             }
