@@ -486,7 +486,7 @@ fn strassen_row(args: &Args, pool: &rayon::ThreadPool, base: &Config, n: usize) 
         let h = (m >> (l + 1)) as f64;
         words += 7f64.powi(l as i32) * 17.0 * h * h;
     }
-    let heap = ((words * 8.0 * 1.25) as usize).max(64 << 20);
+    let heap = ((words * 4.0 * 1.25) as usize).max(64 << 20);
     let rt = Runtime::with_config(base.clone().scheduler(SchedulerKind::Stealing).temp_heap_bytes(heap))
         .expect("cpu backend");
     let (a, b) = (matrix(n, 1), matrix(n, 2));

@@ -74,6 +74,7 @@ fn programs() -> Vec<(&'static str, [(DeviceScheduler, String); 2])> {
         ("tree_root", assemble::<temps::tree_root::Task>()),
         ("two_rounds", assemble::<temps::two_rounds::Task>()),
         ("waves", assemble::<temps::waves::Task>()),
+        ("rec_sum", assemble::<temps::rec_sum::Task>()),
         ("bsum", assemble::<control::bsum::Task>()),
         ("rounds", assemble::<control::rounds::Task>()),
         ("steps", assemble::<control::steps::Task>()),

@@ -7,7 +7,7 @@ use gpu_cilk_test_support::programs::backends;
 use gpu_cilk_test_support::programs::temps;
 
 use gpu_cilk::prelude::*;
-use temps::{scatter_sum, tree_root, two_rounds, waves};
+use temps::{rec_sum, scatter_sum, tree_root, two_rounds, waves};
 
 fn base() -> Config {
     Config::default().temp_heap_bytes(1 << 22)
@@ -31,6 +31,42 @@ fn children_write_into_the_parents_temporary_on_the_host_backends() {
 #[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
 fn children_write_into_the_parents_temporary_on_cuda() {
     children_write_into_the_parents_temporary(&backends::cuda_all(base()));
+}
+
+/// [`rec_sum`] in plain Rust: the fold of the elements its children and it write.
+fn rec_sum_by_hand(k: u32, seed: u64) -> u64 {
+    let mut s: u64 = 0;
+    for i in 0..k as usize {
+        let e = seed.wrapping_mul(2654435761).wrapping_add(i as u64);
+        let (x, n, w, kk) =
+            (i as f32 * 0.5, (e % 251) as u8, [i as u16, 7 + i as u16, (e % 65521) as u16], -(e as i64));
+        s = s.wrapping_mul(31).wrapping_add((x * 4.0) as u64);
+        s = s.wrapping_mul(31).wrapping_add(n as u64 + w.iter().map(|&v| v as u64).sum::<u64>());
+        s = s.wrapping_mul(31).wrapping_add(kk as u64);
+    }
+    s
+}
+
+fn struct_elements_equal_plain_rust(rts: &[Runtime]) {
+    assert_eq!(std::mem::size_of::<temps::Rec>(), 24);
+    for rt in rts {
+        for (k, seed) in [(0u32, 1u64), (1, 2), (5, 3), (200, 4)] {
+            let expected = rec_sum_by_hand(k, seed);
+            assert_eq!(rec_sum(k, seed), expected, "serial function, k={k}");
+            assert_eq!(rt.run(rec_sum::task(k, seed)).unwrap(), expected, "k={k} on {:?}", rt.config());
+        }
+    }
+}
+
+#[test]
+fn struct_elements_equal_plain_rust_on_the_host_backends() {
+    struct_elements_equal_plain_rust(&backends::host(base()));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
+fn struct_elements_equal_plain_rust_on_cuda() {
+    struct_elements_equal_plain_rust(&backends::cuda_all(base()));
 }
 
 fn a_tree_of_temporaries_equals_serial(rts: &[Runtime]) {

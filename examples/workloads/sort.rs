@@ -184,22 +184,55 @@ pub fn sort_host<T: Key>(a: &mut [T], _tmp: &mut [T]) {
     });
 }
 
-/// The host form of [`warp_merge`]: the stable merge of [`seq_merge`] (ties from `a` first)
-/// written so that the compiler selects instead of branching on the data (a mispredicted branch
-/// per key is most of a random merge's time), and the tail copied whole.
+/// The host form of [`warp_merge`]: the stable merge of [`seq_merge`] (ties from `a` first) as
+/// two independent halves interleaved in one loop (the output's first half, up to the merge
+/// path's crossing of its middle, and the second), each step written so that the compiler
+/// selects instead of branching on the data (a mispredicted branch per key was most of a random
+/// merge's time), so two keys are in flight per iteration instead of one chain of loads and
+/// compares; the tails copied whole.
 pub fn merge_host<T: Key>(a: &[T], b: &[T], out: &mut [T]) {
-    let (mut i, mut j, mut k) = (0, 0, 0);
-    while i < a.len() && j < b.len() && k < out.len() {
-        let (x, y) = (a[i], b[j]);
-        let first = x <= y;
-        out[k] = if first { x } else { y };
-        i += usize::from(first);
-        j += usize::from(!first);
-        k += 1;
+    let half = out.len() / 2;
+    let ia = merge_path(a, b, half);
+    let ((a0, a1), (b0, b1)) = (a.split_at(ia), b.split_at(half - ia));
+    let (lo, hi) = out.split_at_mut(half);
+    let (mut p, mut q) = (Cursor::default(), Cursor::default());
+    while p.i < a0.len() && p.j < b0.len() && q.i < a1.len() && q.j < b1.len() {
+        p.step(a0, b0, lo);
+        q.step(a1, b1, hi);
     }
-    let rest_a = a.len() - i;
-    out[k..k + rest_a].copy_from_slice(&a[i..]);
-    out[k + rest_a..].copy_from_slice(&b[j..]);
+    p.finish(a0, b0, lo);
+    q.finish(a1, b1, hi);
+}
+
+/// A merge in progress: the next key of `a`, of `b` and of the output.
+#[derive(Default)]
+struct Cursor {
+    i: usize,
+    j: usize,
+    k: usize,
+}
+
+impl Cursor {
+    /// One key of the merge (both inputs nonempty): the smaller, `a`'s on a tie.
+    #[inline(always)]
+    fn step<T: Key>(&mut self, a: &[T], b: &[T], out: &mut [T]) {
+        let (x, y) = (a[self.i], b[self.j]);
+        let first = x <= y;
+        out[self.k] = if first { x } else { y };
+        self.i += usize::from(first);
+        self.j += usize::from(!first);
+        self.k += 1;
+    }
+
+    /// The rest of the merge.
+    fn finish<T: Key>(mut self, a: &[T], b: &[T], out: &mut [T]) {
+        while self.i < a.len() && self.j < b.len() && self.k < out.len() {
+            self.step(a, b, out);
+        }
+        let rest_a = a.len() - self.i;
+        out[self.k..self.k + rest_a].copy_from_slice(&a[self.i..]);
+        out[self.k + rest_a..].copy_from_slice(&b[self.j..]);
+    }
 }
 
 /// Merges the sorted `a` and `b` into `out` (`a.len() + b.len()` keys) in parallel.

@@ -471,8 +471,8 @@ impl Accuracy {
 /// `Config::temp_heap_bytes` for padded size `m` (the example's and the benchmark's): bytes of
 /// temporaries if every task of every level held its own at once (the breadth-first
 /// worst case): the three padded `m × m` matrices of the root, and at level `l` `7^l` tasks with
-/// 17 `(m / 2^(l+1))²` each; 8 bytes per element (a host temporary's word), a quarter more for the
-/// allocator's rounding.
+/// 17 `(m / 2^(l+1))²` each; 4 bytes per element (an `f32`, on the host too), a quarter more for
+/// the allocator's rounding.
 pub fn heap_bytes(m: usize) -> usize {
     let (k, _) = levels(m);
     let mut words = 3.0 * (m * m) as f64;
@@ -480,5 +480,5 @@ pub fn heap_bytes(m: usize) -> usize {
         let h = (m >> (l + 1)) as f64;
         words += 7f64.powi(l as i32) * 17.0 * h * h;
     }
-    ((words * 8.0 * 1.25) as usize).max(64 << 20)
+    ((words * 4.0 * 1.25) as usize).max(64 << 20)
 }

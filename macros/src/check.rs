@@ -46,6 +46,7 @@ pub fn function(item: &ItemFn, mode: Mode, errors: &mut Errors) {
     c.signature(&item.sig);
     c.stmts(&item.block.stmts, Place::Top, true);
     temp_shadows(item, errors);
+    temp_part_writes(item, errors);
     slice_provenance(item, errors);
 }
 
@@ -200,6 +201,80 @@ fn temp_shadows(item: &ItemFn, errors: &mut Errors) {
     }
 }
 
+/// `t[i].x = v`, `t[i].a[j] op= v` on a temporary `t` (an `alloc!` or a `Temp` parameter): the
+/// host writes an element whole (`Temp::set`), so a part of one cannot be assigned.
+fn temp_part_writes(item: &ItemFn, errors: &mut Errors) {
+    let temps = syntax::temp_names(item);
+    if temps.is_empty() {
+        return;
+    }
+    struct Finder<'n>(&'n [syn::Ident], Vec<syn::Error>);
+    impl Finder<'_> {
+        /// `place` is a field or element of `t[i]` (one step or more below the indexing).
+        fn part_of_temp(&self, place: &Expr) -> bool {
+            let (mut e, mut below) = (place, false);
+            loop {
+                match e {
+                    Expr::Field(f) => e = &f.base,
+                    Expr::Paren(p) => {
+                        e = &p.expr;
+                        continue;
+                    }
+                    Expr::Index(i) => {
+                        let base = match &*i.expr {
+                            Expr::Path(p) => syntax::single_ident(p),
+                            _ => None,
+                        };
+                        if below && base.is_some_and(|b| self.0.contains(&b)) {
+                            return true;
+                        }
+                        e = &i.expr;
+                    }
+                    _ => return false,
+                }
+                below = true;
+            }
+        }
+    }
+    impl<'ast> syn::visit::Visit<'ast> for Finder<'_> {
+        fn visit_expr_assign(&mut self, a: &'ast syn::ExprAssign) {
+            if self.part_of_temp(&a.left) {
+                self.1.push(error::TEMP_PART_WRITE.on(&a.left));
+            }
+            syn::visit::visit_expr_assign(self, a);
+        }
+        fn visit_expr_binary(&mut self, b: &'ast syn::ExprBinary) {
+            if is_compound_assign(&b.op) && self.part_of_temp(&b.left) {
+                self.1.push(error::TEMP_PART_WRITE.on(&b.left));
+            }
+            syn::visit::visit_expr_binary(self, b);
+        }
+    }
+    let mut f = Finder(&temps, Vec::new());
+    syn::visit::Visit::visit_block(&mut f, &item.block);
+    for e in f.1 {
+        errors.push(e);
+    }
+}
+
+/// `+=`, `-=`, .. `>>=`.
+fn is_compound_assign(op: &syn::BinOp) -> bool {
+    use syn::BinOp as B;
+    matches!(
+        op,
+        B::AddAssign(_)
+            | B::SubAssign(_)
+            | B::MulAssign(_)
+            | B::DivAssign(_)
+            | B::RemAssign(_)
+            | B::BitXorAssign(_)
+            | B::BitAndAssign(_)
+            | B::BitOrAssign(_)
+            | B::ShlAssign(_)
+            | B::ShrAssign(_)
+    )
+}
+
 struct Checker<'a> {
     errors: &'a mut Errors,
     mode: Mode,
@@ -271,13 +346,10 @@ const SCALARS: &[&str] =
     &["i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32", "u64", "u128", "usize", "f32", "f64", "bool"];
 
 /// Checks a type of the subset: a scalar, a fixed-size array of subset types, or a temporary
-/// `Temp<T>` of a scalar `T`.
+/// `Temp<T>` of a scalar or device struct `T`.
 pub fn check_type(ty: &Type) -> Result<(), syn::Error> {
     if let Some(elem) = syntax::temp_type_elem(ty) {
-        return match syntax::temp_elem_name(elem) {
-            Some(_) => Ok(()),
-            None => Err(error::ALLOC_ELEM.on(elem)),
-        };
+        return if syntax::is_temp_elem(elem) { Ok(()) } else { Err(error::ALLOC_ELEM.on(elem)) };
     }
     if syntax::bound_path(ty).is_some() {
         // `Max<u64>` by value: a bound is shared, passed as `&Max<u64>`.

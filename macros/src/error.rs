@@ -672,10 +672,16 @@ pub const ALLOC_ARGS: Msg = Msg {
     hint: "write `alloc!(f32, n)` (`n` a `usize` expression), or `alloc!(f32, n, uninit)` to skip zeroing it on cuda",
 };
 
-/// `alloc!(T, n)` with a `T` that is not an integer or float scalar.
+/// `alloc!(T, n)` with a `T` that is not an integer or float scalar or a device struct.
 pub const ALLOC_ELEM: Msg = Msg {
-    text: "the element type of a temporary must be an integer or float scalar",
-    hint: "use one of u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, f32, f64",
+    text: "the element type of a temporary must be an integer or float scalar or a device struct",
+    hint: "use one of u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, f32, f64, or a struct that derives `DeviceStruct`",
+};
+
+/// `t[i].x = v` (or `t[i].a[j] += v`) on a temporary: an element is read and written whole.
+pub const TEMP_PART_WRITE: Msg = Msg {
+    text: "a part of a temporary's element cannot be assigned: elements are read and written whole",
+    hint: "read the element, change it and write it back: `let mut e = t[i]; e.x = v; t[i] = e;`",
 };
 
 /// `let mut t = alloc!(..)`.

@@ -139,6 +139,12 @@ pub fn struct_types(item: &ItemFn) -> Vec<Path> {
             syn::visit::visit_expr_struct(self, e);
         }
         fn visit_macro(&mut self, m: &'ast Macro) {
+            // `alloc!(S, n)`: a temporary of a device struct.
+            if macro_kind(m) == Some(MacroKind::Alloc) {
+                if let Ok(AllocArgs(ty, _, _)) = m.parse_body::<AllocArgs>() {
+                    self.visit_type(&ty);
+                }
+            }
             // `spawn!(f(S { .. }))`: the call inside is an expression too.
             if macro_kind(m) == Some(MacroKind::Spawn) {
                 if let Ok(exprs) = m.parse_body_with(Punctuated::<Expr, Token![,]>::parse_terminated) {
@@ -196,11 +202,18 @@ pub fn split_type_args(p: &Path) -> (Path, Vec<Type>) {
     (bare, args)
 }
 
-/// `alloc!(T, len)` or `alloc!(T, len, uninit)`: the element type (checked against
-/// [`TEMP_SCALARS`]) and the length. See [`alloc_uninit`] for the third argument.
+/// An element type of a temporary: a [`TEMP_SCALARS`] type, a type parameter, or a device
+/// struct (rustc checks that it derives `DeviceStruct`, which implements the runtime's
+/// `TempElem`).
+pub fn is_temp_elem(ty: &Type) -> bool {
+    temp_elem_name(ty).is_some() || is_struct_type(ty)
+}
+
+/// `alloc!(T, len)` or `alloc!(T, len, uninit)`: the element type (checked by
+/// [`is_temp_elem`]) and the length. See [`alloc_uninit`] for the third argument.
 pub fn alloc_args(mac: &Macro) -> syn::Result<(Type, Expr)> {
     let AllocArgs(ty, len, _) = mac.parse_body::<AllocArgs>().map_err(|_| error::ALLOC_ARGS.on(mac))?;
-    if temp_elem_name(&ty).is_none() {
+    if !is_temp_elem(&ty) {
         return Err(error::ALLOC_ELEM.on(&ty));
     }
     Ok((ty, len))

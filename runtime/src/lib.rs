@@ -61,5 +61,5 @@ pub use task::{
     ArgsLayout, Call, CilkTask, CudaFragment, DeviceFn, DeviceFunction, FieldLayout, IntoCall, OwnedArgs, Place,
     Registrar, Registry, Spawn, Step, TaskFunction,
 };
-pub use temp::{Scalar, Temp, TempScope};
+pub use temp::{Scalar, Temp, TempElem, TempScope};
 pub use view::{Mat, MatMut, RawMat};

@@ -24,7 +24,7 @@ use std::any::TypeId;
 use std::fmt;
 use std::marker::PhantomData;
 
-use crate::temp::{Scalar, Temp};
+use crate::temp::{Temp, TempElem};
 
 /// One `#[gpu_cilk]` function, as the schedulers see it. Implemented by generated code on the
 /// marker type `<function>::Task`; there is no reason to implement it by hand except in tests.
@@ -271,13 +271,19 @@ pub trait Spawn<T: CilkTask> {
     /// backend's temporary heap cannot hold them (the scheduler then fails the run with an error
     /// naming the task and the size; the segment returns at once). The default draws from the
     /// process-wide serial pool and never fails.
-    fn alloc_temp<E: Scalar>(&mut self, len: usize) -> Option<Temp<E>> {
+    fn alloc_temp<E: TempElem>(&mut self, len: usize) -> Option<Temp<E>> {
         Some(crate::temp::serial_alloc(len))
     }
 
     /// Frees a temporary made by [`alloc_temp`](Spawn::alloc_temp) when its task ends (emitted
     /// before every return of a task that allocates; its children are done by then).
-    fn free_temp<E: Scalar>(&mut self, t: Temp<E>) {
+    ///
+    /// # Safety
+    /// Neither `t` nor any copy of it is used after this call: a backend may hand its bytes to a
+    /// temporary of another element type, whose accesses would race at different widths (see
+    /// [`TempElem`]). Generated code frees only at a task's returns, after its children, and a
+    /// `Temp` cannot be returned.
+    unsafe fn free_temp<E: TempElem>(&mut self, t: Temp<E>) {
         crate::temp::serial_free(t)
     }
 }

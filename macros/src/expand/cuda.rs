@@ -187,6 +187,38 @@ pub fn helper_module(f: &Function, device: &DeviceText) -> TokenStream {
     super::naming::hidden_module(name, vis, &super::naming::helper_module(name), &doc, "helper", body)
 }
 
+/// `unsafe impl TempElem for S` (so `alloc!(S, n)` works on the host): a hidden `#[repr(C)]`
+/// struct of the fields' cells, with the struct's layout, loaded and stored field by field.
+fn temp_elem_impl(s: &StructDecl) -> TokenStream {
+    let name = &s.name;
+    let elem = quote!(::gpu_cilk::runtime::TempElem);
+    let (names, tys): (Vec<_>, Vec<_>) = s.fields.iter().map(|(f, t)| (f, t)).unzip();
+    quote! {
+        const _: () = {
+            // `__` in the name: no device struct can be called this (`check::device_struct`).
+            #[doc(hidden)]
+            #[allow(non_camel_case_types)]
+            #[repr(C)]
+            pub struct __GcCell { #(#names: <#tys as #elem>::Cell),* }
+            // SAFETY: a `#[repr(C)]` struct of the fields' cells, in the order of the
+            // `#[repr(C)]` struct's fields: each is valid all-zero, has its field's size and
+            // alignment (at most 8) and no drop glue, and is accessed only through its own load
+            // and store, so the struct of them is too and has the struct's layout.
+            unsafe impl #elem for #name {
+                type Cell = __GcCell;
+                #[inline]
+                fn load(c: &__GcCell) -> Self {
+                    #name { #(#names: <#tys as #elem>::load(&c.#names)),* }
+                }
+                #[inline]
+                fn store(c: &__GcCell, v: Self) {
+                    #(<#tys as #elem>::store(&c.#names, v.#names);)*
+                }
+            }
+        };
+    }
+}
+
 /// `impl DeviceStruct for S`: the struct's C++ definition `def` (written by `write`) and its Rust
 /// layout (`size_of`, `offset_of!` of each field), with the `DEF`s of the device structs its
 /// fields use (each a check that they derive `DeviceStruct` too).
@@ -210,7 +242,9 @@ pub fn device_struct_impl(s: &StructDecl, def: &str) -> TokenStream {
         }
     }
     let deps = struct_defs(&deps);
+    let temp_elem = temp_elem_impl(s);
     quote! {
+        #temp_elem
         impl ::gpu_cilk::runtime::DeviceStruct for #name {
             const DEF: &'static ::gpu_cilk::runtime::StructDef = &::gpu_cilk::runtime::StructDef {
                 name: #name_str,

@@ -31,7 +31,7 @@
 //! Exhaustion returns `None`, never panics.
 
 mod queue;
-mod zeroed;
+pub(crate) mod zeroed;
 
 use queue::TicketQueue;
 use std::fmt;
@@ -55,11 +55,6 @@ impl Offset {
     /// The byte offset.
     pub fn get(self) -> u64 {
         self.0
-    }
-
-    /// The offset `bytes` (for handing a piece back to [`XHeap::free`]).
-    pub(crate) fn from_bytes(bytes: u64) -> Self {
-        Offset(bytes)
     }
 }
 
@@ -265,6 +260,25 @@ impl XHeap {
     /// aligned; a piece of `size` bytes owns words `0..size.div_ceil(8)` (the last one partly).
     pub fn word(&self, off: Offset, i: u64) -> Option<&AtomicU64> {
         self.arena.get(usize::try_from(off.0 / 8 + i).ok()?)
+    }
+
+    /// The first byte of the `bytes` bytes at `off` (`None` unless all lie in the arena), with the
+    /// whole arena's provenance: the host temporaries (`temp::RunHeap`) address a piece through
+    /// it in their element type.
+    pub(crate) fn piece_ptr(&self, off: Offset, bytes: u64) -> Option<std::ptr::NonNull<u8>> {
+        let end = off.0.checked_add(bytes)?;
+        if end > self.arena.len() as u64 * 8 {
+            return None;
+        }
+        // `off.0 <= end <= arena bytes`: in bounds of the arena allocation (or one past its end).
+        let p = self.arena.as_ptr().cast::<u8>().wrapping_add(off.0 as usize);
+        std::ptr::NonNull::new(p.cast_mut())
+    }
+
+    /// The offset of a pointer made by [`piece_ptr`](Self::piece_ptr) (`None` outside the arena).
+    pub(crate) fn offset_of(&self, p: *const u8) -> Option<Offset> {
+        let off = (p as usize).checked_sub(self.arena.as_ptr() as usize)?;
+        (off as u64 <= self.arena.len() as u64 * 8).then_some(Offset(off as u64))
     }
 
     fn w(&self, byte: u64) -> &AtomicU64 {

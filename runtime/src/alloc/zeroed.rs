@@ -11,7 +11,7 @@ use std::sync::atomic::AtomicU64;
 /// inside the root task while every other worker waited for work: `strassen 2048 --backend cpu`
 /// (a 3.6 GB heap sized for every level at once) gave the second worker its first task after
 /// 13.7 s of a 28 s run on 2 cores.
-pub(super) fn words(n: usize) -> Option<Box<[AtomicU64]>> {
+pub(crate) fn words(n: usize) -> Option<Box<[AtomicU64]>> {
     if n == 0 {
         return Some(Box::new([]));
     }

@@ -107,3 +107,50 @@ pub fn waves(n: u32) -> u64 {
     sync!();
     a + b + c
 }
+
+/// A device struct as a temporary's element: fields of four widths, an array and padding (24
+/// bytes in Rust and C++).
+#[derive(Clone, Copy, Default, Debug, PartialEq, DeviceStruct)]
+#[repr(C)]
+pub struct Rec {
+    pub x: f32,
+    pub n: u8,
+    pub w: [u16; 3],
+    pub k: i64,
+}
+
+/// Writes a whole `Rec` into element `i` of the parent's temporary.
+#[gpu_cilk]
+pub fn put_rec(t: Temp<Rec>, i: usize, seed: u64) {
+    t[i] = Rec { x: i as f32 * 0.5, n: (seed % 251) as u8, w: [i as u16, 7, (seed % 65521) as u16], k: -(seed as i64) };
+}
+
+/// Allocates `k` `Rec`s (checked to start at zero), spawns a child per element that writes it,
+/// rewrites one field of each (read, change, write back), and folds the fields.
+#[gpu_cilk]
+pub fn rec_sum(k: u32, seed: u64) -> u64 {
+    let t = alloc!(Rec, k as usize);
+    let mut s: u64 = 0;
+    for i in 0..t.len() {
+        let z = t[i];
+        if z.x != 0.0 || z.n != 0 || z.w[0] != 0 || z.w[2] != 0 || z.k != 0 {
+            s = s.wrapping_add(1_000_000_007);
+        }
+    }
+    for i in 0..k as usize {
+        spawn!(put_rec(t, i, seed.wrapping_mul(2654435761).wrapping_add(i as u64)));
+    }
+    sync!();
+    for i in 0..k as usize {
+        let mut r = t[i];
+        r.w[1] += i as u16;
+        t[i] = r;
+    }
+    for i in 0..k as usize {
+        let r = t[i];
+        s = s.wrapping_mul(31).wrapping_add((r.x * 4.0) as u64);
+        s = s.wrapping_mul(31).wrapping_add(r.n as u64 + r.w[0] as u64 + r.w[1] as u64 + r.w[2] as u64);
+        s = s.wrapping_mul(31).wrapping_add(t[i].k as u64);
+    }
+    s
+}

@@ -490,7 +490,7 @@ impl<T: CilkTask> Spawn<T> for Cx<'_, '_, '_, T> {
         self.w.buffered += 1;
     }
 
-    fn alloc_temp<E: crate::temp::Scalar>(&mut self, len: usize) -> Option<crate::temp::Temp<E>> {
+    fn alloc_temp<E: crate::temp::TempElem>(&mut self, len: usize) -> Option<crate::temp::Temp<E>> {
         let t = self.w.sh.temps.alloc(len);
         if t.is_none() {
             self.w.tally.error.get_or_insert(Error::TempHeapExhausted {
@@ -498,15 +498,16 @@ impl<T: CilkTask> Spawn<T> for Cx<'_, '_, '_, T> {
                 task: T::NAME,
                 level: self.w.level,
                 elements: len as u64,
-                bytes: (len as u64).saturating_mul(8),
+                bytes: (len as u64).saturating_mul(std::mem::size_of::<E>() as u64),
                 capacity: self.w.sh.temps.capacity() as u64,
             });
         }
         t
     }
 
-    fn free_temp<E: crate::temp::Scalar>(&mut self, t: crate::temp::Temp<E>) {
-        self.w.sh.temps.free(t);
+    unsafe fn free_temp<E: crate::temp::TempElem>(&mut self, t: crate::temp::Temp<E>) {
+        // SAFETY: the caller's contract (`Spawn::free_temp`) is the heap's.
+        unsafe { self.w.sh.temps.free(t) };
     }
 }
 

@@ -21,7 +21,7 @@ use super::policy::{weight, Choice};
 use super::worker::{Cell, Dest, Header, Job, Marks, Ready, Stealing, Worker};
 use crate::error::Error;
 use crate::task::{CilkTask, Place, Spawn, Step};
-use crate::temp::{Scalar, Temp};
+use crate::temp::{Temp, TempElem};
 use crate::view::Strided;
 use std::marker::PhantomData;
 use std::mem::size_of;
@@ -282,7 +282,7 @@ impl<T: CilkTask> Spawn<T> for Cx<'_, '_, T> {
         }
     }
 
-    fn alloc_temp<E: Scalar>(&mut self, len: usize) -> Option<Temp<E>> {
+    fn alloc_temp<E: TempElem>(&mut self, len: usize) -> Option<Temp<E>> {
         let heap = self.w.temps();
         let t = heap.alloc(len);
         if t.is_none() {
@@ -291,15 +291,16 @@ impl<T: CilkTask> Spawn<T> for Cx<'_, '_, T> {
                 task: T::NAME,
                 level: self.seg.depth,
                 elements: len as u64,
-                bytes: (len as u64).saturating_mul(8),
+                bytes: (len as u64).saturating_mul(std::mem::size_of::<E>() as u64),
                 capacity: heap.capacity() as u64,
             });
         }
         t
     }
 
-    fn free_temp<E: Scalar>(&mut self, t: Temp<E>) {
-        self.w.temps().free(t);
+    unsafe fn free_temp<E: TempElem>(&mut self, t: Temp<E>) {
+        // SAFETY: the caller's contract (`Spawn::free_temp`) is the heap's.
+        unsafe { self.w.temps().free(t) };
     }
 }
 
