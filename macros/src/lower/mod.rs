@@ -149,6 +149,7 @@ pub fn task(f: Function) -> Result<Task, syn::Error> {
         fanout,
         machine: None,
         warp: false,
+        block: false,
         sum_base: None,
         host: None,
     };
@@ -194,6 +195,7 @@ fn machine_task(f: Function) -> Result<Task, syn::Error> {
         fanout,
         machine: Some(m),
         warp: false,
+        block: false,
         sum_base: None,
         host: None,
     };
