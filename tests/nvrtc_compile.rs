@@ -33,6 +33,8 @@ mod unbalanced_workload;
 
 #[path = "support/backends.rs"]
 mod backends;
+#[path = "support/block.rs"]
+mod block;
 #[path = "../examples/workloads/closest.rs"]
 #[allow(dead_code)]
 mod closest_workload;
@@ -110,6 +112,7 @@ fn programs() -> Vec<(&'static str, [(DeviceScheduler, String); 2])> {
         ("uts", assemble::<unbalanced_workload::uts::Task>()),
         ("knapsack", assemble::<knapsack_workload::knapsack::Task>()),
         ("bound_mix", assemble::<bound_mix::Task>()),
+        ("scan_parts", assemble::<block::scan_parts::Task>()),
     ]
 }
 
