@@ -52,10 +52,11 @@ fn block_task_cuda() {
     let dev = crate::write::task_device_fn(&task);
     assert!(f.types.contains("static const bool BLOCK = true;"), "{}", f.types);
     assert!(f.types.contains("static const gc_u64 SCRATCH = ((sizeof(gc_array<gc_u64, 64>) + 15) / 16 * 16);"));
-    // The cooperative entry: two `threads` loops and the fill of `part` over the block's threads,
-    // a barrier after each and the written one; `seg0` and the serial form run plain loops.
+    // The cooperative entry: two `threads` loops (a barrier before and after each) and the fill
+    // of `part` (a barrier after it) over the block's threads, and the written barrier; `seg0`
+    // and the serial form run plain loops.
     assert_eq!(f.defs.matches("gc_block_thread()").count(), 3, "{}", f.defs);
-    assert_eq!(f.defs.matches("gc_block_sync();").count(), 4, "{}", f.defs);
+    assert_eq!(f.defs.matches("gc_block_sync();").count(), 6, "{}", f.defs);
     assert_eq!(f.defs.matches("gc_scratch + (0)").count(), 1, "{}", f.defs);
     assert!(!dev.def.contains("gc_block"), "{}", dev.def);
     // Never a sum group's member.

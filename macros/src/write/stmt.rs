@@ -197,6 +197,11 @@ impl Writer<'_> {
             // for each other after it (their writes are then visible to the whole warp). The
             // count and the steps are 64-bit offsets from `lo`, so no step wraps around `T`'s end
             // (`(gc_u64)` of a negative `lo` sign-extends: the difference is still exact).
+            if self.block_coop() {
+                // A block task's loop also starts with a barrier: what every thread read of the
+                // block's data before the loop has been read before any iteration writes it.
+                self.line("gc_block_sync();");
+            }
             let (base, cnt) = (self.fresh("lo"), self.fresh("cnt"));
             self.line(&format!("{t} {base} = {lo};"));
             self.line(&format!("gc_u64 {cnt} = {base} < {end} ? (gc_u64){end} - (gc_u64){base} : (gc_u64)0;"));
