@@ -564,8 +564,10 @@ impl Checker<'_> {
         }
         let Some(r) = repeat else { return self.err(error::SHARED_SHAPE.on(mac)) };
         match &*r.expr {
-            Expr::Lit(l) if typed || matches!(&l.lit, syn::Lit::Int(i) if !i.suffix().is_empty())
-                || matches!(&l.lit, syn::Lit::Float(f) if !f.suffix().is_empty()) => {}
+            Expr::Lit(l)
+                if typed
+                    || matches!(&l.lit, syn::Lit::Int(i) if !i.suffix().is_empty())
+                    || matches!(&l.lit, syn::Lit::Float(f) if !f.suffix().is_empty()) => {}
             Expr::Lit(syn::ExprLit { lit: syn::Lit::Bool(_), .. }) => {}
             _ => return self.err(error::SHARED_SHAPE.on(mac)),
         }
@@ -953,6 +955,44 @@ impl Checker<'_> {
     }
 }
 
+/// `+=`, `-=`, .. (`syn` parses them as binary expressions).
+fn compound_assign(op: &syn::BinOp) -> bool {
+    use syn::BinOp::*;
+    matches!(
+        op,
+        AddAssign(_)
+            | SubAssign(_)
+            | MulAssign(_)
+            | DivAssign(_)
+            | RemAssign(_)
+            | BitXorAssign(_)
+            | BitAndAssign(_)
+            | BitOrAssign(_)
+            | ShlAssign(_)
+            | ShrAssign(_)
+    )
+}
+
+/// The names that `let`s and `for` loops bind anywhere in `stmts`.
+fn bound_in(stmts: &[Stmt]) -> Vec<syn::Ident> {
+    struct Binders(Vec<syn::Ident>);
+    impl<'a> syn::visit::Visit<'a> for Binders {
+        fn visit_local(&mut self, l: &'a syn::Local) {
+            self.0.extend(syntax::pat_binders(&l.pat));
+            syn::visit::visit_local(self, l);
+        }
+        fn visit_expr_for_loop(&mut self, f: &'a syn::ExprForLoop) {
+            self.0.extend(syntax::pat_binders(&f.pat));
+            syn::visit::visit_expr_for_loop(self, f);
+        }
+    }
+    let mut b = Binders(Vec::new());
+    for s in stmts {
+        syn::visit::Visit::visit_stmt(&mut b, s);
+    }
+    b.0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1081,42 +1121,4 @@ mod tests {
         )
         .is_empty());
     }
-}
-
-/// `+=`, `-=`, .. (`syn` parses them as binary expressions).
-fn compound_assign(op: &syn::BinOp) -> bool {
-    use syn::BinOp::*;
-    matches!(
-        op,
-        AddAssign(_)
-            | SubAssign(_)
-            | MulAssign(_)
-            | DivAssign(_)
-            | RemAssign(_)
-            | BitXorAssign(_)
-            | BitAndAssign(_)
-            | BitOrAssign(_)
-            | ShlAssign(_)
-            | ShrAssign(_)
-    )
-}
-
-/// The names that `let`s and `for` loops bind anywhere in `stmts`.
-fn bound_in(stmts: &[Stmt]) -> Vec<syn::Ident> {
-    struct Binders(Vec<syn::Ident>);
-    impl<'a> syn::visit::Visit<'a> for Binders {
-        fn visit_local(&mut self, l: &'a syn::Local) {
-            self.0.extend(syntax::pat_binders(&l.pat));
-            syn::visit::visit_local(self, l);
-        }
-        fn visit_expr_for_loop(&mut self, f: &'a syn::ExprForLoop) {
-            self.0.extend(syntax::pat_binders(&f.pat));
-            syn::visit::visit_expr_for_loop(self, f);
-        }
-    }
-    let mut b = Binders(Vec::new());
-    for s in stmts {
-        syn::visit::Visit::visit_stmt(&mut b, s);
-    }
-    b.0
 }

@@ -200,8 +200,10 @@ pub const BLOCK_SYNC_IN_THREADS: Msg = Msg {
     hint: "end the loop and write `block_sync!();` after it (every `threads(..)` loop already ends with a barrier)",
 };
 /// `block_sync!()` anywhere but as a statement.
-pub const BLOCK_SYNC_POSITION: Msg =
-    Msg { text: "`block_sync!()` is a statement and takes no arguments", hint: "write `block_sync!();` on its own line" };
+pub const BLOCK_SYNC_POSITION: Msg = Msg {
+    text: "`block_sync!()` is a statement and takes no arguments",
+    hint: "write `block_sync!();` on its own line",
+};
 /// `shared!` outside a `#[gpu_cilk(block)]` task.
 pub const SHARED_OUTSIDE_BLOCK: Msg = Msg {
     text: "`shared!` arrays can only be used in a `#[gpu_cilk(block)]` task",

@@ -98,7 +98,8 @@ mod tests {
             }
         };
         let host: syn::Path = syn::parse_quote!(plain::rows_host);
-        let out = crate::compile_task_host(&item, crate::syntax::Width::Warp, Some(host)).expect("compiles").to_string();
+        let out =
+            crate::compile_task_host(&item, crate::syntax::Width::Warp, Some(host)).expect("compiles").to_string();
         let file: syn::File = syn::parse_str(&out).expect("valid Rust");
         let serial = file.items.iter().find_map(|i| match i {
             syn::Item::Fn(f) if f.sig.ident == "rows" => Some(f),
@@ -131,7 +132,8 @@ mod tests {
                 x + y
             }
         };
-        let e = crate::compile_task_host(&item, crate::syntax::Width::Lane, Some(syn::parse_quote!(fib_host))).expect_err("spawns");
+        let e = crate::compile_task_host(&item, crate::syntax::Width::Lane, Some(syn::parse_quote!(fib_host)))
+            .expect_err("spawns");
         assert!(e.to_string().contains("this task spawns"), "{e}");
     }
 }

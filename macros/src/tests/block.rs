@@ -135,7 +135,10 @@ fn block_task_misuse() {
     assert!(inner[5].starts_with("a local declared outside a `threads(..)` loop"), "{inner:?}");
     // Block-only constructs elsewhere.
     for mode in [Mode::Task, Mode::Warp, Mode::Device] {
-        let e = errs(mode, quote! { fn t(n: usize) { let s = shared!([0u32; 4]); for i in threads(0, n) {} block_sync!(); } });
+        let e = errs(
+            mode,
+            quote! { fn t(n: usize) { let s = shared!([0u32; 4]); for i in threads(0, n) {} block_sync!(); } },
+        );
         assert_eq!(e.len(), 3, "{mode:?}: {e:?}");
         assert!(e[0].starts_with("`shared!` arrays can only be used in a `#[gpu_cilk(block)]` task"), "{e:?}");
         assert!(e[1].starts_with("`threads(..)` loops can only be used in a `#[gpu_cilk(block)]` task"), "{e:?}");
@@ -163,7 +166,10 @@ fn block_task_misuse() {
     assert!(place[4].starts_with("`block_sync!()` is a statement"), "{place:?}");
     assert!(place[5].starts_with("`threads(..)` can only be the iterator"), "{place:?}");
     // A barrier under a branch outside the loops is taken by every thread: accepted.
-    let ok = errs(Mode::Block, quote! { fn b(n: usize) { if n > 2 { block_sync!(); } while n > 3 { block_sync!(); break; } } });
+    let ok = errs(
+        Mode::Block,
+        quote! { fn b(n: usize) { if n > 2 { block_sync!(); } while n > 3 { block_sync!(); break; } } },
+    );
     assert!(ok.is_empty(), "{ok:?}");
     // `#[gpu_cilk(block)]` parses; `#[gpu_cilk(block, host = f)]` too.
     let out = crate::task_macro(quote!(block, host = h), quote! { fn f(a: &mut [u32]) { a[0] = 1; } }).to_string();
