@@ -4,7 +4,8 @@
 //! of a simulated block: 4 one-lane warps, a real `__syncthreads`) and, on request, on the GPU.
 //! Shapes: a block task as the root, block tasks spawned into frame destinations by a recursive
 //! splitter (many at once, from lanes of different warps and blocks), a scan in phases over two
-//! `shared!` arrays, tiny and odd lengths.
+//! `shared!` arrays, block and warp items in one program (joins between warp phases), tiny and
+//! odd lengths.
 
 #[path = "support/backends.rs"]
 mod backends;
@@ -67,6 +68,62 @@ fn a_block_task_can_be_the_root() {
             assert_eq!((v, &a), (wv, &want), "{len} on {:?}", rt.config());
         }
     }
+}
+
+/// Doubles `a` on a whole warp; returns its new sum.
+#[gpu_cilk(warp)]
+pub fn warp_double(a: &mut [u64]) -> u64 {
+    for i in lanes(0, a.len()) {
+        a[i] = a[i].wrapping_mul(2);
+    }
+    let mut s: u64 = 0;
+    for i in 0..a.len() {
+        s = s.wrapping_add(a[i]);
+    }
+    s
+}
+
+/// Like `scan_parts`, but each leaf spawns a block task on its first half and a warp task on its
+/// second: block joins and warp phases interleave in the same warps.
+#[gpu_cilk]
+#[allow(unused_assignments)] // `x`, `y` start at 0 only because frame locals are initialized where declared
+pub fn mixed_parts(a: &mut [u64], leaf: usize) -> u64 {
+    let mut x: u64 = 0;
+    let mut y: u64 = 0;
+    let n: usize = a.len();
+    let (lo, hi) = a.split_at_mut(n / 2);
+    if n <= leaf {
+        x = spawn!(block_scan(lo));
+        y = spawn!(warp_double(hi));
+    } else {
+        x = spawn!(mixed_parts(lo, leaf));
+        y = spawn!(mixed_parts(hi, leaf));
+    }
+    sync!();
+    x.wrapping_mul(1_000_003).wrapping_add(y)
+}
+
+fn mixed_equal_serial(rts: &[Runtime]) {
+    for (len, leaf) in [(0usize, 1usize), (33, 4), (1000, 64), (100_000, 2048)] {
+        let mut want = input(len);
+        let wv = mixed_parts(&mut want, leaf);
+        for rt in rts {
+            let mut a = input(len);
+            let v = rt.run(mixed_parts::task(&mut a, leaf)).expect("runs");
+            assert_eq!((v, &a), (wv, &want), "{len} {leaf} on {:?}", rt.config());
+        }
+    }
+}
+
+#[test]
+fn block_and_warp_items_mix_on_the_host_backends() {
+    mixed_equal_serial(&backends::host(Config::default()));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with --include-ignored (scripts/gpu-check.sh does)"]
+fn block_and_warp_items_mix_on_cuda() {
+    mixed_equal_serial(&backends::cuda_all(Config::default()));
 }
 
 /// The block program compiles with NVRTC for both device schedulers (what `tests/nvrtc_compile.rs`
