@@ -19,18 +19,28 @@ fn input(len: usize) -> Vec<u64> {
     (0..len as u64).map(|i| (i * 2_654_435_761) % 1000 + (i << 40)).collect()
 }
 
-fn scans_equal_serial(rts: &[Runtime]) {
-    for (len, leaf) in [(0usize, 1usize), (1, 1), (31, 8), (33, 33), (257, 16), (257, 1000), (5000, 300)] {
+/// `serial(a, leaf)` against `run(rt, a, leaf)` on each runtime, for each `(len, leaf)`: the same
+/// result and the same slice.
+fn equal_serial(
+    rts: &[Runtime],
+    cases: &[(usize, usize)],
+    serial: fn(&mut [u64], usize) -> u64,
+    run: fn(&Runtime, &mut [u64], usize) -> Result<u64, Error>,
+) {
+    for &(len, leaf) in cases {
         let mut want = input(len);
-        let wv = scan_parts(&mut want, leaf);
+        let wv = serial(&mut want, leaf);
         for rt in rts {
             let mut a = input(len);
-            let v = rt
-                .run(scan_parts::task(&mut a, leaf))
-                .unwrap_or_else(|e| panic!("{len} {leaf} on {:?}: {e}", rt.config()));
+            let v = run(rt, &mut a, leaf).unwrap_or_else(|e| panic!("{len} {leaf} on {:?}: {e}", rt.config()));
             assert_eq!((v, &a), (wv, &want), "{len} {leaf} on {:?}", rt.config());
         }
     }
+}
+
+fn scans_equal_serial(rts: &[Runtime]) {
+    let cases = [(0, 1), (1, 1), (31, 8), (33, 33), (257, 16), (257, 1000), (5000, 300)];
+    equal_serial(rts, &cases, scan_parts, |rt, a, leaf| rt.run(scan_parts::task(a, leaf)));
 }
 
 /// The serial meaning is the plain scan.
@@ -104,15 +114,8 @@ pub fn mixed_parts(a: &mut [u64], leaf: usize) -> u64 {
 }
 
 fn mixed_equal_serial(rts: &[Runtime]) {
-    for (len, leaf) in [(0usize, 1usize), (33, 4), (1000, 64), (100_000, 2048)] {
-        let mut want = input(len);
-        let wv = mixed_parts(&mut want, leaf);
-        for rt in rts {
-            let mut a = input(len);
-            let v = rt.run(mixed_parts::task(&mut a, leaf)).expect("runs");
-            assert_eq!((v, &a), (wv, &want), "{len} {leaf} on {:?}", rt.config());
-        }
-    }
+    let cases = [(0, 1), (33, 4), (1000, 64), (100_000, 2048)];
+    equal_serial(rts, &cases, mixed_parts, |rt, a, leaf| rt.run(mixed_parts::task(a, leaf)));
 }
 
 #[test]
