@@ -83,9 +83,41 @@ pub fn lanes<T>(lo: T, hi: T) -> core::ops::Range<T> {
     lo..hi
 }
 
+/// The cooperative loop of a `#[gpu_cilk(block)]` task: `for i in threads(lo, hi) { .. }`, whose
+/// iterations must be independent of each other. On the persistent cuda scheduler the thread
+/// block that runs the task spreads them over its threads (thread `t` runs `lo + t`,
+/// `lo + t + blockDim`, ..) and waits for all of them (a block barrier) after the loop;
+/// everywhere else, and here, it is the plain range `lo..hi`. See "Block tasks" in `docs/dsl.md`.
+pub fn threads<T>(lo: T, hi: T) -> core::ops::Range<T> {
+    lo..hi
+}
+
+/// A scratch array shared by the threads of the block that runs a `#[gpu_cilk(block)]` task:
+/// `let mut s = shared!([0u32; 256]);` at the top level of its body. On the persistent cuda
+/// scheduler it lives in the block's shared memory (filled with the value by the whole block,
+/// then a barrier); everywhere else, and here, it is the local array `[0u32; 256]`. See "Block
+/// tasks" in `docs/dsl.md`.
+#[macro_export]
+macro_rules! shared {
+    ([$v:expr; $n:expr]) => {
+        [$v; $n]
+    };
+}
+
+/// The barrier of a `#[gpu_cilk(block)]` task: every thread of the block waits until all have
+/// reached it, so writes before it are visible to all after it. On the host it does nothing (one
+/// thread runs the task). Not allowed inside a `threads(..)` loop. See "Block tasks" in
+/// `docs/dsl.md`.
+#[macro_export]
+macro_rules! block_sync {
+    () => {
+        ()
+    };
+}
+
 /// Everything an annotated program needs: `use gpu_cilk::prelude::*;`.
 pub mod prelude {
-    pub use crate::{alloc, gpu_cilk, lanes, spawn, sync, DeviceStruct};
+    pub use crate::{alloc, block_sync, gpu_cilk, lanes, shared, spawn, sync, threads, DeviceStruct};
     pub use gpu_cilk_runtime::{
         BackendKind, Config, Error, Report, ResidentBuffer, Runtime, SchedulerKind, Stats, Temp,
     };

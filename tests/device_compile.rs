@@ -30,6 +30,7 @@ use gpu_cilk_test_support::programs::temps;
 
 use gpu_cilk_examples::workloads::closest as closest_workload;
 use gpu_cilk_test_support::programs::backends;
+use gpu_cilk_test_support::programs::block;
 use gpu_cilk_test_support::programs::control;
 use gpu_cilk_test_support::programs::fixtures;
 use gpu_cilk_test_support::programs::generics;
@@ -101,6 +102,7 @@ fn programs() -> Vec<(&'static str, [(DeviceScheduler, String); 2])> {
         ("uts", assemble::<unbalanced_workload::uts::Task>()),
         ("knapsack", assemble::<knapsack_workload::knapsack::Task>()),
         ("bound_mix", assemble::<bound_mix::Task>()),
+        ("scan_parts", assemble::<block::scan_parts::Task>()),
     ]
 }
 

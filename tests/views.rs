@@ -106,7 +106,7 @@ fn a_view_written_on_cuda_sim_leaves_the_gaps_between_its_rows_alone() {
 
 /// The view fixtures and the multiply in one program, as the cuda backend assembles it for the
 /// persistent scheduler, compiled by NVRTC (no GPU needed; skipped with a reason without NVRTC
-/// unless `GPU_CILK_REQUIRE_NVRTC=1`). `tests/nvrtc_compile.rs` compiles `matmul` alone for both
+/// unless `GPU_CILK_REQUIRE_NVRTC=1`). `tests/device_compile.rs` compiles `matmul` alone for both
 /// schedulers.
 #[test]
 fn the_view_tasks_compile_with_nvrtc() {

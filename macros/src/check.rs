@@ -21,6 +21,11 @@ pub enum Mode {
     /// `#[gpu_cilk(warp)]`: a leaf task a whole warp runs (no `spawn!`/`sync!`/`alloc!`; its
     /// cooperative loops are `for i in lanes(lo, hi)`).
     Warp,
+    /// `#[gpu_cilk(block)]`: a leaf task a whole thread block runs (no `spawn!`/`sync!`/`alloc!`;
+    /// its cooperative loops are `for i in threads(lo, hi)`, its scratch `shared!([v; N])` and its
+    /// barrier `block_sync!()`; no local of the body is assigned inside a `threads` loop, so every
+    /// value outside those loops is the same on every thread and every barrier is reached by all).
+    Block,
 }
 
 /// Where a statement list sits, for `sync!()` diagnostics and for what it may contain.
@@ -42,7 +47,7 @@ enum Place {
 pub fn function(item: &ItemFn, mode: Mode, errors: &mut Errors) {
     let generic = item.sig.generics.type_params().next().is_some();
     let own_generic = generic.then(|| item.sig.ident.clone());
-    let mut c = Checker { errors, mode, in_lanes: false, loops_in_lanes: 0, own_generic };
+    let mut c = Checker { errors, mode, in_lanes: false, loops_in_lanes: 0, own_generic, coop_locals: Vec::new() };
     c.signature(&item.sig);
     c.stmts(&item.block.stmts, Place::Top, true);
     temp_shadows(item, errors);
@@ -284,6 +289,9 @@ struct Checker<'a> {
     loops_in_lanes: u32,
     /// The function's name when it has type parameters (its own spawns must name them).
     own_generic: Option<syn::Ident>,
+    /// In a block task's `threads` loop: the names bound inside it (the loop variable, its
+    /// `let`s and inner loop variables), the only locals its body may assign.
+    coop_locals: Vec<syn::Ident>,
 }
 
 /// The methods the subset accepts (each has a direct CUDA translation).
@@ -576,6 +584,9 @@ impl Checker<'_> {
                         if self.mode == Mode::Warp {
                             return self.err(error::WARP_ALLOC.on(mac));
                         }
+                        if self.mode == Mode::Block {
+                            return self.err(error::BLOCK_ALLOC.on(mac));
+                        }
                         if place != Place::Top {
                             return self.err(error::ALLOC_POSITION.on(mac));
                         }
@@ -587,6 +598,10 @@ impl Checker<'_> {
                             Err(e) => self.err(e),
                         }
                         return;
+                    }
+                    if let Some((mac, repeat)) = syntax::as_shared(&init.expr) {
+                        let typed = syntax::let_binding(&local.pat).is_some_and(|(_, _, ty)| ty.is_some());
+                        return self.shared(mac, repeat.as_ref(), place, typed);
                     }
                     match syntax::as_spawn(&init.expr) {
                         Some(mac) => self.spawn(mac, place, spawnable),
@@ -601,6 +616,9 @@ impl Checker<'_> {
     }
 
     fn stmt_macro(&mut self, mac: &syn::Macro, place: Place, spawnable: bool) {
+        if let Some(b) = syntax::block_macro(mac) {
+            return self.block_macro(mac, b, place, true);
+        }
         match macro_kind(mac) {
             Some(MacroKind::Spawn) => self.spawn(mac, place, spawnable),
             Some(MacroKind::Sync) => self.sync(mac, place),
@@ -609,9 +627,63 @@ impl Checker<'_> {
         }
     }
 
+    /// `block_sync!()` / `shared!(..)` anywhere but a `let`'s initializer (`stmt`: in statement
+    /// position).
+    fn block_macro(&mut self, mac: &syn::Macro, kind: syntax::BlockMacro, place: Place, stmt: bool) {
+        let msg = match kind {
+            _ if self.mode != Mode::Block && kind == syntax::BlockMacro::Sync => error::BLOCK_SYNC_OUTSIDE,
+            _ if self.mode != Mode::Block => error::SHARED_OUTSIDE_BLOCK,
+            syntax::BlockMacro::Shared => error::SHARED_POSITION,
+            // A barrier in a cooperative loop: its iterations (and every branch in them) are the
+            // thread's own, so some threads would not reach it. Outside those loops every value is
+            // the same on every thread (`Mode::Block`), so every branch there is taken by all.
+            syntax::BlockMacro::Sync if self.in_lanes => error::BLOCK_SYNC_IN_THREADS,
+            syntax::BlockMacro::Sync if !stmt || place == Place::Value || !mac.tokens.is_empty() => {
+                error::BLOCK_SYNC_POSITION
+            }
+            syntax::BlockMacro::Sync => return,
+        };
+        self.err(msg.on(mac));
+    }
+
+    /// `let s = shared!([v; N]);` (`repeat`: its argument when that is an array repeat; `typed`:
+    /// the `let` has a type annotation).
+    fn shared(&mut self, mac: &syn::Macro, repeat: Option<&syn::ExprRepeat>, place: Place, typed: bool) {
+        if self.mode != Mode::Block || place != Place::Top {
+            return self.block_macro(mac, syntax::BlockMacro::Shared, place, false);
+        }
+        let Some(r) = repeat else { return self.err(error::SHARED_SHAPE.on(mac)) };
+        match &*r.expr {
+            Expr::Lit(l)
+                if typed
+                    || matches!(&l.lit, syn::Lit::Int(i) if !i.suffix().is_empty())
+                    || matches!(&l.lit, syn::Lit::Float(f) if !f.suffix().is_empty()) => {}
+            Expr::Lit(syn::ExprLit { lit: syn::Lit::Bool(_), .. }) => {}
+            _ => return self.err(error::SHARED_SHAPE.on(mac)),
+        }
+        self.expr(&r.len, place);
+    }
+
+    /// In a block task's `threads` loop: an assignment to `left` whose local was declared outside
+    /// the loop (each thread would hold its own value of it after the loop).
+    fn coop_assign(&mut self, left: &Expr) {
+        if self.mode != Mode::Block || !self.in_lanes {
+            return;
+        }
+        if let Expr::Path(p) = left {
+            if let Some(id) = p.path.get_ident() {
+                if !self.coop_locals.contains(id) {
+                    self.err(error::THREADS_ESCAPE.on(left));
+                }
+            }
+        }
+    }
+
     /// `alloc!` anywhere but the initializer of a top-level `let`.
     fn alloc_elsewhere(&mut self, mac: &syn::Macro) {
-        if self.mode == Mode::Warp {
+        if self.mode == Mode::Block {
+            self.err(error::BLOCK_ALLOC.on(mac));
+        } else if self.mode == Mode::Warp {
             self.err(error::WARP_ALLOC.on(mac));
         } else if self.mode == Mode::Device {
             self.err(error::ALLOC_IN_DEVICE.on(mac));
@@ -626,6 +698,9 @@ impl Checker<'_> {
         }
         if self.mode == Mode::Warp {
             return self.err(error::WARP_SYNC.on(mac));
+        }
+        if self.mode == Mode::Block {
+            return self.err(error::BLOCK_SYNC.on(mac));
         }
         // A statement anywhere in the body's control flow; not inside an expression whose value
         // is used (`let v = { sync!(); 1 };`), which has no place to resume at.
@@ -643,6 +718,9 @@ impl Checker<'_> {
         }
         if self.mode == Mode::Warp {
             return self.err(error::WARP_SPAWN.on(mac));
+        }
+        if self.mode == Mode::Block {
+            return self.err(error::BLOCK_SPAWN.on(mac));
         }
         if !spawnable {
             return self.err(error::SPAWN_IN_EXPR.on(mac));
@@ -694,14 +772,18 @@ impl Checker<'_> {
             Expr::ForLoop(f) => {
                 self.label(&f.label);
                 self.for_head(f, place);
-                if syntax::lanes_call(&f.expr).is_some() {
+                if syntax::coop_call(&f.expr).is_some() && !self.in_lanes {
                     // The body of a cooperative loop: a `return` or a `break` out of it would
-                    // leave the warp's lanes apart (see docs/dsl.md, Warp tasks).
+                    // leave the warp's lanes (the block's threads) apart (see docs/dsl.md, Warp
+                    // tasks and Block tasks).
                     let saved = (self.in_lanes, self.loops_in_lanes);
                     self.in_lanes = true;
                     self.loops_in_lanes = 0;
+                    self.coop_locals = syntax::pat_binders(&f.pat);
+                    self.coop_locals.extend(bound_in(&f.body.stmts));
                     self.stmts(&f.body.stmts, Self::loop_place(place), spawnable);
                     (self.in_lanes, self.loops_in_lanes) = saved;
+                    self.coop_locals.clear();
                 } else {
                     self.loops_in_lanes += 1;
                     self.stmts(&f.body.stmts, Self::loop_place(place), spawnable);
@@ -769,14 +851,18 @@ impl Checker<'_> {
                     self.expr(e, place);
                 }
             }
-            e if syntax::lanes_call(e).is_some() => {
-                if self.mode != Mode::Warp {
+            e if syntax::coop_call(e).is_some() => {
+                let threads = syntax::threads_call(e).is_some();
+                if !threads && self.mode != Mode::Warp {
                     return self.err(error::LANES_OUTSIDE_WARP.on(e));
                 }
-                if self.in_lanes {
-                    return self.err(error::LANES_NESTED.on(e));
+                if threads && self.mode != Mode::Block {
+                    return self.err(error::THREADS_OUTSIDE_BLOCK.on(e));
                 }
-                if let Some((lo, hi)) = syntax::lanes_call(e) {
+                if self.in_lanes {
+                    return self.err(if threads { error::THREADS_NESTED } else { error::LANES_NESTED }.on(e));
+                }
+                if let Some((lo, hi)) = syntax::coop_call(e) {
                     self.expr(lo, place);
                     self.expr(hi, place);
                 }
@@ -801,6 +887,9 @@ impl Checker<'_> {
                 }
             }
             Expr::Binary(b) => {
+                if compound_assign(&b.op) {
+                    self.coop_assign(&b.left);
+                }
                 self.expr(&b.left, place);
                 self.expr(&b.right, place);
             }
@@ -822,6 +911,7 @@ impl Checker<'_> {
                 self.expr(&i.index, place);
             }
             Expr::Call(_) if syntax::lanes_call(e).is_some() => self.err(error::LANES_POSITION.on(e)),
+            Expr::Call(_) if syntax::threads_call(e).is_some() => self.err(error::THREADS_POSITION.on(e)),
             Expr::Call(c) => {
                 match &*c.func {
                     Expr::Path(p) if p.qself.is_none() => {
@@ -857,6 +947,7 @@ impl Checker<'_> {
                 }
             }
             Expr::Assign(a) => {
+                self.coop_assign(&a.left);
                 self.expr(&a.left, place);
                 self.expr(&a.right, place);
             }
@@ -877,7 +968,7 @@ impl Checker<'_> {
             }
             Expr::Break(b) => {
                 if self.in_lanes && self.loops_in_lanes == 0 {
-                    self.err(error::LANES_BREAK.on(b));
+                    self.err(if self.mode == Mode::Block { error::THREADS_BREAK } else { error::LANES_BREAK }.on(b));
                 }
                 if let Some(l) = &b.label {
                     self.err(error::LABEL.on(l));
@@ -893,10 +984,15 @@ impl Checker<'_> {
             }
             Expr::Return(r) => {
                 if self.in_lanes {
-                    self.err(error::LANES_RETURN.on(r));
+                    self.err(if self.mode == Mode::Block { error::THREADS_RETURN } else { error::LANES_RETURN }.on(r));
                 }
                 if let Some(v) = &r.expr {
                     self.expr(v, place);
+                }
+            }
+            Expr::Macro(m) if syntax::block_macro(&m.mac).is_some() => {
+                if let Some(b) = syntax::block_macro(&m.mac) {
+                    self.block_macro(&m.mac, b, place, false);
                 }
             }
             Expr::Macro(m) => match macro_kind(&m.mac) {
@@ -947,6 +1043,44 @@ impl Checker<'_> {
             _ => self.err(error::EXPR_OTHER.on(e)),
         }
     }
+}
+
+/// `+=`, `-=`, .. (`syn` parses them as binary expressions).
+fn compound_assign(op: &syn::BinOp) -> bool {
+    use syn::BinOp::*;
+    matches!(
+        op,
+        AddAssign(_)
+            | SubAssign(_)
+            | MulAssign(_)
+            | DivAssign(_)
+            | RemAssign(_)
+            | BitXorAssign(_)
+            | BitAndAssign(_)
+            | BitOrAssign(_)
+            | ShlAssign(_)
+            | ShrAssign(_)
+    )
+}
+
+/// The names that `let`s and `for` loops bind anywhere in `stmts`.
+fn bound_in(stmts: &[Stmt]) -> Vec<syn::Ident> {
+    struct Binders(Vec<syn::Ident>);
+    impl<'a> syn::visit::Visit<'a> for Binders {
+        fn visit_local(&mut self, l: &'a syn::Local) {
+            self.0.extend(syntax::pat_binders(&l.pat));
+            syn::visit::visit_local(self, l);
+        }
+        fn visit_expr_for_loop(&mut self, f: &'a syn::ExprForLoop) {
+            self.0.extend(syntax::pat_binders(&f.pat));
+            syn::visit::visit_expr_for_loop(self, f);
+        }
+    }
+    let mut b = Binders(Vec::new());
+    for s in stmts {
+        syn::visit::Visit::visit_stmt(&mut b, s);
+    }
+    b.0
 }
 
 #[cfg(test)]

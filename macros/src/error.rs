@@ -97,9 +97,9 @@ impl Errors {
 
 /// `#[gpu_cilk(..)]` with arguments.
 pub const ATTR_ARGS: Msg = Msg {
-    text: "`#[gpu_cilk]` takes no arguments other than `warp` and `host = path`",
+    text: "`#[gpu_cilk]` takes no arguments other than `warp`, `block` and `host = path`",
     hint:
-        "write `#[gpu_cilk]`, or `#[gpu_cilk(warp)]` for a task a whole warp runs; add `host = path` for its host form",
+        "write `#[gpu_cilk]`, `#[gpu_cilk(warp)]` for a task a whole warp runs or `#[gpu_cilk(block)]` for one a thread block runs; add `host = path` for its host form",
 };
 /// `host = path` on a task that spawns.
 pub const HOST_SPAWN: Msg = Msg {
@@ -143,6 +143,81 @@ pub const LANES_RETURN: Msg = Msg {
 pub const LANES_BREAK: Msg = Msg {
     text: "a `lanes(..)` loop cannot be left with `break`: its iterations are independent",
     hint: "skip the rest of an iteration with `continue`, or test a condition in the body",
+};
+/// `spawn!` in a `#[gpu_cilk(block)]` task.
+pub const BLOCK_SPAWN: Msg = Msg {
+    text: "`spawn!` cannot be used in a `#[gpu_cilk(block)]` task: a block task is a leaf",
+    hint: "spawn from a plain `#[gpu_cilk]` task, and spawn the block task from there",
+};
+/// `sync!` in a `#[gpu_cilk(block)]` task.
+pub const BLOCK_SYNC: Msg = Msg {
+    text: "`sync!` cannot be used in a `#[gpu_cilk(block)]` task: a block task is a leaf",
+    hint: "remove it; a block task has no children to wait for (`block_sync!()` is the block's barrier)",
+};
+/// `alloc!` in a `#[gpu_cilk(block)]` task.
+pub const BLOCK_ALLOC: Msg = Msg {
+    text: "`alloc!` cannot be used in a `#[gpu_cilk(block)]` task",
+    hint: "allocate in the spawning task and pass the `Temp`; block-shared scratch is `shared!([v; N])`",
+};
+/// `for i in threads(..)` outside a `#[gpu_cilk(block)]` task.
+pub const THREADS_OUTSIDE_BLOCK: Msg = Msg {
+    text: "`threads(..)` loops can only be used in a `#[gpu_cilk(block)]` task",
+    hint: "mark the task `#[gpu_cilk(block)]`, or write `for i in lo..hi`",
+};
+/// A `threads` loop inside another.
+pub const THREADS_NESTED: Msg = Msg {
+    text: "a `threads(..)` loop cannot stand inside another `threads(..)` loop",
+    hint: "write the inner loop `for j in lo..hi`: each thread runs it whole",
+};
+/// `return` inside a `threads` loop.
+pub const THREADS_RETURN: Msg = Msg {
+    text: "`return` cannot stand inside a `threads(..)` loop: the block's threads must leave it together",
+    hint: "record the result in a slice or a `shared!` array and return after the loop",
+};
+/// `break` of a `threads` loop.
+pub const THREADS_BREAK: Msg = Msg {
+    text: "a `threads(..)` loop cannot be left with `break`: its iterations are independent",
+    hint: "skip the rest of an iteration with `continue`, or test a condition in the body",
+};
+/// A local of the task assigned inside a `threads` loop (each thread would hold its own value).
+pub const THREADS_ESCAPE: Msg = Msg {
+    text: "a local declared outside a `threads(..)` loop cannot be assigned inside it: each thread of the block would hold its own value",
+    hint: "write per-iteration results to a slice or a `shared!` array element, and read them after the loop",
+};
+/// `threads(..)` anywhere but the iterator of a `for`.
+pub const THREADS_POSITION: Msg = Msg {
+    text: "`threads(..)` can only be the iterator of a `for` loop",
+    hint: "write `for i in threads(lo, hi) { .. }`",
+};
+/// `block_sync!()` outside a `#[gpu_cilk(block)]` task.
+pub const BLOCK_SYNC_OUTSIDE: Msg = Msg {
+    text: "`block_sync!()` can only be used in a `#[gpu_cilk(block)]` task",
+    hint: "mark the task `#[gpu_cilk(block)]`, or remove it (it is a no-op on one thread)",
+};
+/// `block_sync!()` inside a `threads` loop (its body depends on the thread).
+pub const BLOCK_SYNC_IN_THREADS: Msg = Msg {
+    text: "`block_sync!()` cannot stand inside a `threads(..)` loop: its iterations, and every branch in them, depend on the thread, so some threads would never reach the barrier",
+    hint: "end the loop and write `block_sync!();` after it (every `threads(..)` loop already ends with a barrier)",
+};
+/// `block_sync!()` anywhere but as a statement.
+pub const BLOCK_SYNC_POSITION: Msg = Msg {
+    text: "`block_sync!()` is a statement and takes no arguments",
+    hint: "write `block_sync!();` on its own line",
+};
+/// `shared!` outside a `#[gpu_cilk(block)]` task.
+pub const SHARED_OUTSIDE_BLOCK: Msg = Msg {
+    text: "`shared!` arrays can only be used in a `#[gpu_cilk(block)]` task",
+    hint: "mark the task `#[gpu_cilk(block)]`, or write a local array `[v; N]`",
+};
+/// `shared!` anywhere but as the initializer of a top-level `let`.
+pub const SHARED_POSITION: Msg = Msg {
+    text: "`shared!` can only initialize a `let` at the top level of a block task's body",
+    hint: "write `let mut s = shared!([0u32; 256]);` before the first `threads(..)` loop",
+};
+/// `shared!` whose argument is not `[v; N]` with a typed element.
+pub const SHARED_SHAPE: Msg = Msg {
+    text: "`shared!` takes an array repeat `[v; N]` with a literal value whose type is known",
+    hint: "write `shared!([0u32; N])`, or annotate the `let`: `let s: [f32; 256] = shared!([0.0; 256]);`",
 };
 /// `#[gpu_cilk::device(..)]` with arguments.
 pub const DEVICE_ATTR_ARGS: Msg =

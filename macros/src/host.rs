@@ -98,7 +98,8 @@ mod tests {
             }
         };
         let host: syn::Path = syn::parse_quote!(plain::rows_host);
-        let out = crate::compile_task_host(&item, true, Some(host)).expect("compiles").to_string();
+        let out =
+            crate::compile_task_host(&item, crate::syntax::Width::Warp, Some(host)).expect("compiles").to_string();
         let file: syn::File = syn::parse_str(&out).expect("valid Rust");
         let serial = file.items.iter().find_map(|i| match i {
             syn::Item::Fn(f) if f.sig.ident == "rows" => Some(f),
@@ -114,7 +115,7 @@ mod tests {
         // The device form is still the body: its lanes loop is in the CUDA text.
         assert!(out.contains("gc_lane()"), "{out}");
         // Without a host form the serial function is the body.
-        let plain = crate::compile_task_host(&item, true, None).expect("compiles").to_string();
+        let plain = crate::compile_task_host(&item, crate::syntax::Width::Warp, None).expect("compiles").to_string();
         assert!(!plain.contains("rows_host"));
     }
 
@@ -131,7 +132,8 @@ mod tests {
                 x + y
             }
         };
-        let e = crate::compile_task_host(&item, false, Some(syn::parse_quote!(fib_host))).expect_err("spawns");
+        let e = crate::compile_task_host(&item, crate::syntax::Width::Lane, Some(syn::parse_quote!(fib_host)))
+            .expect_err("spawns");
         assert!(e.to_string().contains("this task spawns"), "{e}");
     }
 }

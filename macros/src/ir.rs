@@ -98,6 +98,11 @@ pub struct Task {
     /// `#[gpu_cilk(warp)]`: a leaf task that a whole warp runs (its `for i in lanes(..)` loops
     /// are spread over the lanes on the persistent scheduler; a plain loop everywhere else).
     pub warp: bool,
+    /// `#[gpu_cilk(block)]`: a leaf task that a whole thread block runs (its `for i in
+    /// threads(..)` loops are spread over the block's threads, its `shared!` arrays live in the
+    /// block's shared memory and `block_sync!()` is a barrier on the persistent scheduler; the
+    /// serial meaning everywhere else).
+    pub block: bool,
     /// `Some(c)`: the task's result is the constant `c` plus every child's result, on every path
     /// that reaches its one sync (`x + y`, `1 + Σ sizes[j]`; `lower::sums`). The persistent device
     /// scheduler may then run a tree of such tasks as one sum group.
@@ -364,8 +369,10 @@ pub struct For {
     pub end: Expr,
     /// `..=` rather than `..`.
     pub inclusive: bool,
-    /// Written `for var in lanes(start, end)`: a cooperative loop (iterations independent; lane
-    /// `l` of a warp runs `start + l`, `start + l + 32`, ..; sequential on one thread).
+    /// Written `for var in lanes(start, end)` (a warp task) or `for var in threads(start, end)` (a
+    /// block task): a cooperative loop (iterations independent; lane `l` of a warp runs
+    /// `start + l`, `start + l + 32`, .., thread `t` of a block `start + t`, `start + t +
+    /// blockDim`, ..; sequential on one thread).
     pub lanes: bool,
     /// Body.
     pub body: Vec<Stmt>,

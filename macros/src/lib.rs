@@ -95,7 +95,7 @@ pub(crate) fn task_macro(attr: TokenStream2, item: TokenStream2) -> TokenStream2
         Some(split) => split,
         None => return fallback(error::ATTR_ARGS.on(&attr).to_compile_error(), item),
     };
-    let warp = match syntax::warp_attr(&attr) {
+    let width = match syntax::width_attr(&attr) {
         Some(w) => w,
         None => return fallback(error::ATTR_ARGS.on(&attr).to_compile_error(), item),
     };
@@ -104,7 +104,7 @@ pub(crate) fn task_macro(attr: TokenStream2, item: TokenStream2) -> TokenStream2
         Ok(other) => return fallback(error::NOT_A_FN.on(item_head(&other)).to_compile_error(), item),
         Err(e) => return fallback(e.to_compile_error(), item),
     };
-    match compile_task_host(&func, warp, host) {
+    match compile_task_host(&func, width, host) {
         Ok(tokens) => tokens,
         Err(e) => {
             // The crate does not compile anyway: keep rustc's own output to the real errors.
@@ -119,28 +119,38 @@ pub(crate) fn task_macro(attr: TokenStream2, item: TokenStream2) -> TokenStream2
 /// [`compile_task_host`] without a host form (the tests' entry).
 #[cfg(test)]
 pub(crate) fn compile_task(func: &syn::ItemFn, warp: bool) -> Result<TokenStream2, syn::Error> {
-    compile_task_host(func, warp, None)
+    compile_task_host(func, if warp { syntax::Width::Warp } else { syntax::Width::Lane }, None)
 }
 
 /// The pipeline for one function that parsed as `syn::ItemFn`: check → parse → lower → write →
-/// expand. `warp`: written `#[gpu_cilk(warp)]`; `host`: its `host = path` (see [`host`]).
+/// expand. `width`: written `#[gpu_cilk]`, `#[gpu_cilk(warp)]` or `#[gpu_cilk(block)]`; `host`:
+/// its `host = path` (see [`host`]).
 pub(crate) fn compile_task_host(
     func: &syn::ItemFn,
-    warp: bool,
+    width: syntax::Width,
     host: Option<syn::Path>,
 ) -> Result<TokenStream2, syn::Error> {
     // A type parameter (`T: Key`) is a scalar element type to every stage.
-    syntax::with_type_params(&func.sig.generics, || compile_task_in_scope(func, warp, host))
+    syntax::with_type_params(&func.sig.generics, || compile_task_in_scope(func, width, host))
 }
 
-fn compile_task_in_scope(func: &syn::ItemFn, warp: bool, host: Option<syn::Path>) -> Result<TokenStream2, syn::Error> {
+fn compile_task_in_scope(
+    func: &syn::ItemFn,
+    width: syntax::Width,
+    host: Option<syn::Path>,
+) -> Result<TokenStream2, syn::Error> {
     let mut errors = error::Errors::new();
-    let mode = if warp { check::Mode::Warp } else { check::Mode::Task };
+    let mode = match width {
+        syntax::Width::Lane => check::Mode::Task,
+        syntax::Width::Warp => check::Mode::Warp,
+        syntax::Width::Block => check::Mode::Block,
+    };
     check::function(func, mode, &mut errors);
     errors.finish(())?;
     let model = parse::function(func)?;
     let mut task = lower::task(model)?;
-    task.warp = warp;
+    task.warp = width == syntax::Width::Warp;
+    task.block = width == syntax::Width::Block;
     host::attach(&mut task, host)?;
     let fragment = write::task_fragment(&task);
     let device = write::task_device_fn(&task);

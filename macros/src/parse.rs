@@ -154,6 +154,11 @@ fn one_stmt(s: &syn::Stmt) -> syn::Result<Stmt> {
             }
             Ok(Stmt::Let(Let { name, mutable, ty, init: init.cloned(), frame: false, alloc: None }))
         }
+        // `block_sync!();`: an expression statement the writer makes a barrier of.
+        syn::Stmt::Macro(m) if crate::syntax::block_macro(&m.mac).is_some() => {
+            let e = Expr::Macro(syn::ExprMacro { attrs: m.attrs.clone(), mac: m.mac.clone() });
+            expr_stmt(&e, true)
+        }
         syn::Stmt::Macro(m) => match macro_kind(&m.mac) {
             Some(MacroKind::Spawn) => spawn_site(&m.mac, Dest::Discard),
             Some(MacroKind::Sync) => Ok(Stmt::Sync(mac_span(&m.mac))),
@@ -188,7 +193,7 @@ fn expr_stmt(e: &Expr, semi: bool) -> syn::Result<Stmt> {
                 }
                 other => return Err(error::FOR_PATTERN.on(other)),
             };
-            if let Some((lo, hi)) = crate::syntax::lanes_call(&f.expr) {
+            if let Some((lo, hi)) = crate::syntax::coop_call(&f.expr) {
                 return Ok(Stmt::For(For {
                     var,
                     mutable,

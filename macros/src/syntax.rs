@@ -601,9 +601,25 @@ pub fn contains_spawn(e: &Expr) -> bool {
 /// `lanes(lo, hi)` / `gpu_cilk::lanes(lo, hi)` (any path whose last segment is `lanes`, two
 /// arguments): the cooperative loop of a `#[gpu_cilk(warp)]` task. `Some((lo, hi))`.
 pub fn lanes_call(e: &Expr) -> Option<(&Expr, &Expr)> {
+    range_call(e, "lanes")
+}
+
+/// `threads(lo, hi)` / `gpu_cilk::threads(lo, hi)`: the cooperative loop of a
+/// `#[gpu_cilk(block)]` task. `Some((lo, hi))`.
+pub fn threads_call(e: &Expr) -> Option<(&Expr, &Expr)> {
+    range_call(e, "threads")
+}
+
+/// A cooperative loop's iterator of either width (`lanes` or `threads`).
+pub fn coop_call(e: &Expr) -> Option<(&Expr, &Expr)> {
+    lanes_call(e).or_else(|| threads_call(e))
+}
+
+/// A call `name(lo, hi)` through any path whose last segment is `name`, without generic arguments.
+fn range_call<'e>(e: &'e Expr, name: &str) -> Option<(&'e Expr, &'e Expr)> {
     let Expr::Call(c) = e else { return None };
     let Expr::Path(p) = &*c.func else { return None };
-    if p.qself.is_some() || p.path.segments.last().map(|s| s.ident != "lanes").unwrap_or(true) {
+    if p.qself.is_some() || p.path.segments.last().map(|s| s.ident != name).unwrap_or(true) {
         return None;
     }
     if p.path.segments.iter().any(|s| !s.arguments.is_none()) || c.args.len() != 2 {
@@ -612,14 +628,66 @@ pub fn lanes_call(e: &Expr) -> Option<(&Expr, &Expr)> {
     Some((&c.args[0], &c.args[1]))
 }
 
-/// The arguments of `#[gpu_cilk(..)]`: `Some(false)` for none, `Some(true)` for `warp`, `None`
-/// for anything else.
-pub fn warp_attr(attr: &proc_macro2::TokenStream) -> Option<bool> {
+/// The macros of block tasks (`#[gpu_cilk(block)]`), which `gpu_cilk` defines with their serial
+/// meaning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockMacro {
+    /// `block_sync!()`: the block's barrier.
+    Sync,
+    /// `shared!([v; N])`: a block-shared scratch array.
+    Shared,
+}
+
+/// `block_sync!` / `shared!` through any path, without generic arguments.
+pub fn block_macro(mac: &Macro) -> Option<BlockMacro> {
+    let last = mac.path.segments.last()?;
+    if !last.arguments.is_none() {
+        return None;
+    }
+    match last.ident.to_string().as_str() {
+        "block_sync" => Some(BlockMacro::Sync),
+        "shared" => Some(BlockMacro::Shared),
+        _ => None,
+    }
+}
+
+/// `shared!([v; N])` as an expression: the macro and its array repeat `[v; N]` (`None` for the
+/// repeat when the argument has another shape).
+pub fn as_shared(e: &Expr) -> Option<(&Macro, Option<syn::ExprRepeat>)> {
+    let Expr::Macro(m) = e else { return None };
+    if block_macro(&m.mac) != Some(BlockMacro::Shared) {
+        return None;
+    }
+    let repeat = match m.mac.parse_body::<Expr>() {
+        Ok(Expr::Repeat(r)) => Some(r),
+        _ => None,
+    };
+    Some((&m.mac, repeat))
+}
+
+/// How wide a task runs: `#[gpu_cilk]`, `#[gpu_cilk(warp)]` or `#[gpu_cilk(block)]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Width {
+    /// One thread (a plain task).
+    Lane,
+    /// One warp.
+    Warp,
+    /// One thread block.
+    Block,
+}
+
+/// The arguments of `#[gpu_cilk(..)]`: the task's [`Width`] (none, `warp` or `block`), `None` for
+/// anything else.
+pub fn width_attr(attr: &proc_macro2::TokenStream) -> Option<Width> {
     if attr.is_empty() {
-        return Some(false);
+        return Some(Width::Lane);
     }
     let id: syn::Ident = syn::parse2(attr.clone()).ok()?;
-    (id == "warp").then_some(true)
+    match id.to_string().as_str() {
+        "warp" => Some(Width::Warp),
+        "block" => Some(Width::Block),
+        _ => None,
+    }
 }
 
 /// The identifiers a pattern binds, in textual order.

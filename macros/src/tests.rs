@@ -3,6 +3,7 @@
 //! snapshot it with insta; the IR `dump` is snapshotted beside it. Review every snapshot by
 //! reading it: they are the contract with the runtime (compare `tests/hand_expanded.rs`).
 
+mod block;
 mod dump;
 mod views;
 

@@ -262,7 +262,9 @@ struct gc_psched {
 // One warp's state in shared memory: the header, then 32 items (the exchange of a hand-over).
 struct gc_pwarp_hdr {
   int hungry;       // the global hungry count, read every few rounds
-  int pad[3];
+  unsigned nblock;  // BLOCK ITEMS: how many of this warp's exchange items a join runs
+  unsigned bmask;   // BLOCK ITEMS: the lanes that own them, in order
+  int pad;
 };
 
 struct gc_pwarp {
@@ -565,6 +567,91 @@ template <> struct gc_warp_entry<true> {
     return Task::warp(cx, a, out, ret);
   }
 };
+
+// ---------------------------------------------------------------------------------------------
+// BLOCK ITEMS (`#[gpu_cilk(block)]`): a task type that declares `static const bool BLOCK = true`
+// has a cooperative entry `block` (`seg0`'s signature plus the block's scratch) that every thread
+// of a thread block runs together for one entry, with `SCRATCH` bytes of the block's shared memory
+// for its `shared!` arrays. Block tasks are leaves, like warp tasks. How a block is freed for such
+// an item (docs/architecture.md, "Block items"):
+//
+// - A lane whose top entry is a FRESH block item stops stepping (as for a warp item) and keeps it.
+// - At the start of every round (where a warp holds nothing another warp waits for: a round's
+//   takes, hand-overs and publications are all finished within it) the warp looks: if one of its
+//   lanes holds a block item, it copies those items into its exchange area, sets the block's
+//   `want` and joins; if `want` is set by another warp, it joins with none. A join is a counter in
+//   shared memory (gc_pblock_join), not __syncthreads: a warp that leaves the loop (the run
+//   stopped) counts itself in the high half for good, and a join that such a warp completes tells
+//   everyone to leave too, so no warp ever waits for one that has exited.
+// - Every warp reaches the start of a round within one round (a round runs at most
+//   GC_LANE_QUANTUM steps per lane, the warp phase and the sharing, all finite; an idle warp's
+//   round is a sleep), so a join completes once every warp has finished its current round.
+// - When the join completes with every warp in it, every thread of the block is in the block
+//   phase: only then does it use __syncthreads (in gc_pblock_start and the items themselves), and
+//   it runs every collected item in turn; the owner lane delivers each result and completes it.
+//   After the last item's barrier the exchange areas and the scratch are free again, and every
+//   warp goes back to its own lane stacks.
+
+template <typename T, typename = void> struct gc_is_block {
+  static const bool value = false;
+  static const gc_u64 scratch = 0;
+};
+template <typename T> struct gc_is_block<T, decltype((void)T::BLOCK)> {
+  static const bool value = T::BLOCK;
+  static const gc_u64 scratch = T::SCRATCH;
+};
+
+template <bool Block> struct gc_block_entry {
+  template <typename Task>
+  static __device__ bool run(gc_cx&, const typename Task::Args&, typename Task::Frame*, typename Task::Ret*,
+                             unsigned char*) {
+    return false;  // never called: the dispatch asks gc_is_block first
+  }
+};
+template <> struct gc_block_entry<true> {
+  template <typename Task>
+  static __device__ bool run(gc_cx& cx, const typename Task::Args& a, typename Task::Frame* out, typename Task::Ret* ret,
+                             unsigned char* scratch) {
+    return Task::block(cx, a, out, ret, scratch);
+  }
+};
+
+// The block's join state, after the warps' areas in dynamic shared memory (16 bytes; the scratch
+// of block items follows it).
+struct gc_pblock_hdr {
+  unsigned count;  // arrivals of the current join (low 16 bits) + warps that left the loop (each
+                   // counted in both halves: it never arrives again)
+  unsigned gen;    // completed joins
+  int want;        // a warp with block items is joining (cleared when the join completes)
+  int go;          // the last join's verdict: 1 = run the items, 0 = the block is stopping
+};
+
+// Lane 0 of a warp: arrives at the block's join (`add` 1) or leaves the loop for good (`add`
+// 0x10001), and for an arrival waits until every warp has arrived or left. True: every warp
+// arrived, run the items (every thread of the block is in the block phase).
+__device__ inline bool gc_pblock_join(gc_pblock_hdr* B, unsigned nwarps, unsigned add) {
+  volatile gc_pblock_hdr* vb = B;
+  const unsigned g = vb->gen;  // cannot move before this warp's own arrival below
+  __threadfence_block();       // the exchange items and counts written before are seen after `gen`
+  const unsigned old = atomicAdd(&B->count, add);
+  if ((old & 0xffffu) + 1u == nwarps) {
+    // The last arrival: the verdict, a fresh count (the warps that left stay counted), then `gen`.
+    const unsigned left = (old >> 16) + (add >> 16);
+    vb->go = left == 0u ? 1 : 0;
+    vb->want = 0;
+    vb->count = left * 0x10001u;
+    __threadfence_block();
+    atomicAdd(&B->gen, 1u);
+  } else if (add == 1u) {
+    unsigned ns = 32u;
+    while (vb->gen == g) {
+      __nanosleep(ns);
+      ns = ns < 1024u ? ns * 2u : ns;
+    }
+  }
+  __threadfence_block();
+  return add == 1u && vb->go != 0;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Sum groups (SUM GROUPS): a task type whose `SUM` is true (the assembler defined GC_SUM_<task>)
@@ -1200,6 +1287,27 @@ __device__ gc_frame_hdr* gc_pwarp_start(gc_pwarp* W, gc_lstack* L, const Item& i
   return gc_child_done(W->P, it.h.parent);
 }
 
+// Runs item `it` of the block task `Task` on the whole block (every thread calls this with the
+// same item; it is the top entry of the `owner` lane's stack). Ends with a block barrier, after
+// which the scratch is free; then the owner delivers the result, pops the entry and completes the
+// child (a pool frame back when that was the last child, to resume).
+template <typename Task, typename Item>
+__device__ gc_frame_hdr* gc_pblock_start(gc_pwarp* W, gc_lstack* L, const Item& it, bool owner, unsigned char* scratch,
+                                         gc_u64* stats) {
+  gc_cx cx;
+  gc_cx_init(cx, W, L, nullptr, nullptr, 0u, it.h.depth, Task::ID);
+  typename Task::Frame out;
+  typename Task::Ret ret = typename Task::Ret();
+  const typename Task::Args a = *reinterpret_cast<const typename Task::Args*>(it.args);
+  gc_block_entry<gc_is_block<Task>::value>::template run<Task>(cx, a, &out, &ret, scratch);
+  __syncthreads();
+  if (!owner) return nullptr;
+  stats[2 * Task::ID] += 1ull;
+  gc_pdeliver(it.h.dest, ret);
+  gc_lane_pop(L);
+  return gc_child_done(W->P, it.h.parent);
+}
+
 // Lane `from`'s item, on every lane (whole warp, converged).
 template <typename Item> __device__ inline void gc_shfl_item(Item* dst, const Item& src, int from) {
   const gc_u64* s = reinterpret_cast<const gc_u64*>(&src);
@@ -1346,7 +1454,9 @@ __device__ inline void gc_climb(const gc_psched& P, gc_pwarp* W, gc_lstack* L, g
 }
 
 // The persistent kernel's body (called by the assembled program's `gc_persistent` kernel with its
-// `gc_prog`). Dynamic shared memory: per warp, a gc_pwarp_hdr and 32 items, as the host sized it.
+// `gc_prog`). Dynamic shared memory: per warp, a gc_pwarp_hdr and 32 items, then (16-byte aligned)
+// the block's gc_pblock_hdr and the largest SCRATCH of the program's block tasks, as the host
+// sized it.
 template <typename Prog> __device__ void gc_persistent_loop(const gc_psched& P) {
   typedef typename Prog::Item Item;
 #if GC_PRIORITIES
@@ -1365,6 +1475,20 @@ template <typename Prog> __device__ void gc_persistent_loop(const gc_psched& P) 
   W.xchg = gc_psmem + warp * warp_bytes + sizeof(gc_pwarp_hdr);
   W.item_bytes = (gc_u32)sizeof(Item);
   W.lane = gc_lane();
+  // BLOCK ITEMS: the block's join state and the scratch of block items, after the warps' areas.
+  const gc_u32 nwarps = blockDim.x / gc_warp_size();
+  const gc_u64 warps_end = ((gc_u64)nwarps * warp_bytes + 15u) / 16u * 16u;
+  gc_pblock_hdr* const B = reinterpret_cast<gc_pblock_hdr*>(gc_psmem + warps_end);
+  unsigned char* const bscratch = gc_psmem + warps_end + sizeof(gc_pblock_hdr);
+  if (Prog::HAS_BLOCK) {
+    if (threadIdx.x == 0) {
+      B->count = 0u;
+      B->gen = 0u;
+      B->want = 0;
+      B->go = 0;
+    }
+    __syncthreads();  // every thread is here: no warp has entered its loop yet
+  }
   gc_lstack L;
   {
     const gc_u64 gtid = (gc_u64)blockIdx.x * blockDim.x + threadIdx.x;
@@ -1385,7 +1509,11 @@ template <typename Prog> __device__ void gc_persistent_loop(const gc_psched& P) 
     L.resume = nullptr;
     L.n_promoted = L.n_shared = L.n_donated = L.n_spills = L.n_frames = 0ull;
   }
-  if (W.lane == 0) W.h->hungry = 0;
+  if (W.lane == 0) {
+    W.h->hungry = 0;
+    W.h->nblock = 0u;
+    W.h->bmask = 0u;
+  }
   __syncwarp();
   // The root call starts on the first lane of the grid.
   if (blockIdx.x == 0 && threadIdx.x == 0) {
@@ -1421,6 +1549,53 @@ template <typename Prog> __device__ void gc_persistent_loop(const gc_psched& P) 
     const long long t0 = clock64();
     // Tombstones on top are skipped; an empty stack starts again at the ring's next index.
     while (L.hi != L.lo && gc_seg_state(gc_lane_at(&L, L.hi - 1u)->next_segment) == GC_SEG_DEAD) gc_lane_pop(&L);
+    if (Prog::HAS_BLOCK) {
+      // BLOCK ITEMS: the round boundary. A warp joins when one of its lanes holds a block item on
+      // top or another warp wants the block; a join that finds a warp gone stops this one too.
+      const gc_frame_hdr* bt = L.hi != L.lo && L.resume == nullptr ? gc_lane_at(&L, L.hi - 1u) : nullptr;
+      const bool bmine = bt != nullptr && gc_seg_state(bt->next_segment) == GC_SEG_FRESH && Prog::is_block(bt->task);
+      const unsigned bm = __ballot_sync(0xffffffffu, bmine);
+      int join = 0;
+      if (W.lane == 0) join = bm != 0u || *(volatile int*)&B->want != 0;
+      if (__shfl_sync(0xffffffffu, join, 0)) {
+        if (bmine) gc_entry_item(bt, reinterpret_cast<Item*>(W.xchg) + __popc(bm & gc_lane_mask_lt()));
+        int go = 0;
+        if (W.lane == 0) {
+          W.h->nblock = (unsigned)__popc(bm);
+          W.h->bmask = bm;
+          if (bm != 0u) *(volatile int*)&B->want = 1;
+          go = (int)gc_pblock_join(B, nwarps, 1u);
+        }
+        if (!__shfl_sync(0xffffffffu, go, 0)) break;
+        __syncthreads();  // every thread of the block is here (the join had every warp)
+        // The items of every warp in warp order. The counts are read before each item's
+        // barrier: after the last one a warp may already be writing its next join's.
+        gc_u32 total = 0u;
+        for (gc_u32 w = 0u; w < nwarps; ++w)
+          total += reinterpret_cast<const gc_pwarp_hdr*>(gc_psmem + w * warp_bytes)->nblock;
+        gc_frame_hdr* bnext = nullptr;
+        gc_u32 w = 0u, k = 0u;
+        unsigned owners = 0u;
+        for (gc_u32 done = 0u; done < total; ++done, ++k) {
+          const gc_pwarp_hdr* hw = reinterpret_cast<const gc_pwarp_hdr*>(gc_psmem + w * warp_bytes);
+          while (k == hw->nblock) {
+            w += 1u;
+            k = 0u;
+            hw = reinterpret_cast<const gc_pwarp_hdr*>(gc_psmem + w * warp_bytes);
+          }
+          if (k == 0u) owners = hw->bmask;
+          const int owner = __ffs((int)owners) - 1;
+          owners &= owners - 1u;
+          const Item one = reinterpret_cast<const Item*>(gc_psmem + w * warp_bytes + sizeof(gc_pwarp_hdr))[k];
+          const bool mine = w == warp && (int)W.lane == owner;
+          gc_frame_hdr* nx = Prog::start_block(&W, &L, one, mine, bscratch, stats);
+          if (mine) bnext = nx;
+        }
+        gc_climb<Prog>(P, &W, &L, bnext, stats);
+        __syncwarp();
+        continue;  // a new round: the stacks have changed
+      }
+    }
     unsigned busy = __ballot_sync(0xffffffffu, L.hi != L.lo || L.resume != nullptr);
     if (busy == 0u) {
       // A warp with nothing to run pays its lanes' sum groups (which may make one ready).
@@ -1486,6 +1661,10 @@ template <typename Prog> __device__ void gc_persistent_loop(const gc_psched& P) 
         top = nullptr;
         break;
       }
+      if (Prog::HAS_BLOCK && st == GC_SEG_FRESH && Prog::is_block(top->task)) {
+        top = nullptr;  // a block item waits for the next round's join (BLOCK ITEMS)
+        break;
+      }
       wmine = st == GC_SEG_FRESH && Prog::is_warp(top->task);
       if (wmine) break;
       deepest = top->depth > deepest ? top->depth : deepest;
@@ -1522,6 +1701,8 @@ template <typename Prog> __device__ void gc_persistent_loop(const gc_psched& P) 
       wstat[3] += (gc_u64)(clock64() - t1);
     }
   }
+  // BLOCK ITEMS: this warp leaves for good (a join waiting for it completes, telling all to stop).
+  if (Prog::HAS_BLOCK && W.lane == 0) (void)gc_pblock_join(B, nwarps, 0x10001u);
   if (W.lane == 0) wstat[4] = (gc_u64)(clock64() - loop_start);
   if (W.lane == 0 && idle) atomicSub(&P.ctl[GC_PCTL_HUNGRY], 1u);
   // (A lane's cached frame slots need not go back: the host resets the pool and the free ring

@@ -106,6 +106,15 @@ __device__ inline bool gc_unwinding(const gc_cx& cx);
 // clobber is a side effect the optimizer must keep; it emits no instruction.
 __device__ __forceinline__ void gc_progress() { asm volatile("" ::: "memory"); }
 
+// A block task's cooperative entry (`<task>_task::block`, `#[gpu_cilk(block)]`): this thread in
+// the block, the block's threads, and the block's barrier (around every `threads(..)` loop, after
+// every `shared!` fill and at each `block_sync!()`; the scheduler that calls the entry has every
+// thread of the block in it, and `macros/src/check.rs` keeps every value outside `threads` loops
+// the same on every thread, so every thread reaches each barrier).
+__device__ __forceinline__ gc_u64 gc_block_thread() { return (gc_u64)threadIdx.x; }
+__device__ __forceinline__ gc_u64 gc_block_threads() { return (gc_u64)blockDim.x; }
+__device__ __forceinline__ void gc_block_sync() { __syncthreads(); }
+
 // Integer arithmetic wraps as in a Rust release build: computed in the unsigned
 // type of the same width, so C++'s signed-overflow UB and integer promotion never apply.
 template <typename T> struct gc_uns { typedef T t; };

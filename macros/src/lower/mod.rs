@@ -150,6 +150,7 @@ pub fn task(f: Function) -> Result<Task, syn::Error> {
         fanout,
         machine: None,
         warp: false,
+        block: false,
         sum_base: None,
         host: None,
     };
@@ -195,6 +196,7 @@ fn machine_task(f: Function) -> Result<Task, syn::Error> {
         fanout,
         machine: Some(m),
         warp: false,
+        block: false,
         sum_base: None,
         host: None,
     };

@@ -112,6 +112,15 @@ impl Writer<'_> {
                 }
                 _ => self.unsupported("this unary operator", u.span()),
             },
+            // `block_sync!()` (check allows it as a statement only): the block's barrier in a block
+            // task's cooperative entry, nothing on one thread.
+            Expr::Macro(m) if crate::syntax::block_macro(&m.mac) == Some(crate::syntax::BlockMacro::Sync) => {
+                if self.block_coop() {
+                    "gc_block_sync()".to_string()
+                } else {
+                    "(void)0".to_string()
+                }
+            }
             Expr::Binary(b) => self.binary(b, want),
             Expr::Index(i) => self.index(i),
             Expr::MethodCall(m) => {

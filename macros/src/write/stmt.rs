@@ -85,6 +85,9 @@ impl Writer<'_> {
                 self.line(&format!("if ({name}.ptr == nullptr) {fail}"));
                 self.temps.push(name);
             }
+            Stmt::Let(l) if l.init.as_ref().is_some_and(|e| crate::syntax::as_shared(e).is_some()) => {
+                self.shared_let(l, rest, tail)
+            }
             Stmt::Let(l) => {
                 let mut ty = l.ty.as_ref().map(ty_of_type).or_else(|| l.init.as_ref().and_then(|e| self.ty_of(e)));
                 if ty.is_none() {
@@ -181,6 +184,12 @@ impl Writer<'_> {
         self.depth += 1;
         self.line(&format!("{t} {end} = {hi};"));
         let coop = f.lanes && self.coop && !self.in_lanes;
+        // A block task's loop is spread over the block's threads, a warp task's over its lanes.
+        let (first, step, wait) = if self.block_coop() {
+            ("gc_block_thread()", "gc_block_threads()", "gc_block_sync();")
+        } else {
+            ("(gc_u64)gc_lane()", "(gc_u64)gc_warp_size()", "__syncwarp();")
+        };
         // The value of the loop variable in an iteration (a cooperative loop counts in 64 bits).
         let mut value = it.clone();
         if coop {
@@ -188,12 +197,15 @@ impl Writer<'_> {
             // for each other after it (their writes are then visible to the whole warp). The
             // count and the steps are 64-bit offsets from `lo`, so no step wraps around `T`'s end
             // (`(gc_u64)` of a negative `lo` sign-extends: the difference is still exact).
+            if self.block_coop() {
+                // A block task's loop also starts with a barrier: what every thread read of the
+                // block's data before the loop has been read before any iteration writes it.
+                self.line("gc_block_sync();");
+            }
             let (base, cnt) = (self.fresh("lo"), self.fresh("cnt"));
             self.line(&format!("{t} {base} = {lo};"));
             self.line(&format!("gc_u64 {cnt} = {base} < {end} ? (gc_u64){end} - (gc_u64){base} : (gc_u64)0;"));
-            self.line(&format!(
-                "for (gc_u64 {it} = (gc_u64)gc_lane(); {it} < {cnt}; {it} += (gc_u64)gc_warp_size()) {{"
-            ));
+            self.line(&format!("for (gc_u64 {it} = {first}; {it} < {cnt}; {it} += {step}) {{"));
             value = format!("({t})((gc_u64){base} + {it})");
             self.in_lanes = true;
         } else if f.inclusive {
@@ -215,10 +227,40 @@ impl Writer<'_> {
         self.line("}");
         if coop {
             self.in_lanes = false;
-            self.line("__syncwarp();");
+            self.line(wait);
         }
         self.depth -= 1;
         self.line("}");
+    }
+
+    /// `let s = shared!([v; N]);`: in a block task's cooperative entry a reference to the next
+    /// `N` elements of the block's scratch, which the block fills with `v` and then waits for
+    /// (every thread runs it: check allows it at the top level only); elsewhere the local
+    /// `[v; N]`.
+    fn shared_let(&mut self, l: &crate::ir::Let, rest: &[Stmt], tail: Option<&Expr>) {
+        let Some((_, Some(repeat))) = l.init.as_ref().and_then(crate::syntax::as_shared) else { return };
+        let repeat = Expr::Repeat(repeat);
+        if !self.block_coop() {
+            let plain = crate::ir::Let { init: Some(repeat), ..l.clone() };
+            return self.stmt_inner(&Stmt::Let(plain), rest, tail);
+        }
+        let Some(Ty::Array(elem, n)) = l.ty.as_ref().map(ty_of_type).or_else(|| self.ty_of(&repeat)) else {
+            let u = self.unsupported("a `shared!` array of unknown type", l.name.span());
+            return self.line(&format!("{u};"));
+        };
+        let Expr::Repeat(r) = &repeat else { return };
+        let v = self.expr(&r.expr, Some(&elem));
+        let arr = Ty::Array(elem.clone(), n.clone()).cxx();
+        let off = self.scratch_offset();
+        self.scratch.push(format!("sizeof({arr})"));
+        let name = self.declare(&l.name, Some(Ty::Array(elem.clone(), n.clone())));
+        self.line(&format!("{arr}& {name} = *reinterpret_cast<{arr}*>(gc_scratch + ({off}));"));
+        let it = self.fresh("i");
+        self.line(&format!(
+            "for (gc_u64 {it} = gc_block_thread(); {it} < (gc_u64)({n}); {it} += gc_block_threads()) {name}.v[{it}] = ({})({v});",
+            elem.cxx()
+        ));
+        self.line("gc_block_sync();");
     }
 
     /// A return of `e` (freeing the task's live temporaries).

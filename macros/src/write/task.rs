@@ -77,7 +77,7 @@ pub fn task_fragment(task: &Task) -> Fragment {
     }
     // A warp task runs on a whole warp, never as a sum group's member; a generic task's
     // instantiations are not marked one by one.
-    let sum_base = if task.warp || !tpl.is_empty() { None } else { task.sum_base };
+    let sum_base = if task.warp || task.block || !tpl.is_empty() { None } else { task.sum_base };
     if sum_base.is_some() {
         // The assembler defines it to 1 when every task this one spawns is a sum as well.
         let _ = writeln!(decls, "#ifndef GC_SUM_{name}\n#define GC_SUM_{name} 0\n#endif");
@@ -126,7 +126,6 @@ pub fn task_fragment(task: &Task) -> Fragment {
         let _ = writeln!(types, "  static const bool SUM = GC_SUM_{name};");
         let _ = writeln!(types, "  static __device__ __forceinline__ Ret sum_base() {{ return (Ret){base}ull; }}");
     }
-    types.push_str("};\n");
 
     let mut writer = Writer::new(Some(task), Mode::Segment, name.clone(), ret);
     if let Some(m) = &task.machine {
@@ -137,6 +136,19 @@ pub fn task_fragment(task: &Task) -> Fragment {
     if task.warp {
         warp_def(&mut writer, task);
     }
+    if task.block {
+        // A block task (`#[gpu_cilk(block)]`): the persistent scheduler runs `block` on every
+        // thread of a thread block at once (persistent.cuh, BLOCK ITEMS), with `SCRATCH` bytes of
+        // the block's shared memory for its `shared!` arrays; `seg0` and `dev` are its serial form.
+        coop_def(&mut writer, task, "block", ", unsigned char* gc_scratch");
+        let _ = writeln!(types, "  static const bool BLOCK = true;");
+        let _ = writeln!(types, "  static const gc_u64 SCRATCH = {};", super::writer::scratch_sum(&writer.scratch));
+        let _ = writeln!(
+            types,
+            "  static __device__ bool block(gc_cx& cx, Args a, Frame* out, Ret* ret, unsigned char* gc_scratch);"
+        );
+    }
+    types.push_str("};\n");
     // The task run as a plain call, whole (what a scheduler runs when it inlines a spawn): its own
     // serial device form, and those of the tasks it spawns (which a scheduler may run inline), are
     // part of the program. Not inlined into the scheduler: with mutually recursive tasks, NVVM's
@@ -228,9 +240,15 @@ fn segment_defs(writer: &mut Writer<'_>, task: &Task) {
 /// `warp` of a warp task: its one segment with `lanes` loops spread over the warp's lanes (the
 /// same statements as `seg0`, which runs them as plain loops).
 fn warp_def(writer: &mut Writer<'_>, task: &Task) {
+    coop_def(writer, task, "warp", "");
+}
+
+/// The cooperative entry `entry` of a warp or block task (`extra`: its parameters after `ret`):
+/// its one segment with the cooperative loops spread over the warp's lanes or the block's threads.
+fn coop_def(writer: &mut Writer<'_>, task: &Task, entry: &str, extra: &str) {
     let name = writer.task_cname.clone();
     writer.line(&format!(
-        "{}__device__ bool {name}_task{}::warp(gc_cx& cx, Args a, Frame* out, Ret* ret) {{",
+        "{}__device__ bool {name}_task{}::{entry}(gc_cx& cx, Args a, Frame* out, Ret* ret{extra}) {{",
         tpl_of(task),
         writer.targs
     ));

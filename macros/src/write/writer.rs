@@ -69,9 +69,23 @@ pub(super) struct Writer<'t> {
     pub(super) coop: bool,
     /// Inside a cooperative `lanes` loop (an inner one, rejected by `check`, would be plain).
     pub(super) in_lanes: bool,
+    /// Writing a block task's cooperative entry: the `sizeof`s of its `shared!` arrays so far,
+    /// each at the sum of the earlier ones (rounded up to 16 bytes) in the block's scratch.
+    pub(super) scratch: Vec<String>,
 }
 
 impl<'t> Writer<'t> {
+    /// Writing a block task's cooperative entry (`<name>_task::block`): `threads` loops are spread
+    /// over the block's threads, `shared!` arrays live in its scratch, `block_sync!()` is a barrier.
+    pub(super) fn block_coop(&self) -> bool {
+        self.coop && self.task.is_some_and(|t| t.block)
+    }
+
+    /// The offset of the next `shared!` array in the block's scratch (a C++ constant expression).
+    pub(super) fn scratch_offset(&self) -> String {
+        scratch_sum(&self.scratch)
+    }
+
     pub(super) fn new(task: Option<&'t Task>, mode: Mode, task_cname: String, ret: Option<Ty>) -> Self {
         let targs = task.map(|t| super::ty::template_of(&t.generics).1).unwrap_or_default();
         Writer {
@@ -88,6 +102,7 @@ impl<'t> Writer<'t> {
             calls: Vec::new(),
             coop: false,
             in_lanes: false,
+            scratch: Vec::new(),
             scopes: vec![Vec::new()],
             used: BTreeSet::new(),
             unsupported: Vec::new(),
@@ -190,4 +205,13 @@ impl<'t> Writer<'t> {
 pub(super) fn location(span: Span) -> String {
     let start = span.start();
     format!("{}:{}:{}", span.file(), start.line, start.column + 1)
+}
+
+/// The bytes of `shared!` arrays of these sizes laid out one after the other, each rounded up to
+/// 16 bytes (a C++ constant expression).
+pub(super) fn scratch_sum(sizes: &[String]) -> String {
+    if sizes.is_empty() {
+        return "0".to_string();
+    }
+    sizes.iter().map(|s| format!("(({s} + 15) / 16 * 16)")).collect::<Vec<_>>().join(" + ")
 }

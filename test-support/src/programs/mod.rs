@@ -4,6 +4,7 @@
 //! checks (those stay in `tests/`).
 
 pub mod backends;
+pub mod block;
 pub mod control;
 pub mod fixtures;
 pub mod generics;

@@ -405,6 +405,25 @@ fn write_persistent_entries(src: &mut String, tasks: &[ProgramTask]) {
             writeln!(src, "      case {i}u: return gc_pwarp_start<{}_task, Item>(W, L, it, owner, stats);", t.c_name);
     }
     src.push_str("    }\n    return nullptr;\n  }\n");
+    // Block tasks (`#[gpu_cilk(block)]`): whether there are any, which ids, their whole-block entry.
+    let blocks: Vec<String> = tasks.iter().map(|t| format!("gc_is_block<{}_task>::value", t.c_name)).collect();
+    let _ = writeln!(src, "  static const bool HAS_BLOCK = false || {};", blocks.join(" || "));
+    src.push_str("  static __device__ bool is_block(gc_u32 task) {\n    switch (task) {\n");
+    for (i, b) in blocks.iter().enumerate() {
+        let _ = writeln!(src, "      case {i}u: return {b};");
+    }
+    src.push_str("    }\n    return false;\n  }\n");
+    src.push_str(
+        "  static __device__ gc_frame_hdr* start_block(gc_pwarp* W, gc_lstack* L, const Item& it, bool owner, unsigned char* scratch, gc_u64* stats) {\n    switch (it.h.task) {\n",
+    );
+    for (i, t) in tasks.iter().enumerate() {
+        let _ = writeln!(
+            src,
+            "      case {i}u: return gc_pblock_start<{}_task, Item>(W, L, it, owner, scratch, stats);",
+            t.c_name
+        );
+    }
+    src.push_str("    }\n    return nullptr;\n  }\n");
     if let Some(root) = tasks.first() {
         let n = &root.c_name;
         let _ = writeln!(
@@ -426,8 +445,16 @@ fn write_persistent_entries(src: &mut String, tasks: &[ProgramTask]) {
         "extern \"C\" __global__ void gc_playout(gc_u64* out) {{\n  \
          out[0] = sizeof(gc_prog::Item);\n  \
          out[1] = gc_cmax_bytes<{}>();\n  \
-         out[2] = gc_cmax_bytes<{}>();\n}}",
+         out[2] = gc_cmax_bytes<{}>();\n  \
+         out[3] = 0;\n{}}}",
         slots.join(", "),
-        args.join(", ")
+        args.join(", "),
+        tasks
+            .iter()
+            .map(|t| format!(
+                "  if (gc_is_block<{0}_task>::scratch > out[3]) out[3] = gc_is_block<{0}_task>::scratch;\n",
+                t.c_name
+            ))
+            .collect::<String>()
     );
 }

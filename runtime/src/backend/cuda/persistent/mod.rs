@@ -31,6 +31,9 @@ use std::time::Instant;
 const THREADS: u32 = 256;
 /// Bytes of `struct gc_pwarp_hdr` (each warp's shared memory: this header, then 32 items).
 const WARP_HDR_BYTES: u64 = 16;
+/// Bytes of `struct gc_pblock_hdr` (the block's join state for block items, after the warps'
+/// areas rounded up to 16 bytes; the block tasks' scratch follows it).
+const BLOCK_HDR_BYTES: u64 = 16;
 /// Bytes of every lane's stack together, in global memory, and the most and fewest bytes one lane
 /// gets: a lane's stack holds [`MIN_LANE_ENTRIES`] to [`MAX_LANE_ENTRIES`] entries of the
 /// program's largest frame slot, as many as its share of [`LANE_STACKS_BYTES`] allows. A path
@@ -78,17 +81,24 @@ struct Layout {
     item_bytes: u64,
     frame_bytes: u64,
     args_bytes: u64,
+    /// The largest `SCRATCH` of the program's block tasks (`shared!` arrays; 0 without any).
+    scratch_bytes: u64,
 }
 
 impl<D: Target> PersistentState<D> {
     pub(crate) fn new(dev: &D, program: &D::Program, asm: &AssembledProgram, config: &Config) -> Result<Self> {
         let layout = {
-            let out = dev.alloc_zeroed::<u64>(3)?;
-            // SAFETY: `gc_playout(gc_u64* out)` writes out[0..3), which `out` holds.
+            let out = dev.alloc_zeroed::<u64>(4)?;
+            // SAFETY: `gc_playout(gc_u64* out)` writes out[0..4), which `out` holds.
             let k = unsafe { dev.kernel::<DevicePtr<u64>>(program, "gc_playout")? };
             dev.launch(&k, LaunchDims::cover(1, 1), &DevicePtr::from_addr(D::addr(&out)))?;
             let v = dev.dtoh(&out)?;
-            Layout { item_bytes: v[0], frame_bytes: v[1].next_multiple_of(16), args_bytes: v[2].max(8) }
+            Layout {
+                item_bytes: v[0],
+                frame_bytes: v[1].next_multiple_of(16),
+                args_bytes: v[2].max(8),
+                scratch_bytes: v[3],
+            }
         };
         // SAFETY: `gc_persistent(gc_psched)` (written by the assembler around
         // `gc_persistent_loop`) takes one `gc_psched`, mirrored by `GcPSched` (checked by the
@@ -101,7 +111,12 @@ impl<D: Target> PersistentState<D> {
         // operations need their own workspace (every block gets the larger of the two).
         let prio = asm.uses_priorities();
         let prio_smem = if prio { PRIO_SMEM_BYTES as usize } else { 0 };
-        let smem_for = |threads: u32| ((threads / warp_size) as usize * warp_bytes as usize).max(prio_smem);
+        // Per block: the warps' areas, then the join state and scratch of block items.
+        let block_bytes = BLOCK_HDR_BYTES + layout.scratch_bytes;
+        let smem_for = |threads: u32| {
+            let warps = (threads / warp_size) as u64 * warp_bytes;
+            ((warps.next_multiple_of(16) + block_bytes) as usize).max(prio_smem)
+        };
         let max_per_sm = config.device_blocks_per_sm.min(u32::MAX as usize) as u32;
         let (blocks, threads) = dev.resident_grid(&kernel, THREADS, smem_for(THREADS), max_per_sm)?;
         let smem = smem_for(threads);
