@@ -238,12 +238,7 @@ fn host_slice_row(
     host_slices(args, rt, row, check, || {
         let mut c = vec![f32::NAN; n * n];
         let (t, r) = timed(|| {
-            rt.run_with_stats(strassen_root::task(
-                Mat::new(a, n, n),
-                Mat::new(b, n, n),
-                MatMut::new(&mut c, n, n),
-                m,
-            ))
+            rt.run_with_stats(strassen_root::task(Mat::new(a, n, n), Mat::new(b, n, n), MatMut::new(&mut c, n, n), m))
         });
         (t, r.map(|r| r.stats), c)
     })
