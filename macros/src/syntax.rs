@@ -27,19 +27,19 @@ pub enum MacroKind {
 /// `spawn!`, `gpu_cilk::spawn!`, `::gpu_cilk::prelude::spawn!`, ... (any path ending in `spawn`
 /// or `sync` with no generic arguments).
 pub fn macro_kind(mac: &Macro) -> Option<MacroKind> {
+    match macro_name(mac)?.to_string().as_str() {
+        "spawn" => Some(MacroKind::Spawn),
+        "sync" => Some(MacroKind::Sync),
+        "alloc" => Some(MacroKind::Alloc),
+        _ => None,
+    }
+}
+
+/// The last segment of a macro's path, when it has no generic arguments (how [`macro_kind`] and
+/// [`block_macro`] recognize our macros through any path).
+fn macro_name(mac: &Macro) -> Option<&syn::Ident> {
     let last = mac.path.segments.last()?;
-    if !last.arguments.is_none() {
-        return None;
-    }
-    if last.ident == "spawn" {
-        Some(MacroKind::Spawn)
-    } else if last.ident == "sync" {
-        Some(MacroKind::Sync)
-    } else if last.ident == "alloc" {
-        Some(MacroKind::Alloc)
-    } else {
-        None
-    }
+    last.arguments.is_none().then_some(&last.ident)
 }
 
 /// The `spawn!` invoked by `expr`, if `expr` is one.
@@ -640,11 +640,7 @@ pub enum BlockMacro {
 
 /// `block_sync!` / `shared!` through any path, without generic arguments.
 pub fn block_macro(mac: &Macro) -> Option<BlockMacro> {
-    let last = mac.path.segments.last()?;
-    if !last.arguments.is_none() {
-        return None;
-    }
-    match last.ident.to_string().as_str() {
+    match macro_name(mac)?.to_string().as_str() {
         "block_sync" => Some(BlockMacro::Sync),
         "shared" => Some(BlockMacro::Shared),
         _ => None,
